@@ -1,0 +1,92 @@
+package contract
+
+import (
+	"time"
+)
+
+// Resolved is a contract with its profile chain applied and every default
+// filled in. Its canonical JSON (RFC 8785) is the frozen contract.json of a
+// run, and its SHA-256 is the contract hash. Nothing in it depends on the
+// machine that resolved it.
+type Resolved struct {
+	Version  int         `json:"version"`
+	Name     string      `json:"name"`
+	Profile  string      `json:"profile,omitempty"`
+	Checks   []Check     `json:"checks"`
+	Criteria []Criterion `json:"criteria,omitempty"`
+	Approval Approval    `json:"approval"`
+	Budget   Budget      `json:"budget"`
+}
+
+// Check is one fully resolved check.
+type Check struct {
+	ID        string            `json:"id"`
+	Run       []string          `json:"run"`
+	Dir       string            `json:"dir,omitempty"` // working directory relative to the repository root
+	Criteria  []string          `json:"criteria,omitempty"`
+	DependsOn []string          `json:"depends_on,omitempty"`
+	Evidence  string            `json:"evidence,omitempty"` // "" (exit code only) | "structured"
+	Runtime   string            `json:"runtime"`            // docker | process
+	Image     string            `json:"image,omitempty"`
+	Pull      string            `json:"pull"`    // never | missing | always
+	Timeout   Duration          `json:"timeout"` // 0 = none
+	Output    Size              `json:"output_limit"`
+	Network   string            `json:"network"`   // none | host
+	Workspace string            `json:"workspace"` // readonly | copy | none
+	Resources Resources         `json:"resources"`
+	Tmpfs     Size              `json:"tmpfs"`
+	AllowRoot bool              `json:"allow_root,omitempty"`
+	Mounts    []Mount           `json:"mounts,omitempty"`
+	Env       map[string]string `json:"env,omitempty"`
+}
+
+// Resources are the sandbox limits of a check.
+type Resources struct {
+	Memory Size  `json:"memory"`
+	CPUs   Milli `json:"cpus"` // thousandths of a CPU, so the JSON stays an integer
+	Pids   int64 `json:"pids"`
+}
+
+// Mount is an extra bind mount, read-only unless Writable.
+type Mount struct {
+	Source   string `json:"source"`
+	Target   string `json:"target"`
+	Writable bool   `json:"writable,omitempty"`
+}
+
+// Criterion is an acceptance criterion checks map to.
+type Criterion struct {
+	ID   string `json:"id"`
+	Text string `json:"text"`
+}
+
+// Approval is the human approval rule.
+type Approval struct {
+	Required           int      `json:"required"`
+	Roles              []string `json:"roles"`
+	AllowCommitAuthors bool     `json:"allow_commit_authors"`
+}
+
+// Budget bounds the whole run.
+type Budget struct {
+	MaxDuration Duration `json:"max_duration"` // 0 = none
+}
+
+// Check returns the check with the given id.
+func (r *Resolved) Check(id string) (Check, bool) {
+	for _, c := range r.Checks {
+		if c.ID == id {
+			return c, true
+		}
+	}
+	return Check{}, false
+}
+
+// Duration is a time.Duration written as a Go duration string ("10m0s").
+type Duration time.Duration
+
+// Size is a byte count written as an integer.
+type Size int64
+
+// Milli is a count of thousandths (of a CPU).
+type Milli int64
