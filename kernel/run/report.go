@@ -1,0 +1,76 @@
+package run
+
+import (
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/runtime"
+)
+
+// State is a run's lifecycle state.
+type State string
+
+// Lifecycle states.
+const (
+	Planned          State = "PLANNED"
+	Implementing     State = "IMPLEMENTING"
+	Verifying        State = "VERIFYING"
+	AwaitingApproval State = "AWAITING_APPROVAL"
+	Complete         State = "COMPLETE"
+	Blocked          State = "BLOCKED"
+	Rejected         State = "REJECTED"
+	Stale            State = "STALE"
+	Cancelled        State = "CANCELLED"
+	Superseded       State = "SUPERSEDED"
+)
+
+// Report is a run as reconstructed from its event log and checked against
+// its projection (run.json) and frozen contract: what status, audit and the
+// bundle exporter and verifier report.
+type Report struct {
+	RunID              string          `json:"run_id"`
+	State              State           `json:"state"`
+	Source             eventlog.Source `json:"source"`
+	Repo               string          `json:"repo,omitempty"`
+	Profile            string          `json:"profile,omitempty"`
+	ContractHash       string          `json:"contract_hash"`
+	VerificationDigest string          `json:"verification_digest,omitempty"`
+	ChainHead          string          `json:"chain_head"`
+	ChainLength        int             `json:"chain_length"`
+	Checks             []CheckReport   `json:"checks"`
+	Decisions          []Decision      `json:"decisions,omitempty"`
+	// Blobs lists every blob digest the log references (check streams,
+	// context snapshots), each present and intact in the run directory.
+	Blobs []string `json:"blobs,omitempty"`
+}
+
+// CheckReport is one check's last recorded result.
+type CheckReport struct {
+	ID          string               `json:"id"`
+	Outcome     runtime.Outcome      `json:"outcome"`
+	ExitCode    int                  `json:"exit_code"`
+	DurationMS  int64                `json:"duration_ms"`
+	Stdout      *runtime.Stream      `json:"stdout,omitempty"`
+	Stderr      *runtime.Stream      `json:"stderr,omitempty"`
+	Attestation *runtime.Attestation `json:"attestation,omitempty"`
+	Detail      string               `json:"detail,omitempty"`
+}
+
+// Decision is a recorded human decision.
+type Decision struct {
+	Decision string        `json:"decision"` // approved | rejected
+	Actor    string        `json:"actor"`
+	Time     string        `json:"time"`
+	Reason   string        `json:"reason,omitempty"`
+	GitHub   *GitHubReview `json:"github,omitempty"`
+}
+
+// GitHubReview identifies the pull-request review a decision came from.
+type GitHubReview struct {
+	Login       string `json:"login"`
+	UserID      int64  `json:"user_id"`
+	ReviewID    int64  `json:"review_id"`
+	Commit      string `json:"commit"`
+	Tree        string `json:"tree,omitempty"`
+	Permission  string `json:"permission"`
+	SubmittedAt string `json:"submitted_at,omitempty"`
+	PullRequest int    `json:"pull_request,omitempty"`
+}
