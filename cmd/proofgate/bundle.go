@@ -1,6 +1,475 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/checkpoint"
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/spf13/cobra"
+)
 
 // addBundleCommands registers keygen, trust, bundle and events checkpoint.
-func addBundleCommands(root *cobra.Command, g *globals) {}
+func addBundleCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(keygenCmd(g), trustCmd(g), bundleCmd(g))
+	eventsCmd(root).AddCommand(checkpointCmd(g))
+}
+
+// eventsCmd returns the "events" parent command, creating it on first use.
+func eventsCmd(root *cobra.Command) *cobra.Command {
+	for _, c := range root.Commands() {
+		if c.Name() == "events" {
+			return c
+		}
+	}
+	c := &cobra.Command{Use: "events", Short: "Verify, unlock and checkpoint a run's event log"}
+	root.AddCommand(c)
+	return c
+}
+
+// parseTime accepts RFC 3339 or "now".
+func parseTime(flag, v string) (time.Time, error) {
+	if v == "now" {
+		return time.Now().UTC(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}, usageErr(fmt.Errorf("--%s: %q is not an RFC 3339 time (e.g. 2026-01-02T15:04:05Z) or now", flag, v))
+	}
+	return t.UTC(), nil
+}
+
+func optTime(flag, v string) (*time.Time, error) {
+	if v == "" {
+		return nil, nil
+	}
+	t, err := parseTime(flag, v)
+	if err != nil {
+		return nil, err
+	}
+	return &t, nil
+}
+
+func loadSigner(ref string) (*key.Signer, error) {
+	if ref == "" {
+		return nil, usageErr(errors.New("--key is required (a PKCS#8 PEM file, or env:VAR)"))
+	}
+	s, err := key.Load(ref)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return s, nil
+}
+
+func keygenCmd(g *globals) *cobra.Command {
+	var out string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "keygen [-o key.pem]",
+		Short: "Generate an Ed25519 signing key",
+		Long: `Write a new Ed25519 private key as PKCS#8 PEM (mode 0600) and its public key
+next to it (key.pem → key.pub.pem), and print the key id: the lowercase hex
+SHA-256 of the public key's DER SubjectPublicKeyInfo. Existing files are never
+overwritten. Keys made by "openssl genpkey -algorithm ed25519" work as well.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := key.Generate(out)
+			if err != nil {
+				if errors.Is(err, fs.ErrExist) {
+					return usageErr(err)
+				}
+				return envErr(err)
+			}
+			pub, err := os.ReadFile(key.PublicPath(out))
+			if err != nil {
+				return envErr(err)
+			}
+			if asJSON {
+				return writeJSON(g.stdout, map[string]string{"key_id": id, "private_key": out,
+					"public_key": key.PublicPath(out), "public_key_pem": string(pub)})
+			}
+			fmt.Fprintf(g.stdout, "%s\n%s", id, pub)
+			fmt.Fprintf(g.stderr, "wrote %s (private, 0600) and %s\n", out, key.PublicPath(out))
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "key.pem", "private key file to create")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func trustCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "trust", Short: "Manage the trust store of bundle signing keys"}
+	var storePath string
+	c.PersistentFlags().StringVar(&storePath, "store", "trust.json", "trust store file")
+
+	var pubFile, identity, notBefore, notAfter string
+	add := &cobra.Command{
+		Use:   "add --store trust.json --public-key key.pub.pem [--identity S] [--not-before T] [--not-after T]",
+		Short: "Add an active key and print its id",
+		Long: `Add a public key as active. --identity (e.g. repo:owner/name) makes the key
+valid only for bundles of that repository; --not-before/--not-after bound the
+signing times it is valid for. The store is rewritten atomically.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if pubFile == "" {
+				return usageErr(errors.New("--public-key is required"))
+			}
+			nb, err := optTime("not-before", notBefore)
+			if err != nil {
+				return err
+			}
+			na, err := optTime("not-after", notAfter)
+			if err != nil {
+				return err
+			}
+			s, err := trust.LoadOrNew(storePath)
+			if err != nil {
+				return usageErr(err)
+			}
+			_, pemBytes, err := key.LoadPublic(pubFile)
+			if err != nil {
+				return usageErr(err)
+			}
+			id, err := s.Add(pemBytes, identity, nb, na)
+			if err != nil {
+				return usageErr(err)
+			}
+			if err := s.Save(storePath); err != nil {
+				return envErr(err)
+			}
+			fmt.Fprintln(g.stdout, id)
+			return nil
+		},
+	}
+	add.Flags().StringVar(&pubFile, "public-key", "", "public key PEM file")
+	add.Flags().StringVar(&identity, "identity", "", "identity the key may sign for, e.g. repo:owner/name")
+	add.Flags().StringVar(&notBefore, "not-before", "", "earliest signing time accepted (RFC 3339)")
+	add.Flags().StringVar(&notAfter, "not-after", "", "latest signing time accepted (RFC 3339)")
+
+	var keyID, at string
+	change := func(verb string) *cobra.Command {
+		c := &cobra.Command{
+			Use:  verb + " --store trust.json --key-id ID [--at T]",
+			Args: cobra.NoArgs,
+			RunE: func(cmd *cobra.Command, args []string) error {
+				if keyID == "" {
+					return usageErr(errors.New("--key-id is required"))
+				}
+				s, err := trust.Load(storePath)
+				if err != nil {
+					return usageErr(err)
+				}
+				switch verb {
+				case "retire":
+					when := time.Now().UTC()
+					if at != "" {
+						if when, err = parseTime("at", at); err != nil {
+							return err
+						}
+					}
+					err = s.Retire(keyID, when)
+				case "revoke":
+					var when *time.Time
+					if when, err = optTime("at", at); err != nil {
+						return err
+					}
+					err = s.Revoke(keyID, when)
+				}
+				if err != nil {
+					return usageErr(err)
+				}
+				if err := s.Save(storePath); err != nil {
+					return envErr(err)
+				}
+				fmt.Fprintf(g.stdout, "%s %sd\n", keyID, verb)
+				return nil
+			},
+		}
+		c.Flags().StringVar(&keyID, "key-id", "", "key id")
+		return c
+	}
+	retire := change("retire")
+	retire.Short = "Retire a key: bundles signed up to --at (default now) still verify"
+	retire.Flags().StringVar(&at, "at", "", "retirement time (RFC 3339, default now)")
+	revoke := change("revoke")
+	revoke.Short = "Revoke a key: bundles signed at or after --at, or all without --at, are refused"
+	revoke.Flags().StringVar(&at, "at", "", "revocation time (RFC 3339); without it every signature is refused")
+
+	var asJSON bool
+	list := &cobra.Command{
+		Use:   "list --store trust.json [--json]",
+		Short: "List the keys of the trust store",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := trust.Load(storePath)
+			if err != nil {
+				return usageErr(err)
+			}
+			if asJSON {
+				return writeJSON(g.stdout, s)
+			}
+			for _, k := range s.Keys {
+				fmt.Fprintf(g.stdout, "%s %-7s identity=%s not_before=%s not_after=%s retired_at=%s revoked_at=%s\n",
+					k.ID, k.Status, orDash(k.Identity), fmtTime(k.NotBefore), fmtTime(k.NotAfter), fmtTime(k.RetiredAt), fmtRevoked(&k))
+			}
+			return nil
+		},
+	}
+	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.AddCommand(add, retire, revoke, list)
+	return c
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func fmtTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return t.UTC().Format(time.RFC3339)
+}
+
+func fmtRevoked(k *trust.Key) string {
+	if k.Status == trust.Revoked && k.RevokedAt == nil {
+		return "always"
+	}
+	return fmtTime(k.RevokedAt)
+}
+
+func bundleCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "bundle", Short: "Export and verify signed evidence bundles"}
+	c.AddCommand(exportCmd(g), verifyBundleCmd(g))
+	return c
+}
+
+func exportCmd(g *globals) *cobra.Command {
+	var keyRef, out, signedAt string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "export RUN --key key.pem [-o FILE]",
+		Short: "Export a COMPLETE run as a signed evidence bundle",
+		Long: `Write one deterministic .tar.gz holding run.json, events.ndjson,
+contract.json, every blob the log references, the latest checkpoint if any,
+and attestation.dsse.json: a DSSE envelope over an in-toto Statement v1 whose
+subjects are the other files. Only a run that reconciles as COMPLETE exports.
+--key is a PKCS#8 PEM file or env:VAR. The signing time defaults to the time
+of the run's last event (so the same run and key give the same bytes);
+--signed-at T or now overrides it.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := loadSigner(keyRef)
+			if err != nil {
+				return err
+			}
+			var opts bundle.ExportOptions
+			if signedAt != "" {
+				if opts.SignedAt, err = parseTime("signed-at", signedAt); err != nil {
+					return err
+				}
+			}
+			store := run.NewStore(g.state)
+			id, err := store.Resolve(args[0])
+			if err != nil {
+				return classify(err)
+			}
+			if out == "" {
+				out = id + ".bundle.tar.gz"
+			}
+			res, err := bundle.ExportFile(store.Path(id), out, s, opts)
+			if err != nil {
+				var xe *bundle.ExportError
+				if errors.As(err, &xe) {
+					return refusedErr(err)
+				}
+				return envErr(err)
+			}
+			if asJSON {
+				return writeJSON(g.stdout, struct {
+					*bundle.ExportResult
+					File string `json:"file"`
+				}{res, out})
+			}
+			fmt.Fprintf(g.stdout, "%s\n", out)
+			fmt.Fprintf(g.stderr, "exported run %s: %d files, %d bytes, signed by %s at %s\n",
+				res.RunID, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
+			return nil
+		},
+	}
+	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
+	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <run-id>.bundle.tar.gz)")
+	c.Flags().StringVar(&signedAt, "signed-at", "", "signing time to assert (RFC 3339 or now)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+type verdict struct {
+	Verdict    string `json:"verdict"`
+	Reason     string `json:"reason,omitempty"`
+	Detail     string `json:"detail,omitempty"`
+	RunID      string `json:"run_id,omitempty"`
+	KeyID      string `json:"key_id,omitempty"`
+	SignedAt   string `json:"signed_at,omitempty"`
+	Commit     string `json:"commit,omitempty"`
+	Tree       string `json:"tree,omitempty"`
+	Repo       string `json:"repo,omitempty"`
+	State      string `json:"state,omitempty"`
+	Digest     string `json:"verification_digest,omitempty"`
+	ChainHead  string `json:"chain_head,omitempty"`
+	Approvals  int    `json:"approvals"`
+	Checkpoint int    `json:"checkpoint_length,omitempty"`
+}
+
+func verifyBundleCmd(g *globals) *cobra.Command {
+	var trustPath, commit, tree string
+	var approvals int
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "verify FILE --trust trust.json [--commit SHA | --tree SHA] [--require-approvals N] [--json]",
+		Short: "Verify an evidence bundle offline",
+		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
+DSSE signature with a key from the trust store; the key's status and validity
+at the signing time; every subject digest with no file missing or extra; the
+event chain and a full audit of the run from the bundled files; the predicate
+against that audit; the carried checkpoint; --commit or --tree; and at least
+--require-approvals distinct approvals (default 1).
+
+Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if commit != "" && tree != "" {
+				return usageErr(errors.New("--commit and --tree are exclusive"))
+			}
+			if approvals < 0 {
+				return usageErr(errors.New("--require-approvals must be >= 0"))
+			}
+			if trustPath == "" {
+				return usageErr(errors.New("--trust is required"))
+			}
+			store, err := trust.Load(trustPath)
+			if err != nil {
+				return usageErr(err)
+			}
+			f, err := os.Open(args[0])
+			if err != nil {
+				return usageErr(err)
+			}
+			defer f.Close()
+			res, err := bundle.Verify(f, store, bundle.VerifyOptions{Commit: commit, Tree: tree, RequireApprovals: approvals})
+			v := verdict{Verdict: "accepted"}
+			var ve *bundle.VerifyError
+			switch {
+			case err == nil:
+				v.RunID, v.KeyID, v.SignedAt = res.RunID, res.KeyID, res.SignedAt.Format(time.RFC3339Nano)
+				v.Commit, v.Tree, v.Repo = res.Run.Source.Commit, res.Run.Source.Tree, res.Run.Repo
+				v.State, v.Digest, v.ChainHead, v.Approvals = string(res.Run.State), res.Run.VerificationDigest, res.Run.Chain.Head, res.Approvals
+				if res.Checkpoint != nil {
+					v.Checkpoint = res.Checkpoint.Length
+				}
+			case errors.As(err, &ve):
+				v = verdict{Verdict: "refused", Reason: string(ve.Reason), Detail: ve.Detail, RunID: ve.RunID}
+			default:
+				return envErr(err)
+			}
+			if asJSON {
+				if err := writeJSON(g.stdout, v); err != nil {
+					return err
+				}
+			} else if v.Verdict == "accepted" {
+				fmt.Fprintf(g.stdout, "accepted: run %s, commit %s, tree %s, %d approval(s), signed by %s at %s\n",
+					v.RunID, v.Commit, v.Tree, v.Approvals, v.KeyID, v.SignedAt)
+			} else {
+				fmt.Fprintf(g.stdout, "refused: %s: %s\n", v.Reason, v.Detail)
+			}
+			if v.Verdict != "accepted" {
+				return silent(exitRefused)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&trustPath, "trust", "", "trust store (trust.json)")
+	c.Flags().StringVar(&commit, "commit", "", "require the run's source commit")
+	c.Flags().StringVar(&tree, "tree", "", "require the run's source tree (merge/squash commits)")
+	c.Flags().IntVar(&approvals, "require-approvals", 1, "minimum distinct approvals")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func checkpointCmd(g *globals) *cobra.Command {
+	var keyRef, out string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "checkpoint RUN --key key.pem [-o FILE]",
+		Short: "Sign a checkpoint of a run's event chain",
+		Long: `Sign {run, length, head, time} of the run's event log under its writer lock,
+store it as checkpoints/<length>.dsse.json in the run directory (and in FILE
+with -o), and record a checkpoint.signed event. "events verify RUN
+--checkpoint FILE --trust trust.json" later detects entries rewritten or
+removed before that point.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			s, err := loadSigner(keyRef)
+			if err != nil {
+				return err
+			}
+			rec, err := checkpoint.Record(g.state, args[0], s, time.Now())
+			if err != nil {
+				return classify(err)
+			}
+			if out != "" {
+				if err := writeFileAtomic(out, rec.Envelope); err != nil {
+					return envErr(err)
+				}
+			}
+			if asJSON {
+				return writeJSON(g.stdout, map[string]any{"run_id": rec.Run, "length": rec.Length, "head": rec.Head,
+					"time": rec.Time, "key_id": rec.KeyID, "file": rec.Path})
+			}
+			fmt.Fprintf(g.stdout, "checkpoint of run %s at %d events, head %s\n%s\n", rec.Run, rec.Length, rec.Head, rec.Path)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
+	c.Flags().StringVarP(&out, "output", "o", "", "also write the checkpoint to FILE")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// writeFileAtomic writes b to p via a temp file, fsync and rename.
+func writeFileAtomic(p string, b []byte) error {
+	dir := "."
+	if i := strings.LastIndexByte(p, '/'); i >= 0 {
+		dir = p[:i+1]
+	}
+	f, err := os.CreateTemp(dir, ".proofgate-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(b); err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, p)
+}

@@ -1,6 +1,789 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"path/filepath"
+	goruntime "runtime"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/source"
+)
 
 // addKernelCommands registers the run lifecycle verbs.
-func addKernelCommands(root *cobra.Command, g *globals) {}
+func addKernelCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), statusCmd(g, "status"), statusCmd(g, "audit"),
+		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), versionCmd(g))
+	ev := eventsCmd(root)
+	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
+}
+
+// classify maps kernel errors to exit codes.
+func classify(err error) error {
+	if err == nil {
+		return nil
+	}
+	var (
+		ee  *exitError
+		ce  *contract.Error
+		de  *run.DirtyError
+		cx  *run.ContextError
+		nf  *run.NotFoundError
+		pe  *fs.PathError
+		ae  *run.AuditError
+		che *eventlog.ChainError
+	)
+	switch {
+	case errors.As(err, &ee):
+		return err
+	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &cx), errors.As(err, &nf),
+		errors.Is(err, run.ErrNoRuns), errors.Is(err, source.ErrNotRepository):
+		return usageErr(err)
+	case errors.As(err, &ae), errors.As(err, &che):
+		return refusedErr(err)
+	case errors.As(err, &pe):
+		return envErr(err)
+	}
+	return refusedErr(err)
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// repoDir returns the repository root containing the working directory.
+func repoDir(ctx context.Context) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", envErr(err)
+	}
+	root, err := source.Root(ctx, wd)
+	if err != nil {
+		return "", usageErr(fmt.Errorf("run proofgate inside a git repository: %w", err))
+	}
+	return root, nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+}
+
+func contractCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "contract", Short: "Work with the contract"}
+	var profile string
+	var asJSON bool
+	check := &cobra.Command{
+		Use:   "check",
+		Short: "Validate the contract and print its hash",
+		Long: `Validate the contract (--contract, default .proofgate/contract.yaml) against
+the published JSON Schema and the semantic rules, resolve --profile, and print
+the contract hash: sha256 of the RFC 8785 canonical JSON of the resolved
+contract. Exit 0 valid, 2 invalid (the error names the file and field).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			r, err := contract.Load(g.contract, profile)
+			if err != nil {
+				return usageErr(err)
+			}
+			h, err := r.Hash()
+			if err != nil {
+				return usageErr(err)
+			}
+			if asJSON {
+				ids := make([]string, len(r.Checks))
+				for i, c := range r.Checks {
+					ids[i] = c.ID
+				}
+				return writeJSON(g.stdout, map[string]any{"valid": true, "contract_hash": h, "name": r.Name, "profile": r.Profile, "checks": ids})
+			}
+			fmt.Fprintf(g.stdout, "%s: valid (%d checks)\ncontract_hash %s\n", g.contract, len(r.Checks), h)
+			return nil
+		},
+	}
+	check.Flags().StringVar(&profile, "profile", "", "resolve this profile")
+	check.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.AddCommand(check)
+	return c
+}
+
+// planFlags are shared by plan, run and retry.
+type planFlags struct {
+	profile     string
+	allowDirty  bool
+	contextFile string
+}
+
+func (p *planFlags) register(c *cobra.Command) {
+	c.Flags().StringVar(&p.profile, "profile", "", "contract profile to resolve")
+	c.Flags().BoolVar(&p.allowDirty, "allow-dirty", false, "plan on a work tree with uncommitted changes (recorded in the run)")
+	c.Flags().StringVar(&p.contextFile, "context-file", "", "JSON context snapshot(s) to verify and attach")
+}
+
+func (p *planFlags) plan(ctx context.Context, g *globals, supersedes string) (*run.Run, error) {
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c, err := contract.Load(g.contract, p.profile)
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	var snaps []run.Snapshot
+	if p.contextFile != "" {
+		if snaps, err = run.LoadContext(p.contextFile); err != nil {
+			return nil, usageErr(err)
+		}
+	}
+	origin, err := contractOrigin(repo, g.contract)
+	if err != nil {
+		return nil, err
+	}
+	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
+		AllowDirty: p.allowDirty, Context: snaps, Supersedes: supersedes})
+	return r, classify(err)
+}
+
+func contractOrigin(repo, file string) (string, error) {
+	abs, err := absReal(file)
+	if err != nil {
+		return "", envErr(err)
+	}
+	root, err := absReal(repo)
+	if err != nil {
+		return "", envErr(err)
+	}
+	if rel, err := relLocal(root, abs); err == nil {
+		return "file:" + rel, nil
+	}
+	return "file:" + abs, nil
+}
+
+// execFlags are shared by run, exec and retry.
+type execFlags struct {
+	jobs   int
+	asJSON bool
+	quiet  bool
+}
+
+func (e *execFlags) register(c *cobra.Command) {
+	c.Flags().IntVar(&e.jobs, "jobs", goruntime.NumCPU(), "checks to run in parallel")
+	c.Flags().BoolVar(&e.asJSON, "json", false, "print the result as JSON")
+	c.Flags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress on stderr")
+}
+
+// execute runs a planned run and reports it; the exit code follows the state.
+func (e *execFlags) execute(ctx context.Context, g *globals, r *run.Run) error {
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return err
+	}
+	rts, unavailable, closeAll, err := runtimesFor(ctx, r.Contract)
+	if err != nil {
+		return err
+	}
+	defer closeAll()
+	var progress io.Writer
+	if !e.quiet {
+		progress = g.stderr
+		fmt.Fprintf(progress, "run %s: %d checks, --jobs %d\n", r.ID, len(r.Contract.Checks), e.jobs)
+	}
+	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: rts, Unavailable: unavailable, Jobs: e.jobs, Progress: progress}); err != nil {
+		return classify(err)
+	}
+	return report(g, r.Report(), e.asJSON, e.quiet)
+}
+
+// report prints a run's result and returns the state's exit code.
+func report(g *globals, rep *run.Report, asJSON, quiet bool) error {
+	if asJSON {
+		if err := writeJSON(g.stdout, rep); err != nil {
+			return err
+		}
+	} else {
+		printReport(g.stdout, rep)
+	}
+	return stateExit(rep.State)
+}
+
+func stateExit(s run.State) error {
+	switch s {
+	case run.Complete:
+		return nil
+	case run.AwaitingApproval:
+		return silent(exitAwaiting)
+	case run.Planned:
+		return nil
+	}
+	return silent(exitRefused)
+}
+
+func printReport(w io.Writer, rep *run.Report) {
+	fmt.Fprintf(w, "run %s: %s\n", rep.RunID, rep.State)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "CHECK\tOUTCOME\tEXIT\tDURATION\tDETAIL")
+	for _, c := range rep.Checks {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", c.ID, c.Outcome, c.ExitCode, time.Duration(c.DurationMS)*time.Millisecond, c.Detail)
+	}
+	tw.Flush()
+	if rep.VerificationDigest != "" {
+		fmt.Fprintf(w, "verification_digest %s\n", rep.VerificationDigest)
+	}
+	for _, d := range rep.Decisions {
+		fmt.Fprintf(w, "decision %s by %s at %s %s\n", d.Decision, d.Actor, d.Time, d.Reason)
+	}
+	if rep.State == run.AwaitingApproval {
+		fmt.Fprintf(w, "next: proofgate approve %s --actor NAME\n", rep.RunID)
+	}
+}
+
+func planCmd(g *globals) *cobra.Command {
+	var pf planFlags
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "plan",
+		Short: "Plan a run: freeze the contract and bind the source",
+		Long: `Plan a run without executing it: resolve the contract, bind the commit, its
+tree and the work-tree state (a dirty tree is refused unless --allow-dirty),
+freeze contract.json and record run.planned. Execute it with 'proofgate exec'.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			r, err := pf.plan(ctx, g, "")
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if asJSON {
+				return writeJSON(g.stdout, r.Report())
+			}
+			fmt.Fprintln(g.stdout, r.ID)
+			return nil
+		},
+	}
+	pf.register(c)
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func runCmd(g *globals) *cobra.Command {
+	var pf planFlags
+	var ef execFlags
+	c := &cobra.Command{
+		Use:   "run",
+		Short: "Plan and execute a run, then wait for approval",
+		Long: `Plan a run from the contract and execute every check (in dependency order,
+--jobs at a time). When every check passed the run awaits approval (exit 3);
+otherwise it is BLOCKED (exit 1). Progress goes to stderr, one line per check.
+
+  proofgate run                 # .proofgate/contract.yaml
+  proofgate run --profile quick --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			r, err := pf.plan(ctx, g, "")
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			return ef.execute(ctx, g, r)
+		},
+	}
+	pf.register(c)
+	ef.register(c)
+	return c
+}
+
+func execCmd(g *globals) *cobra.Command {
+	var ef execFlags
+	c := &cobra.Command{
+		Use:   "exec RUN",
+		Short: "Execute a planned run",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			r, err := run.Open(g.state, args[0])
+			if err != nil {
+				return classify(err)
+			}
+			defer r.Close()
+			return ef.execute(ctx, g, r)
+		},
+	}
+	ef.register(c)
+	return c
+}
+
+func freshness(ctx context.Context, g *globals) (run.Freshness, error) {
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return run.Freshness{}, err
+	}
+	return run.Freshness{RepoDir: repo, StateDir: g.state, ContractFile: g.contract}, nil
+}
+
+func statusCmd(g *globals, verb string) *cobra.Command {
+	var asJSON bool
+	short := "Reconcile a run and report its state"
+	if verb == "audit" {
+		short = "Reconcile a run and report every check, decision and defect"
+	}
+	c := &cobra.Command{
+		Use:   verb + " RUN",
+		Short: short,
+		Long: short + `.
+
+The run's projection (run.json) is checked against its event log, the
+verification digest is recomputed and every evidence blob is re-hashed before
+anything is reported. A run that does not reconcile is refused (exit 1) with
+the reason. A run whose code or contract changed since planning is moved to
+STALE. RUN is a run id or "latest".`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			f, err := freshness(ctx, g)
+			if err != nil {
+				return err
+			}
+			st, err := run.Inspect(ctx, g.state, args[0], f)
+			if err != nil {
+				return classify(err)
+			}
+			if asJSON {
+				if err := writeJSON(g.stdout, st); err != nil {
+					return err
+				}
+			} else {
+				printReport(g.stdout, st.Report)
+				printStatusNotes(g.stdout, st, verb == "audit")
+			}
+			return stateExit(st.State)
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
+	for _, c := range st.Interrupted {
+		fmt.Fprintf(w, "interrupted: check %s started and never finished (the writer is gone); recover with 'proofgate events unlock %s --actor NAME --older-than 0s' then 'proofgate retry %s' or 'proofgate cancel'\n", c, st.RunID, st.RunID)
+	}
+	if st.TornTail {
+		fmt.Fprintln(w, "torn tail: the log ends in a partial line (a writer was killed mid-append); the next writer records its recovery")
+	}
+	for _, r := range st.StaleReasons {
+		fmt.Fprintf(w, "stale: %s\n", r)
+	}
+	if st.Writer != nil {
+		state := "dead"
+		if st.Writer.Alive {
+			state = "alive"
+		}
+		fmt.Fprintf(w, "writer: pid %d on %s since %s (%s)\n", st.Writer.PID, st.Writer.Host, st.Writer.Created.Format(time.RFC3339), state)
+	}
+	if audit {
+		fmt.Fprintf(w, "chain: %d events, head %s\ncontract_hash %s\nsource commit %s tree %s\n", st.ChainLength, st.ChainHead, st.ContractHash, st.Source.Commit, st.Source.Tree)
+		for _, b := range st.Blobs {
+			fmt.Fprintf(w, "evidence %s ok\n", b)
+		}
+	}
+}
+
+func listCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List runs, newest last, each reconciled",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ids, err := run.NewStore(g.state).List()
+			if err != nil {
+				return envErr(err)
+			}
+			type row struct {
+				RunID string    `json:"run_id"`
+				State run.State `json:"state,omitempty"`
+				Error string    `json:"error,omitempty"`
+			}
+			rows := []row{}
+			bad := false
+			for _, id := range ids {
+				rep, err := run.Audit(run.NewStore(g.state).Path(id))
+				if err != nil {
+					if !isLag(err) || rep == nil {
+						rows = append(rows, row{RunID: id, Error: err.Error()})
+						bad = true
+						continue
+					}
+				}
+				rows = append(rows, row{RunID: id, State: rep.State})
+			}
+			if asJSON {
+				if err := writeJSON(g.stdout, rows); err != nil {
+					return err
+				}
+			} else {
+				for _, r := range rows {
+					if r.Error != "" {
+						fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", r.RunID, r.Error)
+					} else {
+						fmt.Fprintf(g.stdout, "%s  %s\n", r.RunID, r.State)
+					}
+				}
+			}
+			if bad {
+				return silent(exitRefused)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func approveCmd(g *globals) *cobra.Command {
+	var actor, reason string
+	var reject, asJSON bool
+	c := &cobra.Command{
+		Use:   "approve RUN --actor NAME [--reject --reason TEXT]",
+		Short: "Record a human decision on a run awaiting approval",
+		Long: `Record an approval (or with --reject, a rejection) by --actor. Refused
+(exit 1) unless the run is AWAITING_APPROVAL and reconciles: the chain
+verifies, the verification digest recomputed from run.json matches the log,
+and neither the code nor the contract changed since planning (then the run
+moves to STALE). When the approvals reach approval.required the run is
+COMPLETE.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if actor == "" {
+				return usageErr(errors.New("--actor is required"))
+			}
+			if reject && reason == "" {
+				return usageErr(errors.New("--reject needs --reason"))
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			f, err := freshness(ctx, g)
+			if err != nil {
+				return err
+			}
+			r, err := run.Open(g.state, args[0])
+			if err != nil {
+				return classify(err)
+			}
+			defer r.Close()
+			if err := r.Decide(ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: f}); err != nil {
+				return classify(err)
+			}
+			rep := r.Report()
+			if asJSON {
+				return writeJSON(g.stdout, rep)
+			}
+			fmt.Fprintf(g.stdout, "run %s: %s\n", rep.RunID, rep.State)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&actor, "actor", "", "who decides (required)")
+	c.Flags().BoolVar(&reject, "reject", false, "reject instead of approve")
+	c.Flags().StringVar(&reason, "reason", "", "why (required with --reject)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func cancelCmd(g *globals) *cobra.Command {
+	var actor, reason string
+	c := &cobra.Command{
+		Use:   "cancel RUN --actor NAME --reason TEXT",
+		Short: "Cancel a run that has not ended",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if actor == "" || reason == "" {
+				return usageErr(errors.New("cancel needs --actor and --reason"))
+			}
+			r, err := run.Open(g.state, args[0])
+			if err != nil {
+				return classify(err)
+			}
+			defer r.Close()
+			if err := r.Cancel(actor, reason); err != nil {
+				return classify(err)
+			}
+			fmt.Fprintf(g.stdout, "run %s: %s\n", r.ID, r.State())
+			return nil
+		},
+	}
+	c.Flags().StringVar(&actor, "actor", "", "who cancels (required)")
+	c.Flags().StringVar(&reason, "reason", "", "why (required)")
+	return c
+}
+
+func retryCmd(g *globals) *cobra.Command {
+	var pf planFlags
+	var ef execFlags
+	var actor string
+	c := &cobra.Command{
+		Use:   "retry RUN",
+		Short: "Start a new run that supersedes a BLOCKED, STALE or interrupted one",
+		Long: `Plan and execute a new run from the current code and contract, and mark RUN
+SUPERSEDED by it. RUN must be BLOCKED, STALE, or VERIFYING with its writer
+gone (unlock it first with 'proofgate events unlock').`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx, cancel := signalContext()
+			defer cancel()
+			old, err := run.Open(g.state, args[0])
+			if err != nil {
+				return classify(err)
+			}
+			defer old.Close()
+			if st := old.State(); !run.Retryable(st) {
+				return refusedErr(&run.StateError{State: st, Action: "retry"})
+			}
+			r, err := pf.plan(ctx, g, old.ID)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if err := old.Supersede(r.ID, actor); err != nil {
+				return classify(err)
+			}
+			old.Close()
+			if !ef.quiet {
+				fmt.Fprintf(g.stderr, "run %s supersedes %s\n", r.ID, old.ID)
+			}
+			return ef.execute(ctx, g, r)
+		},
+	}
+	pf.register(c)
+	ef.register(c)
+	c.Flags().StringVar(&actor, "actor", "", "who retries (recorded)")
+	return c
+}
+
+func eventsVerifyCmd(g *globals) *cobra.Command {
+	var asJSON bool
+	var cpFile, trustFile string
+	c := &cobra.Command{
+		Use:   "verify RUN",
+		Short: "Verify a run's hash-chained event log",
+		Long: `Verify every line of the run's events.ndjson: canonical form, hash, link to
+the previous line, sequence, and binding to the run, source and contract.
+A refusal names the line and a typed reason: broken-link, seq-gap,
+foreign-binding, unchained-after-chained, malformed, torn-tail.
+With --checkpoint and --trust, also check the log against a signed
+checkpoint (entries rewritten or removed after it was exported).`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			store := run.NewStore(g.state)
+			id, err := store.Resolve(args[0])
+			if err != nil {
+				return classify(err)
+			}
+			res := verifyEvents(store.Path(id), id, cpFile, trustFile)
+			if asJSON {
+				if err := writeJSON(g.stdout, res); err != nil {
+					return err
+				}
+			} else if res.OK {
+				fmt.Fprintf(g.stdout, "ok: %d events, head %s\n", res.Length, res.Head)
+			} else {
+				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
+			}
+			if res.usage != nil {
+				return usageErr(res.usage)
+			}
+			if !res.OK {
+				return silent(exitRefused)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().StringVar(&cpFile, "checkpoint", "", "signed checkpoint file to check the log against")
+	c.Flags().StringVar(&trustFile, "trust", "", "trust store for --checkpoint")
+	return c
+}
+
+type eventsResult struct {
+	OK     bool   `json:"ok"`
+	RunID  string `json:"run_id"`
+	Length int    `json:"length,omitempty"`
+	Head   string `json:"head,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Detail string `json:"detail,omitempty"`
+	usage  error
+}
+
+func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
+	res := eventsResult{RunID: id}
+	f, err := os.Open(dir + "/" + run.EventsFile)
+	if err != nil {
+		res.Reason, res.Detail = "unreadable", err.Error()
+		return res
+	}
+	defer f.Close()
+	cb, err := os.ReadFile(dir + "/" + run.ContractFile)
+	if err != nil {
+		res.Reason, res.Detail = "unreadable", err.Error()
+		return res
+	}
+	want := &eventlog.Binding{Run: id, Contract: sumBytes(cb)}
+	events, err := eventlog.Read(f, nil)
+	var ce *eventlog.ChainError
+	if err == nil && len(events) > 0 {
+		want.Source = events[0].Source
+		if _, err = f.Seek(0, io.SeekStart); err == nil {
+			events, err = eventlog.Read(f, want)
+		}
+	}
+	if err != nil {
+		if errors.As(err, &ce) {
+			res.Reason, res.Line, res.Detail = string(ce.Reason), ce.Line, ce.Detail
+		} else {
+			res.Reason, res.Detail = "unreadable", err.Error()
+		}
+		return res
+	}
+	res.OK, res.Length = true, len(events)
+	if len(events) > 0 {
+		res.Head = events[len(events)-1].Hash
+	}
+	if cpFile != "" || trustFile != "" {
+		if cpFile == "" || trustFile == "" {
+			res.OK, res.usage = false, errors.New("--checkpoint and --trust go together")
+			return res
+		}
+		if reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events); uerr != nil {
+			res.OK, res.usage, res.Reason, res.Detail = false, uerr, "unusable-input", uerr.Error()
+		} else if reason != "" {
+			res.OK, res.Reason, res.Detail = false, reason, detail
+		}
+	}
+	return res
+}
+
+func eventsUnlockCmd(g *globals) *cobra.Command {
+	var actor string
+	var olderThan time.Duration
+	c := &cobra.Command{
+		Use:   "unlock RUN --actor NAME --older-than DUR",
+		Short: "Remove a dead writer's lock from a run",
+		Long: `Remove the run's writer lock only when its owner is provably dead (its pid
+is gone, or was reused by a process with another start time) on this host,
+and the lock is older than --older-than. Live, young, foreign-host and
+unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if actor == "" {
+				return usageErr(errors.New("--actor is required"))
+			}
+			if !cmd.Flags().Changed("older-than") {
+				return usageErr(errors.New("--older-than is required (e.g. 10m)"))
+			}
+			store := run.NewStore(g.state)
+			id, err := store.Resolve(args[0])
+			if err != nil {
+				return classify(err)
+			}
+			owner, err := lock.Break(store.Path(id)+"/"+run.LockFile, olderThan, time.Now())
+			if err != nil {
+				return refusedErr(err)
+			}
+			r, err := run.Open(g.state, id)
+			if err != nil {
+				return classify(err)
+			}
+			defer r.Close()
+			if _, err := r.Append(run.TypeLockBroken, run.LockBrokenData{Actor: actor, OwnerPID: owner.PID, Host: owner.Host, Created: owner.Created.UTC().Format(time.RFC3339Nano)}); err != nil {
+				return classify(err)
+			}
+			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", id, owner.PID, owner.Host)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&actor, "actor", "", "who unlocks (required, recorded)")
+	c.Flags().DurationVar(&olderThan, "older-than", 0, "only remove a lock older than this (required)")
+	return c
+}
+
+func versionCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "version",
+		Short: "Print the version",
+		Args:  cobra.NoArgs,
+		Run: func(cmd *cobra.Command, _ []string) {
+			fmt.Fprintf(g.stdout, "%s %s\n", run.Version, goruntime.Version())
+		},
+	}
+}
+
+func outputCmd(g *globals) *cobra.Command {
+	var stream string
+	c := &cobra.Command{
+		Use:   "output RUN CHECK [--stream stdout|stderr]",
+		Short: "Print a check's captured output, verified against its recorded digest",
+		Args:  cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if stream != "stdout" && stream != "stderr" {
+				return usageErr(fmt.Errorf("--stream must be stdout or stderr, not %q", stream))
+			}
+			store := run.NewStore(g.state)
+			id, err := store.Resolve(args[0])
+			if err != nil {
+				return classify(err)
+			}
+			rep, err := run.Audit(store.Path(id))
+			if err != nil && !isLag(err) {
+				return classify(err)
+			}
+			for _, c := range rep.Checks {
+				if c.ID != args[1] {
+					continue
+				}
+				s := c.Stdout
+				if stream == "stderr" {
+					s = c.Stderr
+				}
+				if s == nil {
+					return usageErr(fmt.Errorf("check %q has no recorded %s", args[1], stream))
+				}
+				f, err := blob.New(filepath.Join(store.Path(id), run.BlobDir)).Open(s.Digest)
+				if err != nil {
+					return refusedErr(err)
+				}
+				defer f.Close()
+				_, err = io.Copy(g.stdout, f)
+				return err
+			}
+			return usageErr(fmt.Errorf("run %s has no result for check %q", id, args[1]))
+		},
+	}
+	c.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
+	return c
+}
+
+func isLag(err error) bool {
+	var ae *run.AuditError
+	return errors.As(err, &ae) && ae.Reason == run.ReasonProjectionLag
+}

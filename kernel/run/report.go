@@ -37,6 +37,9 @@ type Report struct {
 	ChainLength        int             `json:"chain_length"`
 	Checks             []CheckReport   `json:"checks"`
 	Decisions          []Decision      `json:"decisions,omitempty"`
+	// Pending lists checks that started and have not finished: running, or
+	// interrupted when the writer died.
+	Pending []string `json:"pending,omitempty"`
 	// Blobs lists every blob digest the log references (check streams,
 	// context snapshots), each present and intact in the run directory.
 	Blobs []string `json:"blobs,omitempty"`

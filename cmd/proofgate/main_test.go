@@ -1,0 +1,163 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"os/exec"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+)
+
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"proofgate": func() { os.Exit(Main(os.Args[1:], os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the CLI scenarios in testdata/*.txt.
+func TestScripts(t *testing.T) {
+	testscript.Run(t, testscript.Params{
+		Dir:                 "testdata",
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			for k, v := range map[string]string{
+				"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
+				"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid",
+				"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
+			} {
+				env.Setenv(k, v)
+			}
+			if d := os.Getenv("PROOFGATE_REQUIRE_DOCKER"); d != "" {
+				env.Setenv("PROOFGATE_REQUIRE_DOCKER", d)
+			}
+			if h := os.Getenv("DOCKER_HOST"); h != "" {
+				env.Setenv("DOCKER_HOST", h)
+			}
+			return nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"waitfile": cmdWaitfile,
+			"exits":    cmdExits,
+			"replace":  cmdReplace,
+			"flipbyte": cmdFlipbyte,
+			"dropline": cmdDropline,
+			"rundir":   cmdRundir,
+		},
+	})
+}
+
+// waitfile PATH [SECONDS] waits until PATH exists.
+func cmdWaitfile(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 {
+		ts.Fatalf("usage: waitfile path [seconds]")
+	}
+	limit := 20 * time.Second
+	if len(args) > 1 {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		limit = time.Duration(n) * time.Second
+	}
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if _, err := os.Stat(ts.MkAbs(args[0])); err == nil {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	ts.Fatalf("%s did not appear within %s", args[0], limit)
+}
+
+// replace FILE OLD NEW replaces every OLD with NEW and fails when OLD is absent.
+func cmdReplace(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 3 {
+		ts.Fatalf("usage: replace file old new")
+	}
+	p := ts.MkAbs(args[0])
+	b, err := os.ReadFile(p)
+	ts.Check(err)
+	if !bytes.Contains(b, []byte(args[1])) {
+		ts.Fatalf("%s does not contain %q", args[0], args[1])
+	}
+	ts.Check(os.Chmod(p, 0o644))
+	ts.Check(os.WriteFile(p, bytes.ReplaceAll(b, []byte(args[1]), []byte(args[2])), 0o644))
+}
+
+// flipbyte FILE LINE flips one bit in the middle of 1-based line LINE.
+func cmdFlipbyte(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: flipbyte file line")
+	}
+	editLines(ts, args[0], func(lines []string) []string {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		l := []byte(lines[n-1])
+		l[len(l)/2] ^= 0x01
+		lines[n-1] = string(l)
+		return lines
+	})
+}
+
+// dropline FILE LINE deletes 1-based line LINE.
+func cmdDropline(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: dropline file line")
+	}
+	editLines(ts, args[0], func(lines []string) []string {
+		n, err := strconv.Atoi(args[1])
+		ts.Check(err)
+		return append(lines[:n-1], lines[n:]...)
+	})
+}
+
+func editLines(ts *testscript.TestScript, file string, f func([]string) []string) {
+	p := ts.MkAbs(file)
+	b, err := os.ReadFile(p)
+	ts.Check(err)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	out := strings.Join(f(lines), "\n") + "\n"
+	ts.Check(os.MkdirAll(filepath.Dir(p), 0o755))
+	ts.Check(os.WriteFile(p, []byte(out), 0o644))
+}
+
+// rundir sets $RUNDIR to the newest run directory under .proofgate/runs.
+func cmdRundir(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: rundir")
+	}
+	ents, err := os.ReadDir(ts.MkAbs(".proofgate/runs"))
+	ts.Check(err)
+	if len(ents) == 0 {
+		ts.Fatalf("no runs")
+	}
+	ts.Setenv("RUNDIR", ts.MkAbs(filepath.Join(".proofgate/runs", ents[len(ents)-1].Name())))
+	ts.Setenv("RUNID", ents[len(ents)-1].Name())
+}
+
+// exits N COMMAND [ARGS...] runs COMMAND and requires exit code N; its
+// output is then available to stdout and stderr like exec's.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 2 {
+		ts.Fatalf("usage: exits code command [args...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	ts.Check(err)
+	err = ts.Exec(args[1], args[2:]...)
+	got := 0
+	if err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) {
+			ts.Fatalf("%s: %v", args[1], err)
+		}
+		got = ee.ExitCode()
+	}
+	if got != want {
+		ts.Logf("[stdout]\n%s[stderr]\n%s", ts.ReadFile("stdout"), ts.ReadFile("stderr"))
+		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
+	}
+}

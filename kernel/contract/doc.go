@@ -1,0 +1,122 @@
+// Package contract loads ProofGate contracts (contract v1): it parses YAML
+// or JSON, validates the document against the published JSON Schema
+// (docs/schema/contract.v1.json, embedded here as SchemaJSON), applies
+// defaults and a profile, enforces the semantic rules the schema cannot
+// express, and returns a Resolved contract whose RFC 8785 canonical JSON is
+// a run's frozen contract.json and whose SHA-256 is the contract hash.
+//
+// # Reading
+//
+// Files larger than MaxFileSize (1 MiB), non-regular files and invalid
+// UTF-8 are refused. The YAML must hold exactly one document. YAML anchors,
+// aliases and merge keys (<<) are refused (no billion laughs), as are
+// duplicate keys, non-string keys, custom tags, non-finite numbers and
+// nesting deeper than 32 levels. Unquoted YAML scalars keep their YAML
+// types: run: [sleep, 3] is refused because 3 is a number, and
+// env: {X: 0} because 0 is not a string — quote them.
+//
+// # Errors
+//
+// Every failure is an *Error naming the file and the field path:
+//
+//	contract.yaml: checks[2].timeout: "10 minutes" is not a duration
+//	contract.yaml: profiles.quick.checks[0].id: unknown check "x"
+//	contract.yaml: defaults.resources.memory: "2GB2" is not a size: unknown unit (...)
+//
+// Only the first error is reported, deterministically: YAML problems
+// first, then the schema violation that comes first in the file (by line
+// and column), then semantic problems in a fixed order (defaults, checks in
+// file order, criteria, references, dependency cycles, approval, budget,
+// then every profile in name order).
+//
+// # Format
+//
+// Top level (unknown fields anywhere are refused):
+//
+//	field      type                 required  notes
+//	version    integer              yes       must be 1
+//	name       string (1..1024)     yes
+//	defaults   settings             no        inherited by every check
+//	checks     [check] (1..256)     yes       ids unique
+//	criteria   [{id, text}] (..1024) no       ids unique
+//	approval   approval             no        default {required: 1, roles: [write, maintain, admin], allow_commit_authors: false}
+//	budget     {max_duration}       no        duration for the whole run; 0 or absent = none
+//	profiles   map name → profile   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 64
+//
+// Settings (in defaults, in each check, and in profile check overrides):
+//
+//	field         type              built-in default  notes
+//	runtime       docker|process    docker            docker requires image (error at checks[i].image)
+//	image         string            —                 no whitespace; digest pinning recommended
+//	pull          never|missing|always never
+//	timeout       duration          10m               "0" = none
+//	output_limit  size              1MiB              per stream, > 0
+//	network       none|host         none
+//	workspace     readonly|copy|none readonly
+//	resources     {memory: size, cpus: number, pids: integer}
+//	                                {2GiB, 2, 512}    overlaid field by field; cpus > 0, ≤ 1024, at most
+//	                                                  three decimals (Resolved in thousandths: 0.5 → 500)
+//	tmpfs         size              64MiB             > 0 (0 would mean unlimited to Docker)
+//	env           map string→string —                 keys ^[A-Za-z_][A-Za-z0-9_]*$; overlaid key by key;
+//	                                                  nothing from the harness is inherited
+//	allow_root    bool              false
+//	mounts        [{source, target, writable}]  none  the list replaces the inherited one
+//
+// A check is settings plus:
+//
+//	id          ^[a-z0-9][a-z0-9._-]{0,62}$ (required)
+//	run         argv: non-empty array of strings, argv[0] non-empty (required); a
+//	            shell string is refused; arguments are passed literally
+//	dir         working directory relative to the repository root; no "..", not absolute
+//	criteria    [criterion id], each declared under criteria
+//	depends_on  [check id]; unknown, self and cyclic references are refused (the cycle is named)
+//	evidence    "structured" (the check reports {status, criteria, artifacts} on stdout)
+//
+// Durations are Go duration strings without sign ("90s", "10m", "1h30m").
+// Sizes are a whole, non-negative number of bytes up to 1 TiB, written as
+// an integer or as a decimal with a unit B, KB, MB, GB, TB (powers of 1000)
+// or KiB, MiB, GiB, TiB (powers of 1024): "512KiB", "1MiB", "1.5GB".
+//
+// Mounts: source is absolute, or relative to the workspace without "..";
+// target is absolute and neither "/" nor under /proc, /sys or /dev; targets
+// are unique per check. The Docker socket must never be mounted: a source
+// whose cleaned form or symlink resolution ends in docker.sock, is
+// /var/run/docker.sock or /run/docker.sock or a directory containing them
+// (/, /var, /run, /var/run), or that exists and is a unix socket, is
+// refused. Relative sources are judged by name at load time; the Docker
+// runtime must call CheckMountSource with the real workspace before
+// mounting.
+//
+// Approval: required is 0..10; roles are distinct values of read, triage,
+// write, maintain, admin (stored in that order); allow_commit_authors is a
+// bool.
+//
+// # Profiles
+//
+// A profile is {extends, checks, approval, budget}. Parse(file, data, P)
+// resolves P's extends chain root-first (base ← ancestor ← … ← P); each
+// layer overlays checks by id with the same merge rules as above (run,
+// dir and every setting may be overridden; criteria, depends_on and
+// evidence may not). A profile cannot drop a check: there is no field for
+// it. Refused, with the path of the offending field: an unknown profile
+// (the known names are listed), an extends cycle (named), an unknown or
+// twice-overridden check id, and anything looser than the base contract:
+// approval.required below the base's, roles outside the base's,
+// allow_commit_authors when the base forbids it, and per check runtime
+// docker → process, network none → host, allow_root false → true,
+// workspace none → readonly/copy (readonly and copy are equally strict,
+// both keep writes off the host; none is stricter than both), and any
+// mount that the base check does not declare, or declares read-only,
+// made writable. Looseness is judged against the base, not the parent
+// profile. Timeouts, resources, budget and images may change either way.
+// Every profile is resolved and checked on every Parse, whichever profile
+// was asked for; Resolved.Profile is the profile name ("" for the base).
+//
+// # Hash
+//
+// Resolved.Canonical is the RFC 8785 canonical JSON of the resolved
+// contract (durations as Go duration strings, sizes and CPU thousandths as
+// integers); Resolved.Hash is "sha256:" + its hex SHA-256. Formatting, key
+// order, YAML vs JSON and equivalent spellings (600s vs 10m, 1024KiB vs
+// 1MiB) do not change the hash; any change to the resolved contract does.
+package contract

@@ -1,0 +1,90 @@
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"testing"
+	"time"
+)
+
+// FuzzParse feeds arbitrary bytes (up to 64 KiB) to Parse: it must never
+// panic, must finish within two seconds, must report failures as *Error,
+// and whatever it accepts must canonicalise, hash stably, survive a JSON
+// round trip of contract.json unchanged, and respect the invariants
+// (argv, image, no Docker socket).
+func FuzzParse(f *testing.F) {
+	for _, seed := range []string{"testdata/valid.yaml", "testdata/valid.json", "testdata/minimal.yaml", "testdata/process.yaml"} {
+		b, err := os.ReadFile(seed)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "")
+		f.Add(b, "quick")
+		f.Add(b, "release")
+		f.Add(b, "strict")
+	}
+	for _, file := range invalidFiles(f) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b, "")
+	}
+	f.Fuzz(func(t *testing.T, data []byte, profile string) {
+		if len(data) > 64<<10 {
+			return
+		}
+		start := time.Now()
+		r, err := Parse("fuzz.yaml", data, profile)
+		if d := time.Since(start); d > 2*time.Second {
+			t.Fatalf("Parse took %v on %d bytes", d, len(data))
+		}
+		if err != nil {
+			if _, ok := AsError(err); !ok {
+				t.Fatalf("error is %T, not *Error: %v", err, err)
+			}
+			return
+		}
+		c1, err := r.Canonical()
+		if err != nil {
+			t.Fatalf("accepted contract does not canonicalise: %v", err)
+		}
+		h1, err := r.Hash()
+		if err != nil {
+			t.Fatal(err)
+		}
+		r2, err := Parse("fuzz.yaml", data, profile)
+		if err != nil {
+			t.Fatalf("second parse failed: %v", err)
+		}
+		c2, _ := r2.Canonical()
+		h2, _ := r2.Hash()
+		if h1 != h2 || !bytes.Equal(c1, c2) {
+			t.Fatalf("unstable hash: %s vs %s", h1, h2)
+		}
+		var back Resolved
+		if err := json.Unmarshal(c1, &back); err != nil {
+			t.Fatalf("contract.json does not read back: %v", err)
+		}
+		if c3, err := back.Canonical(); err != nil || !bytes.Equal(c1, c3) {
+			t.Fatalf("contract.json round trip changed it:\n%s\n%s", c1, c3)
+		}
+		if len(r.Checks) == 0 || len(r.Checks) > 256 {
+			t.Fatalf("%d checks accepted", len(r.Checks))
+		}
+		for _, c := range r.Checks {
+			if len(c.Run) == 0 || c.Run[0] == "" {
+				t.Fatalf("check %s accepted with empty argv", c.ID)
+			}
+			if c.Runtime == "docker" && c.Image == "" {
+				t.Fatalf("check %s accepted without image", c.ID)
+			}
+			for _, m := range c.Mounts {
+				if MountsDockerSocket(m.Source) {
+					t.Fatalf("check %s mounts the Docker socket via %q", c.ID, m.Source)
+				}
+			}
+		}
+	})
+}

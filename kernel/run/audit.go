@@ -1,0 +1,212 @@
+package run
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+)
+
+// ReasonProjectionLag is a run.json that is an exact projection of a prefix
+// of the log: a writer died between an append and the projection rewrite.
+// It is not tampering, and the next writer repairs it.
+const ReasonProjectionLag = "projection-lagging"
+
+// Bounds on the files of a run directory.
+const (
+	maxContractJSON = 4 << 20
+	maxRunJSON      = 64 << 20
+)
+
+// AuditOption adjusts AuditFS.
+type AuditOption func(*auditConfig)
+
+type auditConfig struct{ blobsVerified bool }
+
+// BlobsVerified tells AuditFS that every blob's bytes were already checked
+// against a signed digest (the bundle verifier does that), so only their
+// presence is checked.
+func BlobsVerified() AuditOption { return func(c *auditConfig) { c.blobsVerified = true } }
+
+// AuditFS reconciles the run held in fsys: contract.json, events.ndjson,
+// run.json and blobs/sha256/<hex>. It verifies the chain, replays it against
+// the frozen contract (refusing illegal transitions, decisions that do not
+// bind to the verification, recomputed digests that differ), checks every
+// referenced blob and compares run.json with the replayed projection.
+func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) {
+	rep, _, err := auditFS(fsys, opts...)
+	return rep, err
+}
+
+func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *PlannedData, error) {
+	var cfg auditConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	c, hash, err := readFrozenContract(fsys)
+	if err != nil {
+		return nil, nil, err
+	}
+	ef, err := fsys.Open(EventsFile)
+	if err != nil {
+		return nil, nil, &AuditError{Reason: ReasonMissing, Detail: EventsFile + ": " + err.Error()}
+	}
+	events, err := eventlog.Read(ef, nil)
+	ef.Close()
+	if err != nil {
+		var ce *eventlog.ChainError
+		if errors.As(err, &ce) {
+			return nil, nil, &AuditError{Reason: ReasonChain, Line: ce.Line, Detail: fmt.Sprintf("%s: %s", ce.Reason, ce.Detail), Err: ce}
+		}
+		return nil, nil, &AuditError{Reason: ReasonChain, Detail: err.Error(), Err: err}
+	}
+	if len(events) == 0 {
+		return nil, nil, &AuditError{Reason: ReasonChain, Detail: "empty event log"}
+	}
+	if events[0].Contract != hash {
+		return nil, nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: fmt.Sprintf("the log is bound to %s, contract.json hashes to %s", events[0].Contract, hash)}
+	}
+	f := newFolder(c)
+	for i, e := range events {
+		if err := f.apply(i+1, e); err != nil {
+			return nil, nil, err
+		}
+	}
+	rep := f.report(len(events), headOf(events))
+	for _, d := range rep.Blobs {
+		if err := checkBlob(fsys, d, cfg.blobsVerified); err != nil {
+			return nil, nil, err
+		}
+	}
+	if err := compareProjection(fsys, c, events, rep); err != nil {
+		return rep, &f.planned, err
+	}
+	return rep, &f.planned, nil
+}
+
+// Audit reconciles the run in directory dir (see AuditFS) and checks that
+// the directory's name is the run id.
+func Audit(dir string) (*Report, error) {
+	rep, _, err := auditDir(dir)
+	return rep, err
+}
+
+func auditDir(dir string) (*Report, *PlannedData, error) {
+	rep, planned, err := auditFS(os.DirFS(dir))
+	if rep != nil && rep.RunID != filepath.Base(dir) {
+		return nil, nil, &AuditError{Reason: ReasonBadEvent, Line: 1, Detail: fmt.Sprintf("the log belongs to run %s, not %s", rep.RunID, filepath.Base(dir))}
+	}
+	return rep, planned, err
+}
+
+func readFrozenContract(fsys fs.FS) (*contract.Resolved, string, error) {
+	b, err := readBounded(fsys, ContractFile, maxContractJSON)
+	if err != nil {
+		return nil, "", err
+	}
+	cb, err := canon.Transform(b)
+	if err != nil || !bytes.Equal(cb, b) {
+		return nil, "", &AuditError{Reason: ReasonContract, Detail: "contract.json is not canonical JSON"}
+	}
+	var c contract.Resolved
+	if err := strictJSON(b, &c); err != nil {
+		return nil, "", &AuditError{Reason: ReasonContract, Detail: "contract.json: " + err.Error()}
+	}
+	return &c, canon.SumBytes(b), nil
+}
+
+func readBounded(fsys fs.FS, name string, max int64) ([]byte, error) {
+	f, err := fsys.Open(name)
+	if err != nil {
+		return nil, &AuditError{Reason: ReasonMissing, Detail: name + ": " + err.Error()}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, &AuditError{Reason: ReasonMissing, Detail: name + ": " + err.Error()}
+	}
+	if int64(len(b)) > max {
+		return nil, &AuditError{Reason: ReasonMissing, Detail: fmt.Sprintf("%s is larger than %d bytes", name, max)}
+	}
+	return b, nil
+}
+
+func checkBlob(fsys fs.FS, d string, presenceOnly bool) error {
+	name := path.Join(BlobDir, "sha256", d[len("sha256:"):])
+	f, err := fsys.Open(name)
+	if err != nil {
+		return &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("evidence %s is missing", d)}
+	}
+	defer f.Close()
+	if presenceOnly {
+		return nil
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("evidence %s: %v", d, err)}
+	}
+	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != d {
+		return &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("evidence %s was altered (now %s)", d, got)}
+	}
+	return nil
+}
+
+// compareProjection checks run.json against the replayed report.
+func compareProjection(fsys fs.FS, c *contract.Resolved, events []eventlog.Event, rep *Report) error {
+	b, err := readBounded(fsys, RunFile, maxRunJSON)
+	if err != nil {
+		return err
+	}
+	var got Report
+	if err := strictJSON(b, &got); err != nil {
+		return &AuditError{Reason: ReasonProjection, Detail: "run.json: " + err.Error()}
+	}
+	if sameReport(&got, rep) {
+		return nil
+	}
+	if got.ChainLength > 0 && got.ChainLength < len(events) {
+		if prefix, err := Fold(c, events[:got.ChainLength]); err == nil && sameReport(&got, prefix) {
+			return &AuditError{Reason: ReasonProjectionLag, Detail: fmt.Sprintf("run.json reflects %d of %d events", got.ChainLength, len(events))}
+		}
+	}
+	return &AuditError{Reason: ReasonProjection, Detail: "run.json " + describeDiff(&got, rep)}
+}
+
+func sameReport(a, b *Report) bool {
+	x, err1 := canon.Marshal(a)
+	y, err2 := canon.Marshal(b)
+	return err1 == nil && err2 == nil && bytes.Equal(x, y)
+}
+
+// describeDiff names the first top-level field where run.json differs.
+func describeDiff(got, want *Report) string {
+	var g, w map[string]json.RawMessage
+	gb, _ := json.Marshal(got)
+	wb, _ := json.Marshal(want)
+	json.Unmarshal(gb, &g)
+	json.Unmarshal(wb, &w)
+	for _, k := range []string{"run_id", "state", "source", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "repo", "profile"} {
+		if !bytes.Equal(canonOrRaw(g[k]), canonOrRaw(w[k])) {
+			return fmt.Sprintf("field %q disagrees with the event log", k)
+		}
+	}
+	return "disagrees with the event log"
+}
+
+func canonOrRaw(b json.RawMessage) []byte {
+	if c, err := canon.Transform(b); err == nil {
+		return c
+	}
+	return b
+}

@@ -1,0 +1,120 @@
+package run
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/proofgate/proofgate/kernel/canon"
+)
+
+// Snapshot is one verified context snapshot (--context-file): what an agent
+// or a person based the change on. Its snapshot_hash must be the digest of
+// the canonical JSON of the object without snapshot_hash.
+type Snapshot struct {
+	Query     string
+	Hash      string
+	Canonical []byte // the whole object, canonical, as stored in the blob
+}
+
+// Bounds on a context file.
+const (
+	MaxContextFile = 1 << 20
+	MaxSnapshots   = 64
+)
+
+// ContextError names what is wrong in a context file.
+type ContextError struct {
+	File, Path, Msg string
+}
+
+func (e *ContextError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg) }
+
+// LoadContext reads and verifies a context file: one snapshot object or an
+// array of them, each {query, references, provenance, snapshot_hash}.
+func LoadContext(path string) ([]Snapshot, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, &ContextError{path, "", err.Error()}
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxContextFile+1))
+	if err != nil {
+		return nil, &ContextError{path, "", err.Error()}
+	}
+	if len(b) > MaxContextFile {
+		return nil, &ContextError{path, "", fmt.Sprintf("larger than %d bytes", MaxContextFile)}
+	}
+	return ParseContext(path, b)
+}
+
+// ParseContext verifies the snapshots in b (see LoadContext).
+func ParseContext(file string, b []byte) ([]Snapshot, error) {
+	b = bytes.TrimSpace(b)
+	var raws []json.RawMessage
+	prefix := func(i int) string { return fmt.Sprintf("[%d]", i) }
+	if len(b) > 0 && b[0] == '[' {
+		if err := json.Unmarshal(b, &raws); err != nil {
+			return nil, &ContextError{file, "", "not a JSON array of snapshots: " + err.Error()}
+		}
+	} else {
+		raws = []json.RawMessage{b}
+		prefix = func(int) string { return "$" }
+	}
+	if len(raws) == 0 {
+		return nil, &ContextError{file, "", "no snapshots"}
+	}
+	if len(raws) > MaxSnapshots {
+		return nil, &ContextError{file, "", fmt.Sprintf("%d snapshots (at most %d)", len(raws), MaxSnapshots)}
+	}
+	out := make([]Snapshot, 0, len(raws))
+	for i, raw := range raws {
+		p := prefix(i)
+		var obj map[string]json.RawMessage
+		if err := json.Unmarshal(raw, &obj); err != nil {
+			return nil, &ContextError{file, p, "not a JSON object"}
+		}
+		for k := range obj {
+			switch k {
+			case "query", "references", "provenance", "snapshot_hash":
+			default:
+				return nil, &ContextError{file, p + "." + k, "unknown field"}
+			}
+		}
+		var s struct {
+			Query      *string         `json:"query"`
+			References []any           `json:"references"`
+			Provenance json.RawMessage `json:"provenance"`
+			Hash       string          `json:"snapshot_hash"`
+		}
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, &ContextError{file, p, err.Error()}
+		}
+		switch {
+		case s.Query == nil:
+			return nil, &ContextError{file, p + ".query", "required"}
+		case s.References == nil:
+			return nil, &ContextError{file, p + ".references", "required (an array)"}
+		case len(s.Provenance) == 0 || string(s.Provenance) == "null":
+			return nil, &ContextError{file, p + ".provenance", "required"}
+		case s.Hash == "":
+			return nil, &ContextError{file, p + ".snapshot_hash", "required"}
+		}
+		delete(obj, "snapshot_hash")
+		want, err := canon.Digest(obj)
+		if err != nil {
+			return nil, &ContextError{file, p, err.Error()}
+		}
+		if s.Hash != want {
+			return nil, &ContextError{file, p + ".snapshot_hash", fmt.Sprintf("%s does not match the snapshot (%s)", s.Hash, want)}
+		}
+		whole, err := canon.Transform(raw)
+		if err != nil {
+			return nil, &ContextError{file, p, err.Error()}
+		}
+		out = append(out, Snapshot{Query: *s.Query, Hash: s.Hash, Canonical: whole})
+	}
+	return out, nil
+}

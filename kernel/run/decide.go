@@ -1,0 +1,230 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/source"
+)
+
+// Freshness tells how to recheck the code and contract a run is bound to.
+type Freshness struct {
+	RepoDir  string
+	StateDir string
+	// ContractFile is the contract path to re-read when the run's contract
+	// came from the work tree ("" skips the contract check).
+	ContractFile string
+}
+
+// staleReasons compares the planned work tree with the observed one.
+func staleReasons(planned, now source.State) []string {
+	var r []string
+	if now.Commit != planned.Commit {
+		r = append(r, fmt.Sprintf("HEAD moved from %.12s to %.12s", planned.Commit, now.Commit))
+	} else if now.Tree != planned.Tree {
+		r = append(r, "the commit's tree changed")
+	}
+	if now.Digest != planned.Digest {
+		what := "the work tree changed"
+		if len(now.Changes) > 0 {
+			what += " (" + listShort(now.Changes) + ")"
+		}
+		r = append(r, what)
+	}
+	return r
+}
+
+// CheckFresh compares the run's binding with the repository and contract
+// now. It returns a *StaleError listing what changed, or nil.
+func (r *Run) CheckFresh(ctx context.Context, f Freshness) error {
+	return checkFresh(ctx, r.Planned, f)
+}
+
+func checkFresh(ctx context.Context, planned PlannedData, f Freshness) error {
+	st, err := inspect(ctx, f.RepoDir, f.StateDir)
+	if err != nil {
+		return err
+	}
+	reasons := staleReasons(planned.Worktree, st)
+	if f.ContractFile != "" && strings.HasPrefix(planned.Contract.Origin, "file:") {
+		c, err := contract.Load(f.ContractFile, planned.Contract.Profile)
+		if err != nil {
+			reasons = append(reasons, "the contract no longer loads: "+err.Error())
+		} else if h, err := c.Hash(); err != nil || h != planned.Contract.Hash {
+			reasons = append(reasons, "the contract changed")
+		}
+	}
+	if len(reasons) == 0 {
+		return nil
+	}
+	return &StaleError{Reasons: reasons}
+}
+
+// MarkStaleIfChanged moves a non-terminal run to STALE when CheckFresh
+// finds a change, and returns that *StaleError (nil when fresh).
+func (r *Run) MarkStaleIfChanged(ctx context.Context, f Freshness) error {
+	st := r.State()
+	if st.Terminal() || st == Stale || st == Blocked {
+		return nil
+	}
+	err := r.CheckFresh(ctx, f)
+	var se *StaleError
+	if !errors.As(err, &se) {
+		return err
+	}
+	now, ierr := inspect(ctx, f.RepoDir, f.StateDir)
+	if ierr != nil {
+		return ierr
+	}
+	if terr := r.transition(Stale, StateData{Reason: listShort(se.Reasons), Worktree: &now}); terr != nil {
+		return terr
+	}
+	return se
+}
+
+// DecisionOptions describe a human decision.
+type DecisionOptions struct {
+	Actor  string
+	Reject bool
+	Reason string
+	GitHub *GitHubReview
+	Fresh  Freshness
+}
+
+// RefusedError is a decision the kernel refused and why.
+type RefusedError struct{ Why string }
+
+func (e *RefusedError) Error() string { return "decision refused: " + e.Why }
+
+// Decide records an approval or a rejection. It refuses unless the run is
+// AWAITING_APPROVAL and reconciles: the log on disk still verifies and is
+// the one this process holds, run.json agrees with it, the verification
+// digest recomputed from run.json equals the last verification.completed,
+// and neither the source nor the contract changed (else the run moves to
+// STALE). An approval that reaches approval.required completes the run.
+func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
+	if strings.TrimSpace(o.Actor) == "" {
+		return &RefusedError{Why: "an actor is required"}
+	}
+	if o.Reject && strings.TrimSpace(o.Reason) == "" {
+		return &RefusedError{Why: "a rejection needs a reason"}
+	}
+	if st := r.State(); st != AwaitingApproval {
+		return &StateError{State: st, Action: "decide on"}
+	}
+	if err := r.reconcileOnDisk(); err != nil {
+		return err
+	}
+	if err := r.MarkStaleIfChanged(ctx, o.Fresh); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.fold
+	if !o.Reject && f.approvals[o.Actor] {
+		return &RefusedError{Why: fmt.Sprintf("%s already approved this run", o.Actor)}
+	}
+	next := AwaitingApproval
+	decision := "approved"
+	if o.Reject {
+		next, decision = Rejected, "rejected"
+	} else if len(f.approvals)+1 >= r.Contract.Approval.Required {
+		next = Complete
+	}
+	d := ApprovalData{
+		Decision: decision, Actor: o.Actor, Reason: o.Reason, State: next,
+		VerificationDigest: f.r.VerificationDigest,
+		Source:             Source{Commit: f.r.Source.Commit, Tree: f.r.Source.Tree},
+		Contract:           f.r.ContractHash, GitHub: o.GitHub,
+	}
+	if err := r.appendLocked(TypeApproval, d); err != nil {
+		return err
+	}
+	if next != AwaitingApproval {
+		return r.transitionLocked(next, StateData{Actor: o.Actor, Reason: o.Reason})
+	}
+	return nil
+}
+
+// reconcileOnDisk re-reads the run directory and checks that it is exactly
+// what this writer holds: the chain, the projection and the digest.
+func (r *Run) reconcileOnDisk() error {
+	rep, err := Audit(r.Dir)
+	if err != nil {
+		return err
+	}
+	if rep.ChainLength != r.log.Len() || rep.ChainHead != r.log.Head() {
+		return &AuditError{Reason: ReasonChain, Detail: fmt.Sprintf("the log on disk (%d events) is not the one this writer holds (%d)", rep.ChainLength, r.log.Len())}
+	}
+	// Recompute the digest from run.json itself, not from the replay.
+	b, err := os.ReadFile(filepath.Join(r.Dir, RunFile))
+	if err != nil {
+		return &AuditError{Reason: ReasonMissing, Detail: err.Error()}
+	}
+	var proj Report
+	if err := strictJSON(b, &proj); err != nil {
+		return &AuditError{Reason: ReasonProjection, Detail: err.Error()}
+	}
+	got, err := VerificationDigest(&proj)
+	if err != nil {
+		return err
+	}
+	if got != rep.VerificationDigest {
+		return &AuditError{Reason: ReasonDigest, Detail: fmt.Sprintf("run.json's checks digest to %s, the log recorded %s", got, rep.VerificationDigest)}
+	}
+	return nil
+}
+
+// Cancel moves a non-terminal run to CANCELLED.
+func (r *Run) Cancel(actor, reason string) error {
+	if strings.TrimSpace(actor) == "" || strings.TrimSpace(reason) == "" {
+		return &RefusedError{Why: "cancel needs --actor and --reason"}
+	}
+	st := r.State()
+	if !CanTransition(st, Cancelled) {
+		return &StateError{State: st, Action: "cancel"}
+	}
+	return r.transition(Cancelled, StateData{Actor: actor, Reason: reason})
+}
+
+// Supersede marks the run SUPERSEDED by run id by.
+func (r *Run) Supersede(by, actor string) error {
+	st := r.State()
+	if !CanTransition(st, Superseded) {
+		return &StateError{State: st, Action: "supersede"}
+	}
+	return r.transition(Superseded, StateData{By: by, Actor: actor, Reason: "retried as " + by})
+}
+
+// Retryable reports whether retry may supersede a run in state st.
+func Retryable(st State) bool { return CanTransition(st, Superseded) }
+
+// Head returns the current chain head and length.
+func (r *Run) Head() (string, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.log.Head(), r.log.Len()
+}
+
+// Append records an extension event (checkpoint.signed, lock.broken) that
+// changes no state.
+func (r *Run) Append(typ string, data any) (eventlog.Event, error) {
+	switch typ {
+	case TypeCheckpoint, TypeLockBroken:
+	default:
+		return eventlog.Event{}, fmt.Errorf("event type %q cannot be appended directly", typ)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.appendLocked(typ, data); err != nil {
+		return eventlog.Event{}, err
+	}
+	ev := r.log.Events()
+	return ev[len(ev)-1], nil
+}

@@ -1,0 +1,137 @@
+package run
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Structured is a check's own report, taken from the last line of its
+// stdout that is a JSON object with a string "status" (evidence: structured).
+type Structured struct {
+	Status    string     `json:"status"`
+	Criteria  []string   `json:"criteria"`
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+}
+
+// Artifact is a file a check says it produced, with its digest.
+type Artifact struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+}
+
+// Bounds on a structured report.
+const (
+	maxReportLine = 64 << 10
+	maxArtifacts  = 256
+	maxArtifact   = 1 << 30
+)
+
+// findReport returns the last line of out that is a JSON object with a
+// string "status".
+func findReport(out []byte) (*Structured, bool) {
+	lines := bytes.Split(out, []byte("\n"))
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := bytes.TrimSpace(lines[i])
+		if len(l) == 0 || l[0] != '{' || len(l) > maxReportLine {
+			continue
+		}
+		var probe map[string]json.RawMessage
+		if json.Unmarshal(l, &probe) != nil {
+			continue
+		}
+		var status string
+		if raw, ok := probe["status"]; !ok || json.Unmarshal(raw, &status) != nil {
+			continue
+		}
+		var s Structured
+		if err := json.Unmarshal(l, &s); err != nil {
+			// A status line whose other fields are malformed is still the
+			// report; keep the status so the failure names it.
+			return &Structured{Status: status}, true
+		}
+		return &s, true
+	}
+	return nil, false
+}
+
+// judgeReport checks a structured report against the criteria mapped to the
+// check and the repository. It returns "" when the report proves the check
+// passed, else the reason it did not.
+func judgeReport(s *Structured, found bool, want []string, repo string) string {
+	if !found {
+		return "structured evidence: no JSON report line with a string \"status\" on stdout"
+	}
+	if s.Status != "passed" {
+		return fmt.Sprintf("structured evidence: status %q, not \"passed\"", s.Status)
+	}
+	have := map[string]bool{}
+	for _, c := range s.Criteria {
+		have[c] = true
+	}
+	for _, c := range want {
+		if !have[c] {
+			return fmt.Sprintf("structured evidence: criterion %q not covered", c)
+		}
+	}
+	if len(s.Artifacts) > maxArtifacts {
+		return fmt.Sprintf("structured evidence: %d artifacts (at most %d)", len(s.Artifacts), maxArtifacts)
+	}
+	for i, a := range s.Artifacts {
+		if why := checkArtifact(a, repo); why != "" {
+			return fmt.Sprintf("structured evidence: artifacts[%d] %q: %s", i, a.Path, why)
+		}
+	}
+	return ""
+}
+
+func checkArtifact(a Artifact, repo string) string {
+	want := strings.TrimPrefix(a.SHA256, "sha256:")
+	if len(want) != 64 {
+		return "sha256 is not a hex SHA-256"
+	}
+	if _, err := hex.DecodeString(want); err != nil || strings.ToLower(want) != want {
+		return "sha256 is not a lowercase hex SHA-256"
+	}
+	p := filepath.FromSlash(a.Path)
+	if a.Path == "" || filepath.IsAbs(p) || !filepath.IsLocal(p) {
+		return "path escapes the repository"
+	}
+	root, err := filepath.EvalSymlinks(repo)
+	if err != nil {
+		return "repository unreadable"
+	}
+	real, err := filepath.EvalSymlinks(filepath.Join(root, p))
+	if err != nil {
+		return "missing"
+	}
+	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
+		return "path escapes the repository through a link"
+	}
+	f, err := os.Open(real)
+	if err != nil {
+		return "unreadable"
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return "not a regular file"
+	}
+	h := sha256.New()
+	if _, err := io.Copy(h, io.LimitReader(f, maxArtifact+1)); err != nil {
+		return "unreadable"
+	}
+	if fi.Size() > maxArtifact {
+		return "larger than 1 GiB"
+	}
+	if hex.EncodeToString(h.Sum(nil)) != want {
+		return "digest does not match"
+	}
+	return ""
+}

@@ -1,0 +1,323 @@
+package run
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/runtime"
+)
+
+// ExecOptions configure the execution of a planned run.
+type ExecOptions struct {
+	RepoDir  string
+	StateDir string
+	// Runtimes maps a contract runtime name ("process", "docker") to its
+	// provider. A check whose runtime is missing gets outcome error.
+	Runtimes map[string]runtime.Runtime
+	// Unavailable explains why a runtime is missing (e.g. no Docker daemon).
+	Unavailable map[string]string
+	Jobs        int
+	Progress    io.Writer // nil = silent
+}
+
+// Exec runs every check of a PLANNED run (in parallel up to Jobs, in
+// dependency order), records each result, computes the verification digest
+// and moves the run to AWAITING_APPROVAL (every check passed; COMPLETE when
+// the contract requires no approval), BLOCKED, or STALE when the work tree
+// changed while the checks ran.
+func (r *Run) Exec(ctx context.Context, opts ExecOptions) error {
+	if st := r.State(); st != Planned {
+		return &StateError{State: st, Action: "execute"}
+	}
+	if err := r.transition(Verifying, StateData{}); err != nil {
+		return err
+	}
+	jobs := opts.Jobs
+	if jobs < 1 {
+		jobs = 1
+	}
+	runCtx := ctx
+	var budgetCancel context.CancelFunc = func() {}
+	budget := time.Duration(r.Contract.Budget.MaxDuration)
+	if budget > 0 {
+		runCtx, budgetCancel = context.WithTimeout(ctx, budget)
+	}
+	defer budgetCancel()
+
+	s := &scheduler{r: r, opts: opts, ctx: runCtx, sem: make(chan struct{}, jobs), done: map[string]chan struct{}{}, outcome: map[string]runtime.Outcome{}}
+	for _, c := range r.Contract.Checks {
+		s.done[c.ID] = make(chan struct{})
+	}
+	var wg sync.WaitGroup
+	for _, c := range r.Contract.Checks {
+		wg.Add(1)
+		go func(c contract.Check) {
+			defer wg.Done()
+			s.runCheck(c)
+		}(c)
+	}
+	wg.Wait()
+	if err := s.firstErr(); err != nil {
+		return err
+	}
+	if ctx.Err() != nil {
+		return fmt.Errorf("run %s interrupted: %w", r.ID, ctx.Err())
+	}
+	budgetHit := budget > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	if budgetHit {
+		if err := r.append(TypeBudget, BudgetData{MaxDurationMS: budget.Milliseconds()}); err != nil {
+			return err
+		}
+	}
+	return r.finishVerification(ctx, opts, budgetHit)
+}
+
+func (r *Run) finishVerification(ctx context.Context, opts ExecOptions, budgetHit bool) error {
+	st, err := inspect(ctx, opts.RepoDir, opts.StateDir)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fold.collect()
+	digest, err := VerificationDigest(&r.fold.r)
+	if err != nil {
+		return err
+	}
+	passed := true
+	for _, c := range r.fold.r.Checks {
+		passed = passed && c.Outcome == runtime.Passed
+	}
+	if err := r.appendLocked(TypeVerification, VerificationData{Digest: digest, Passed: passed, Worktree: st.Digest}); err != nil {
+		return err
+	}
+	if reasons := staleReasons(r.Planned.Worktree, st); len(reasons) > 0 {
+		return r.transitionLocked(Stale, StateData{Reason: "changed while verifying: " + listShort(reasons), Worktree: &st})
+	}
+	switch {
+	case budgetHit:
+		return r.transitionLocked(Blocked, StateData{Reason: "budget.max_duration exceeded"})
+	case !passed:
+		var failed []string
+		for _, c := range r.fold.r.Checks {
+			if c.Outcome != runtime.Passed {
+				failed = append(failed, fmt.Sprintf("%s %s", c.ID, c.Outcome))
+			}
+		}
+		return r.transitionLocked(Blocked, StateData{Reason: "checks did not pass: " + listShort(failed)})
+	}
+	if err := r.transitionLocked(AwaitingApproval, StateData{}); err != nil {
+		return err
+	}
+	if r.Contract.Approval.Required == 0 {
+		return r.transitionLocked(Complete, StateData{Reason: "the contract requires no approval"})
+	}
+	return nil
+}
+
+type scheduler struct {
+	r    *Run
+	opts ExecOptions
+	ctx  context.Context
+	sem  chan struct{}
+
+	mu      sync.Mutex
+	done    map[string]chan struct{}
+	outcome map[string]runtime.Outcome
+	err     error
+}
+
+func (s *scheduler) setErr(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.err == nil {
+		s.err = err
+	}
+}
+
+func (s *scheduler) firstErr() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.err
+}
+
+func (s *scheduler) runCheck(c contract.Check) {
+	defer close(s.done[c.ID])
+	// Wait for dependencies; any that did not pass skips this check.
+	for _, d := range c.DependsOn {
+		<-s.done[d]
+		s.mu.Lock()
+		o := s.outcome[d]
+		s.mu.Unlock()
+		if o != runtime.Passed {
+			s.skip(c, fmt.Sprintf("dependency %q did not pass (%s)", d, o))
+			return
+		}
+	}
+	select {
+	case s.sem <- struct{}{}:
+	case <-s.ctx.Done():
+		s.skip(c, "not started: "+reasonOf(s.ctx))
+		return
+	}
+	defer func() { <-s.sem }()
+	if s.ctx.Err() != nil {
+		s.skip(c, "not started: "+reasonOf(s.ctx))
+		return
+	}
+	if s.firstErr() != nil {
+		s.skip(c, "not started: the harness failed")
+		return
+	}
+	o, err := s.execute(c)
+	if err != nil {
+		s.setErr(err)
+	}
+	s.mu.Lock()
+	s.outcome[c.ID] = o
+	s.mu.Unlock()
+}
+
+func reasonOf(ctx context.Context) string {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return "budget.max_duration exceeded"
+	}
+	return "cancelled"
+}
+
+func (s *scheduler) skip(c contract.Check, why string) {
+	s.mu.Lock()
+	s.outcome[c.ID] = runtime.Skipped
+	s.mu.Unlock()
+	if err := s.r.append(TypeCheckFinished, CheckFinishedData{Check: c.ID, Outcome: runtime.Skipped, ExitCode: -1, Detail: why}); err != nil {
+		s.setErr(err)
+	}
+	s.progress("skipped %-20s %s", c.ID, why)
+}
+
+func (s *scheduler) progress(format string, a ...any) {
+	if s.opts.Progress != nil {
+		s.mu.Lock()
+		fmt.Fprintf(s.opts.Progress, format+"\n", a...)
+		s.mu.Unlock()
+	}
+}
+
+// execute runs one check and records its evidence.
+func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
+	r := s.r
+	if err := r.append(TypeCheckStarted, CheckStartedData{Check: c.ID}); err != nil {
+		return runtime.Error, err
+	}
+	s.progress("start   %s", c.ID)
+	outW, err := r.blobs.Create()
+	if err != nil {
+		return runtime.Error, err
+	}
+	defer outW.Abort()
+	errW, err := r.blobs.Create()
+	if err != nil {
+		return runtime.Error, err
+	}
+	defer errW.Abort()
+	limit := int64(c.Output)
+	stdout, stderr := runtime.NewCapture(outW, limit), runtime.NewCapture(errW, limit)
+
+	var res runtime.Result
+	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
+		res = rt.Run(s.ctx, specFor(r.ID, c, s.opts.RepoDir), stdout, stderr)
+	} else {
+		why := s.opts.Unavailable[c.Runtime]
+		if why == "" {
+			why = "no provider configured"
+		}
+		now := time.Now().UTC()
+		res = runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
+			Detail: fmt.Sprintf("runtime %q unavailable: %s", c.Runtime, why), Attestation: runtime.Attestation{Provider: c.Runtime}}
+	}
+	if s.ctx.Err() != nil && res.Outcome == runtime.Error && errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
+		res.Detail = "killed: budget.max_duration exceeded"
+	}
+	for _, cp := range []*runtime.Capture{stdout, stderr} {
+		if err := cp.Err(); err != nil {
+			return runtime.Error, fmt.Errorf("check %s: storing output: %w", c.ID, err)
+		}
+	}
+	if _, _, err := outW.Commit(); err != nil {
+		return runtime.Error, err
+	}
+	if _, _, err := errW.Commit(); err != nil {
+		return runtime.Error, err
+	}
+	so, se := stdout.Stream(), stderr.Stream()
+	d := CheckFinishedData{
+		Check: c.ID, Outcome: res.Outcome, ExitCode: res.ExitCode,
+		DurationMS: res.Finished.Sub(res.Started).Milliseconds(),
+		Started:    res.Started.UTC().Format(time.RFC3339Nano), Finished: res.Finished.UTC().Format(time.RFC3339Nano),
+		Stdout: &so, Stderr: &se, Attestation: &res.Attestation, Detail: res.Detail,
+	}
+	if c.Evidence == "structured" && d.Outcome == runtime.Passed {
+		out, err := r.readBlobTail(so.Digest, maxReportLine*4)
+		if err != nil {
+			return runtime.Error, err
+		}
+		rep, found := findReport(out)
+		d.Structured = rep
+		if why := judgeReport(rep, found, c.Criteria, s.opts.RepoDir); why != "" {
+			d.Outcome, d.Detail = runtime.Failed, why
+		}
+	}
+	if err := r.append(TypeCheckFinished, d); err != nil {
+		return runtime.Error, err
+	}
+	line := fmt.Sprintf("%-7s %-20s %s", d.Outcome, c.ID, time.Duration(d.DurationMS)*time.Millisecond)
+	if d.Detail != "" {
+		line += "  " + d.Detail
+	}
+	s.progress("%s", line)
+	return d.Outcome, nil
+}
+
+func (r *Run) readBlobTail(d string, n int64) ([]byte, error) {
+	f, err := r.blobs.Open(d)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if fi.Size() > n {
+		if _, err := f.Seek(fi.Size()-n, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(f)
+}
+
+// specFor builds the runtime spec of a check.
+func specFor(runID string, c contract.Check, repo string) runtime.Spec {
+	mounts := make([]runtime.Mount, len(c.Mounts))
+	for i, m := range c.Mounts {
+		mounts[i] = runtime.Mount{Source: m.Source, Target: m.Target, Writable: m.Writable}
+	}
+	env := make(map[string]string, len(c.Env))
+	for k, v := range c.Env {
+		env[k] = v
+	}
+	return runtime.Spec{
+		RunID: runID, CheckID: c.ID, Argv: append([]string(nil), c.Run...), Env: env,
+		Workspace: repo, Dir: c.Dir, Timeout: time.Duration(c.Timeout),
+		Sandbox: runtime.Sandbox{
+			Image: c.Image, Pull: c.Pull, Network: c.Network, Workspace: c.Workspace, AllowRoot: c.AllowRoot,
+			Memory: int64(c.Resources.Memory), NanoCPUs: int64(c.Resources.CPUs) * 1_000_000, Pids: c.Resources.Pids,
+			Tmpfs: int64(c.Tmpfs), Mounts: mounts,
+		},
+	}
+}

@@ -1,0 +1,338 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/source"
+)
+
+// Version is recorded as the planner in run.planned.
+var Version = "proofgate/dev"
+
+// Run is an open run: its writer lock is held until Close.
+type Run struct {
+	ID       string
+	Dir      string
+	Contract *contract.Resolved
+	Planned  PlannedData
+
+	mu    sync.Mutex
+	log   *eventlog.Log
+	lk    *lock.Lock
+	fold  *folder
+	blobs *blob.Store
+	now   func() time.Time
+}
+
+// DirtyError refuses planning on a work tree with uncommitted changes.
+type DirtyError struct{ Changes []string }
+
+func (e *DirtyError) Error() string {
+	return fmt.Sprintf("work tree has uncommitted changes (%s); commit them or pass --allow-dirty, which is recorded", listShort(e.Changes))
+}
+
+// StaleError says the run no longer matches the code or the contract.
+type StaleError struct{ Reasons []string }
+
+func (e *StaleError) Error() string { return "run is STALE: " + listShort(e.Reasons) }
+
+// StateError refuses an action the run's state does not allow.
+type StateError struct {
+	State  State
+	Action string
+}
+
+func (e *StateError) Error() string { return fmt.Sprintf("cannot %s a run that is %s", e.Action, e.State) }
+
+func listShort(s []string) string {
+	if len(s) > 5 {
+		return fmt.Sprintf("%s and %d more", joinComma(s[:5]), len(s)-5)
+	}
+	return joinComma(s)
+}
+
+func joinComma(s []string) string {
+	var b bytes.Buffer
+	for i, x := range s {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}
+
+// PlanOptions describe a new run.
+type PlanOptions struct {
+	RepoDir  string // the repository work tree
+	StateDir string // the state directory (its runs/ is excluded from the work-tree digest)
+	Contract *contract.Resolved
+	// Origin is where the contract came from (see ContractRef.Origin).
+	Origin     string
+	AllowDirty bool
+	Repo       string // owner/name when known
+	Context    []Snapshot
+	Supersedes string
+	Now        func() time.Time
+}
+
+// Plan creates a run directory, freezes the contract, binds the source and
+// records run.planned (and context.attached). The returned run holds its
+// lock. On failure nothing is left behind.
+func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
+	now := opts.Now
+	if now == nil {
+		now = time.Now
+	}
+	st, err := inspect(ctx, opts.RepoDir, opts.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if st.Dirty && !opts.AllowDirty {
+		return nil, &DirtyError{Changes: st.Changes}
+	}
+	frozen, err := opts.Contract.Canonical()
+	if err != nil {
+		return nil, err
+	}
+	hash := canon.SumBytes(frozen)
+	store := NewStore(opts.StateDir)
+	if err := os.MkdirAll(store.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	id := NewID(now())
+	dir := store.Path(id)
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("state directory: %w", err)
+	}
+	defer func() {
+		if err != nil {
+			if r != nil {
+				r.Close()
+			}
+			os.RemoveAll(dir)
+			r = nil
+		}
+	}()
+	lk, err := lock.Acquire(filepath.Join(dir, LockFile))
+	if err != nil {
+		return nil, err
+	}
+	r = &Run{ID: id, Dir: dir, Contract: opts.Contract, lk: lk, fold: newFolder(opts.Contract), blobs: blob.New(filepath.Join(dir, BlobDir)), now: now}
+	if err := writeFileAtomic(filepath.Join(dir, ContractFile), frozen, 0o444); err != nil {
+		return r, fmt.Errorf("state directory: %w", err)
+	}
+	r.log, err = eventlog.Create(filepath.Join(dir, EventsFile), eventlog.Binding{Run: id, Source: eventlog.Source{Commit: st.Commit, Tree: st.Tree}, Contract: hash})
+	if err != nil {
+		return r, err
+	}
+	ids := make([]string, len(opts.Contract.Checks))
+	for i, c := range opts.Contract.Checks {
+		ids[i] = c.ID
+	}
+	r.Planned = PlannedData{
+		Contract:   ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
+		Worktree:   st,
+		AllowDirty: opts.AllowDirty,
+		Checks:     ids,
+		Repo:       opts.Repo,
+		Supersedes: opts.Supersedes,
+		Planner:    Version,
+	}
+	if err := r.append(TypePlanned, r.Planned); err != nil {
+		return r, err
+	}
+	for i, s := range opts.Context {
+		d, err := r.blobs.Put(s.Canonical)
+		if err != nil {
+			return r, err
+		}
+		if err := r.append(TypeContext, ContextData{Index: i, SnapshotHash: s.Hash, Blob: d, Query: s.Query}); err != nil {
+			return r, err
+		}
+	}
+	return r, nil
+}
+
+// Open opens an existing run for writing: it takes the lock, verifies the
+// chain and replays it, and repairs a lagging projection. A tampered
+// projection or a log that does not reconcile is refused.
+func Open(stateDir, id string) (r *Run, err error) {
+	store := NewStore(stateDir)
+	id, err = store.Resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	dir := store.Path(id)
+	lk, err := lock.Acquire(filepath.Join(dir, LockFile))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lk.Release()
+		}
+	}()
+	c, hash, err := readFrozenContract(os.DirFS(dir))
+	if err != nil {
+		return nil, err
+	}
+	// eventlog.Open tolerates a torn tail (a writer killed mid-append) and
+	// records its recovery on the next append; every other defect refuses.
+	lg, err := eventlog.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			lg.Close()
+		}
+	}()
+	events := lg.Events()
+	if len(events) == 0 || events[0].Contract != hash || events[0].Run != id {
+		return nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: "the log is not bound to this run's contract.json and id"}
+	}
+	r = &Run{ID: id, Dir: dir, Contract: c, lk: lk, log: lg, fold: newFolder(c), blobs: blob.New(filepath.Join(dir, BlobDir)), now: time.Now}
+	for i, e := range events {
+		if err := r.fold.apply(i+1, e); err != nil {
+			return nil, err
+		}
+	}
+	r.Planned = r.fold.planned
+	rep := r.fold.report(len(events), headOf(events))
+	switch err := compareProjection(os.DirFS(dir), c, events, rep); {
+	case err == nil:
+	case isReason(err, ReasonProjectionLag):
+		if err := r.writeProjection(); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, err
+	}
+	return r, nil
+}
+
+func isReason(err error, reason string) bool {
+	var ae *AuditError
+	return errors.As(err, &ae) && ae.Reason == reason
+}
+
+// Close releases the log and the lock.
+func (r *Run) Close() error {
+	var errs []error
+	if r.log != nil {
+		errs = append(errs, r.log.Close())
+	}
+	if r.lk != nil {
+		errs = append(errs, r.lk.Release())
+	}
+	return errors.Join(errs...)
+}
+
+// State returns the current state.
+func (r *Run) State() State {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fold.state
+}
+
+// Report returns the current projection.
+func (r *Run) Report() *Report {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fold.report(r.log.Len(), r.log.Head())
+}
+
+// append writes one event, replays it and rewrites run.json.
+func (r *Run) append(typ string, data any) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.appendLocked(typ, data)
+}
+
+func (r *Run) appendLocked(typ string, data any) error {
+	e, err := r.log.Append(typ, data)
+	if err != nil {
+		return err
+	}
+	if err := r.fold.apply(r.log.Len(), e); err != nil {
+		return fmt.Errorf("kernel wrote an event it cannot replay: %w", err)
+	}
+	return r.writeProjectionLocked()
+}
+
+func (r *Run) transition(to State, d StateData) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.transitionLocked(to, d)
+}
+
+func (r *Run) transitionLocked(to State, d StateData) error {
+	from := r.fold.state
+	if !CanTransition(from, to) {
+		return &TransitionError{From: from, To: to}
+	}
+	d.From, d.To = from, to
+	return r.appendLocked(TypeState, d)
+}
+
+func (r *Run) writeProjection() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.writeProjectionLocked()
+}
+
+func (r *Run) writeProjectionLocked() error {
+	b, err := json.MarshalIndent(r.fold.report(r.log.Len(), r.log.Head()), "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFileAtomic(filepath.Join(r.Dir, RunFile), append(b, '\n'), 0o644)
+}
+
+func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error) {
+	root, err := source.Root(ctx, repoDir)
+	if err != nil {
+		return source.State{}, err
+	}
+	var exclude []string
+	if abs, err := filepath.Abs(filepath.Join(stateDir, "runs")); err == nil {
+		if realRoot, err := filepath.EvalSymlinks(root); err == nil {
+			if realAbs, err := evalPrefix(abs); err == nil {
+				if rel, err := filepath.Rel(realRoot, realAbs); err == nil && filepath.IsLocal(rel) {
+					exclude = append(exclude, rel)
+				}
+			}
+		}
+	}
+	return source.Inspect(ctx, repoDir, exclude...)
+}
+
+// evalPrefix resolves symlinks in the longest existing prefix of p.
+func evalPrefix(p string) (string, error) {
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r, nil
+	}
+	parent := filepath.Dir(p)
+	if parent == p {
+		return p, nil
+	}
+	r, err := evalPrefix(parent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(r, filepath.Base(p)), nil
+}

@@ -1,0 +1,129 @@
+package run
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+)
+
+// Store is the directory holding one repository's runs: <state>/runs.
+type Store struct{ Dir string }
+
+// NewStore returns the run store under the state directory.
+func NewStore(stateDir string) *Store { return &Store{Dir: filepath.Join(stateDir, "runs")} }
+
+// Files of a run directory.
+const (
+	EventsFile   = "events.ndjson"
+	RunFile      = "run.json"
+	ContractFile = "contract.json"
+	LockFile     = "events.lock"
+	BlobDir      = "blobs"
+)
+
+var idRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{8}$`)
+
+// NewID returns a run id that sorts by creation time: the UTC time to the
+// millisecond and a random suffix, e.g. 20261129T210005.123Z-1a2b3c4d.
+func NewID(now time.Time) string {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return now.UTC().Format("20060102T150405.000Z") + "-" + hex.EncodeToString(b[:])
+}
+
+// ValidID reports whether id is a well-formed run id.
+func ValidID(id string) bool { return idRE.MatchString(id) }
+
+// ErrNoRuns is returned by Resolve("latest") on an empty store.
+var ErrNoRuns = errors.New("no runs yet")
+
+// NotFoundError names a run that does not exist.
+type NotFoundError struct{ ID string }
+
+func (e *NotFoundError) Error() string { return fmt.Sprintf("run %q not found", e.ID) }
+
+// List returns the run ids, oldest first.
+func (s *Store) List() ([]string, error) {
+	ents, err := os.ReadDir(s.Dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run store: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if e.IsDir() && ValidID(e.Name()) {
+			ids = append(ids, e.Name())
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
+
+// Resolve maps "latest" to the newest run id and checks that id exists.
+func (s *Store) Resolve(id string) (string, error) {
+	if id == "latest" {
+		ids, err := s.List()
+		if err != nil {
+			return "", err
+		}
+		if len(ids) == 0 {
+			return "", ErrNoRuns
+		}
+		return ids[len(ids)-1], nil
+	}
+	if !ValidID(id) {
+		return "", fmt.Errorf("%q is not a run id (want e.g. 20261129T210005.123Z-1a2b3c4d, or latest)", id)
+	}
+	if _, err := os.Stat(filepath.Join(s.Dir, id, EventsFile)); err != nil {
+		return "", &NotFoundError{ID: id}
+	}
+	return id, nil
+}
+
+// Path returns the directory of run id.
+func (s *Store) Path(id string) string { return filepath.Join(s.Dir, id) }
+
+// writeFileAtomic writes b to path through a temp file, fsync and rename.
+func writeFileAtomic(path string, b []byte, mode os.FileMode) error {
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(mode); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,183 @@
+// Package source binds a run to the code it ran on: the commit, its tree,
+// and a digest of the whole work tree state (tracked edits, staged changes,
+// untracked files), so that a run planned on one state of the repository is
+// reported STALE once that state changes.
+package source
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// State is the observed state of a repository's work tree.
+type State struct {
+	Commit string `json:"commit"`
+	Tree   string `json:"tree"`
+	Dirty  bool   `json:"dirty"`
+	// Digest covers `git status --porcelain`, the binary diff of tracked
+	// files against HEAD, and the path and content digest of every
+	// untracked, non-ignored file, with the excluded paths left out.
+	Digest string `json:"worktree_digest"`
+	// Changes lists up to 20 changed paths, for humans.
+	Changes []string `json:"changes,omitempty"`
+}
+
+// ErrNotRepository is returned when dir is not inside a git work tree.
+var ErrNotRepository = errors.New("not a git repository")
+
+// Inspect reads the state of the repository containing dir. Paths in
+// exclude (relative to the repository root, e.g. ".proofgate/runs") are
+// left out of the digest.
+func Inspect(ctx context.Context, dir string, exclude ...string) (State, error) {
+	if _, err := git(ctx, dir, "rev-parse", "--is-inside-work-tree"); err != nil {
+		return State{}, fmt.Errorf("%s: %w", dir, ErrNotRepository)
+	}
+	commit, err := git(ctx, dir, "rev-parse", "--verify", "HEAD^{commit}")
+	if err != nil {
+		return State{}, fmt.Errorf("source: no commit checked out in %s: %w", dir, err)
+	}
+	tree, err := git(ctx, dir, "rev-parse", "HEAD^{tree}")
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	top = strings.TrimSpace(top)
+	spec := []string{"--", "."}
+	for _, e := range exclude {
+		if e = filepath.ToSlash(filepath.Clean(e)); e != "." && e != "" {
+			spec = append(spec, ":(exclude,top)"+e)
+		}
+	}
+
+	h := sha256.New()
+	status, err := gitRaw(ctx, top, append([]string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none"}, spec...)...)
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	fmt.Fprintf(h, "status %d\n", len(status))
+	h.Write(status)
+	diff, err := gitRaw(ctx, top, append([]string{"diff", "HEAD", "--binary", "--no-ext-diff", "--no-color"}, spec...)...)
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	fmt.Fprintf(h, "diff %d\n", len(diff))
+	h.Write(diff)
+	untracked, err := gitRaw(ctx, top, append([]string{"ls-files", "--others", "--exclude-standard", "-z"}, spec...)...)
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	paths := splitZ(untracked)
+	sort.Strings(paths)
+	for _, p := range paths {
+		d, err := fileDigest(filepath.Join(top, filepath.FromSlash(p)))
+		if err != nil {
+			return State{}, fmt.Errorf("source: %w", err)
+		}
+		fmt.Fprintf(h, "untracked %q %s\n", p, d)
+	}
+	st := State{
+		Commit: strings.TrimSpace(commit),
+		Tree:   strings.TrimSpace(tree),
+		Dirty:  len(status) > 0,
+		Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
+	}
+	for _, rec := range splitZ(status) {
+		if len(st.Changes) == 20 {
+			break
+		}
+		if len(rec) > 3 && rec[2] == ' ' {
+			st.Changes = append(st.Changes, rec[3:])
+		}
+	}
+	return st, nil
+}
+
+// Root returns the top directory of the repository containing dir.
+func Root(ctx context.Context, dir string) (string, error) {
+	top, err := git(ctx, dir, "rev-parse", "--show-toplevel")
+	if err != nil {
+		return "", fmt.Errorf("%s: %w", dir, ErrNotRepository)
+	}
+	return strings.TrimSpace(top), nil
+}
+
+// Show returns the bytes of path at commit rev, or an error when the
+// repository does not have it.
+func Show(ctx context.Context, dir, rev, path string) ([]byte, error) {
+	return gitRaw(ctx, dir, "show", rev+":"+filepath.ToSlash(path))
+}
+
+func fileDigest(p string) (string, error) {
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	switch {
+	case fi.Mode()&os.ModeSymlink != 0:
+		t, err := os.Readlink(p)
+		if err != nil {
+			return "", err
+		}
+		fmt.Fprintf(h, "symlink %s", t)
+	case fi.Mode().IsRegular():
+		f, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		defer f.Close()
+		fmt.Fprintf(h, "file %o ", fi.Mode().Perm()&0o111)
+		if _, err := io.Copy(h, bufio.NewReader(f)); err != nil {
+			return "", err
+		}
+	default:
+		fmt.Fprintf(h, "other %s", fi.Mode().Type())
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+func splitZ(b []byte) []string {
+	var out []string
+	for _, f := range bytes.Split(b, []byte{0}) {
+		if len(f) > 0 {
+			out = append(out, string(f))
+		}
+	}
+	return out
+}
+
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	b, err := gitRaw(ctx, dir, args...)
+	return string(b), err
+}
+
+func gitRaw(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.quotepath=off"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "LC_ALL=C")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 300 {
+			msg = msg[:300]
+		}
+		return nil, fmt.Errorf("git %s: %s: %w", args[len(args)-1], msg, err)
+	}
+	return out, nil
+}
