@@ -1,0 +1,310 @@
+package eventlog
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/proofgate/proofgate/kernel/canon"
+)
+
+// Log is an open writer on one run's events.ndjson. Its methods are safe
+// for concurrent use; cross-process exclusion is the caller's (kernel/lock).
+type Log struct {
+	mu     sync.Mutex
+	f      *os.File
+	path   string
+	b      Binding
+	events []Event
+	lines  int    // physical lines in the file
+	repair *tail  // damage at the end, repaired by the next Append
+	err    error  // a failed write: the file may hold a torn line
+	buf    []byte // reused line buffer
+	p      lineParser
+	now    func() time.Time
+}
+
+// ErrNoBinding is returned by Open for a log without a complete event: its
+// binding is unknown, so the caller must say it (OpenBound).
+var ErrNoBinding = errors.New("log has no complete event to take the binding from")
+
+// Create creates a new, empty log at path (O_EXCL, mode 0644) bound to b,
+// and fsyncs it and its directory.
+func Create(path string, b Binding) (*Log, error) {
+	if err := checkBinding(b); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("create events: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create events: %w", err)
+	}
+	if err := syncDir(filepath.Dir(path)); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("create events: %w", err)
+	}
+	return &Log{f: f, path: path, b: b, now: time.Now}, nil
+}
+
+func checkBinding(b Binding) error {
+	switch {
+	case b.Run == "":
+		return errors.New("binding: run is empty")
+	case b.Contract == "":
+		return errors.New("binding: contract is empty")
+	}
+	for name, s := range map[string]string{"run": b.Run, "contract": b.Contract, "source.commit": b.Source.Commit, "source.tree": b.Source.Tree} {
+		if !utf8.ValidString(s) {
+			return fmt.Errorf("binding: %s is not valid UTF-8", name)
+		}
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// Open opens an existing log for appending. It reads and verifies the
+// whole file, taking the binding from the first event. Damage at the end of
+// the file (a torn final line, or malformed lines left by a crash during an
+// earlier repair) is tolerated and repaired by the next Append; any other
+// refusal is returned as a *ChainError.
+func Open(path string) (*Log, error) { return open(path, nil) }
+
+// OpenBound is Open for a log that must carry binding want; it also opens a
+// log that holds no complete event yet.
+func OpenBound(path string, want Binding) (*Log, error) {
+	if err := checkBinding(want); err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	return open(path, &want)
+}
+
+func open(path string, want *Binding) (*Log, error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open events: %w", err)
+	}
+	l := &Log{f: f, path: path, now: time.Now}
+	r := newReader(want)
+	r.acceptTorn = true
+	r.onEvent = func(line []byte, fl *fields) { l.events = append(l.events, eventOf(line, fl)) }
+	ce, t, err := r.run(f)
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	if ce != nil && t == nil {
+		f.Close()
+		ce.Detail = path + ": " + ce.Detail
+		return nil, ce
+	}
+	l.repair = t
+	l.lines = r.line
+	switch {
+	case want != nil:
+		l.b = *want
+	case len(l.events) > 0:
+		e := l.events[0]
+		l.b = Binding{Run: e.Run, Source: e.Source, Contract: e.Contract}
+	default:
+		f.Close()
+		return nil, fmt.Errorf("open %s: %w", path, ErrNoBinding)
+	}
+	return l, nil
+}
+
+// Append writes one event of type typ with data (any value that encodes as
+// a JSON object; nil means {}) and fsyncs it before returning it. After a
+// failed write the Log refuses further appends: reopen it.
+func (l *Log) Append(typ string, data any) (Event, error) {
+	if !validType([]byte(typ)) {
+		return Event{}, fmt.Errorf("append %q: type must be 1-%d characters of [A-Za-z0-9._-]", typ, maxType)
+	}
+	d, err := canonicalData(data)
+	if err != nil {
+		return Event{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch {
+	case l.f == nil:
+		return Event{}, fmt.Errorf("append %s: log is closed", typ)
+	case l.err != nil:
+		return Event{}, fmt.Errorf("append %s: an earlier write failed, reopen the log: %w", typ, l.err)
+	case len(l.events)+2 > MaxEvents:
+		return Event{}, fmt.Errorf("append %s: log holds %d events, the limit", typ, MaxEvents)
+	}
+	buf := l.buf[:0]
+	var added []Event
+	seq, prev := uint64(len(l.events)), l.head()
+	if len(l.events) > 0 {
+		seq = l.events[len(l.events)-1].Seq
+	}
+	lines := l.lines
+	tm := formatTime(l.now())
+	if t := l.repair; t != nil {
+		if t.newline {
+			buf = append(buf, '\n')
+		}
+		if !t.complete {
+			rd := recoveredData(nil, t.line, t.bytes, t.sum[:])
+			var ev Event
+			if buf, ev, err = l.appendLine(buf, seq+1, TypeRecovered, tm, rd, prev); err != nil {
+				return Event{}, fmt.Errorf("append %s: %w", TypeRecovered, err)
+			}
+			added = append(added, ev)
+			seq, prev = ev.Seq, ev.Hash
+			lines++
+		}
+	}
+	buf, ev, err := l.appendLine(buf, seq+1, typ, tm, d, prev)
+	if err != nil {
+		return Event{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	added = append(added, ev)
+	lines++
+	if _, err := l.f.Write(buf); err != nil {
+		l.err = err
+		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
+	}
+	if err := l.f.Sync(); err != nil {
+		l.err = err
+		return Event{}, fmt.Errorf("append %s to %s: fsync: %w", typ, l.path, err)
+	}
+	l.buf = buf[:0]
+	l.events = append(l.events, added...)
+	l.lines = lines
+	l.repair = nil
+	return ev, nil
+}
+
+// appendLine builds, self-checks and appends one line plus '\n' to buf.
+func (l *Log) appendLine(buf []byte, seq uint64, typ, tm string, data []byte, prev string) ([]byte, Event, error) {
+	line, _ := buildLine(nil, &l.b, seq, typ, tm, data, prev)
+	if len(line) > MaxLine {
+		return buf, Event{}, fmt.Errorf("line of %d bytes exceeds %d", len(line), MaxLine)
+	}
+	var f fields
+	if err := l.p.parse(line, &f); err != nil {
+		return buf, Event{}, fmt.Errorf("built a line readers would refuse: %w", err)
+	}
+	buf = append(buf, line...)
+	buf = append(buf, '\n')
+	return buf, eventOf(line, &f), nil
+}
+
+// canonicalData canonicalises an event's data, which must be an object.
+func canonicalData(data any) ([]byte, error) {
+	var (
+		b   []byte
+		err error
+	)
+	switch d := data.(type) {
+	case nil:
+		return []byte("{}"), nil
+	case json.RawMessage:
+		if d == nil {
+			return []byte("{}"), nil
+		}
+		b, err = canon.Transform(d)
+	default:
+		b, err = canon.Marshal(d)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	if len(b) == 0 || b[0] != '{' {
+		return nil, errors.New("data: not a JSON object")
+	}
+	if err := validCanonical(b); err != nil {
+		return nil, fmt.Errorf("data: %w", err)
+	}
+	return b, nil
+}
+
+func (l *Log) head() string {
+	if len(l.events) == 0 {
+		return ""
+	}
+	return l.events[len(l.events)-1].Hash
+}
+
+// Events returns a copy of all events so far.
+func (l *Log) Events() []Event {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Event(nil), l.events...)
+}
+
+// Len is the number of events.
+func (l *Log) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.events)
+}
+
+// Head is the hash of the last event, "" when the log is empty.
+func (l *Log) Head() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.head()
+}
+
+// Binding is the run, source and contract every event carries.
+func (l *Log) Binding() Binding { return l.b }
+
+// Damaged reports whether the file ends in damage (a torn line) that
+// readers refuse until the next Append repairs it.
+func (l *Log) Damaged() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.repair != nil
+}
+
+// Close closes the file.
+func (l *Log) Close() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.f == nil {
+		return nil
+	}
+	err := l.f.Close()
+	l.f = nil
+	if err != nil {
+		return fmt.Errorf("close %s: %w", l.path, err)
+	}
+	return nil
+}
+
+// Hash returns the hash event e should carry: "sha256:" + hex SHA-256 of
+// the RFC 8785 canonical JSON of e without its hash member. It is the slow
+// reference (full canonicalisation); readers use a streaming equivalent.
+func Hash(e Event) (string, error) {
+	type unhashed struct {
+		V        int             `json:"v"`
+		Seq      uint64          `json:"seq"`
+		Run      string          `json:"run"`
+		Type     string          `json:"type"`
+		Time     string          `json:"time"`
+		Source   Source          `json:"source"`
+		Contract string          `json:"contract"`
+		Data     json.RawMessage `json:"data"`
+		Prev     *string         `json:"prev"`
+	}
+	return canon.Digest(unhashed{e.V, e.Seq, e.Run, e.Type, e.Time, e.Source, e.Contract, e.Data, e.Prev})
+}
