@@ -1,0 +1,297 @@
+// Package artifact moves ProofGate bundles through GitHub Actions artifacts:
+// Upload speaks the v4 artifact protocol (Twirp service at
+// ACTIONS_RESULTS_URL, signed blob URL), and Find/Download read another
+// run's artifacts through the REST API for the release-gate verify step.
+package artifact
+
+import (
+	"archive/zip"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proofgate/proofgate/ci/ghapi"
+)
+
+const (
+	twirpService = "twirp/github.actions.results.api.v1.ArtifactService/"
+	// MaxTokenBytes bounds the runtime token parsed by BackendIDs.
+	MaxTokenBytes = 64 << 10
+	// MaxUploadBytes is the largest zip uploaded in one PUT (Azure's Put Blob limit).
+	MaxUploadBytes = 5000 << 20
+	maxReplyBytes  = 1 << 20
+)
+
+// ErrBadToken means ACTIONS_RUNTIME_TOKEN is not a JWT carrying the
+// Actions.Results scope.
+var ErrBadToken = errors.New("runtime token has no Actions.Results:<run>:<job> scope")
+
+// ValidateName refuses artifact names the service rejects.
+func ValidateName(name string) error {
+	if name == "" {
+		return errors.New("artifact name is empty")
+	}
+	if len(name) > 256 {
+		return fmt.Errorf("artifact name %.32q…: longer than 256 bytes", name)
+	}
+	if i := strings.IndexAny(name, "\":<>|*?\r\n\\/"); i >= 0 {
+		return fmt.Errorf("artifact name %q: character %q is not allowed", name, name[i])
+	}
+	return nil
+}
+
+// BackendIDs extracts the workflow run and job backend ids from the runtime
+// token's scp claim ("… Actions.Results:<run>:<job> …"). The token is not
+// verified; the service does that.
+func BackendIDs(runtimeToken string) (run, job string, err error) {
+	if len(runtimeToken) > MaxTokenBytes {
+		return "", "", fmt.Errorf("%w: token longer than %d bytes", ErrBadToken, MaxTokenBytes)
+	}
+	parts := strings.Split(runtimeToken, ".")
+	if len(parts) != 3 {
+		return "", "", fmt.Errorf("%w: not a JWT (%d parts)", ErrBadToken, len(parts))
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(strings.TrimRight(parts[1], "="))
+	if err != nil {
+		return "", "", fmt.Errorf("%w: payload: %v", ErrBadToken, err)
+	}
+	var claims struct {
+		Scp json.RawMessage `json:"scp"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return "", "", fmt.Errorf("%w: payload: %v", ErrBadToken, err)
+	}
+	var scopes []string
+	var s string
+	if err := json.Unmarshal(claims.Scp, &s); err == nil {
+		scopes = strings.Fields(s)
+	} else if err := json.Unmarshal(claims.Scp, &scopes); err != nil {
+		return "", "", fmt.Errorf("%w: scp claim is neither a string nor a list", ErrBadToken)
+	}
+	for _, sc := range scopes {
+		f := strings.Split(sc, ":")
+		if len(f) == 3 && f[0] == "Actions.Results" && f[1] != "" && f[2] != "" {
+			return f[1], f[2], nil
+		}
+	}
+	return "", "", ErrBadToken
+}
+
+// Zip builds a deterministic zip of files (sorted names, fixed times).
+func Zip(files map[string][]byte) ([]byte, error) {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		if err := checkEntryName(n); err != nil {
+			return nil, err
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var buf bytes.Buffer
+	zw := zip.NewWriter(&buf)
+	for _, n := range names {
+		w, err := zw.CreateHeader(&zip.FileHeader{Name: n, Method: zip.Deflate,
+			Modified: time.Date(1980, 1, 1, 0, 0, 0, 0, time.UTC)})
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(files[n]); err != nil {
+			return nil, err
+		}
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// TwirpError is an error answer of the artifact service.
+type TwirpError struct {
+	Method string
+	Status int
+	Code   string
+	Msg    string
+}
+
+func (e *TwirpError) Error() string {
+	return fmt.Sprintf("artifact service %s: HTTP %d %s: %s", e.Method, e.Status, e.Code, e.Msg)
+}
+
+// Upload zips files and uploads them as artifact name. See UploadZip.
+func Upload(ctx context.Context, runtimeToken, resultsURL, name string, files map[string][]byte) (int64, error) {
+	z, err := Zip(files)
+	if err != nil {
+		return 0, err
+	}
+	return UploadZip(ctx, nil, runtimeToken, resultsURL, name, z)
+}
+
+// UploadZip uploads a zip as artifact name through the v4 protocol:
+// CreateArtifact, PUT to the signed URL (no credentials), FinalizeArtifact
+// with size and sha256. hc nil means a client retrying 429/5xx.
+func UploadZip(ctx context.Context, hc *http.Client, runtimeToken, resultsURL, name string, zipData []byte) (int64, error) {
+	if err := ValidateName(name); err != nil {
+		return 0, err
+	}
+	if len(zipData) > MaxUploadBytes {
+		return 0, fmt.Errorf("artifact %s: %d bytes exceeds %d", name, len(zipData), MaxUploadBytes)
+	}
+	run, job, err := BackendIDs(runtimeToken)
+	if err != nil {
+		return 0, fmt.Errorf("ACTIONS_RUNTIME_TOKEN: %w", err)
+	}
+	base, err := url.Parse(resultsURL)
+	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
+		return 0, fmt.Errorf("ACTIONS_RESULTS_URL %q: not an http(s) URL", resultsURL)
+	}
+	svc := base.Scheme + "://" + base.Host + "/" + twirpService
+	if hc == nil {
+		hc = &http.Client{Transport: &ghapi.Retry{}, Timeout: 10 * time.Minute}
+	}
+
+	var created map[string]json.RawMessage
+	if err := call(ctx, hc, svc, "CreateArtifact", runtimeToken, map[string]any{
+		"workflow_run_backend_id": run, "workflow_job_run_backend_id": job,
+		"name": name, "version": 4,
+	}, &created); err != nil {
+		return 0, err
+	}
+	var signed string
+	if err := field(created, "signed_upload_url", &signed); err != nil || signed == "" {
+		return 0, fmt.Errorf("artifact service CreateArtifact: no signed_upload_url in reply")
+	}
+	if err := putBlob(ctx, hc, signed, zipData); err != nil {
+		return 0, err
+	}
+	sum := sha256.Sum256(zipData)
+	var fin map[string]json.RawMessage
+	if err := call(ctx, hc, svc, "FinalizeArtifact", runtimeToken, map[string]any{
+		"workflow_run_backend_id": run, "workflow_job_run_backend_id": job,
+		"name": name, "size": strconv.Itoa(len(zipData)), "hash": "sha256:" + hex.EncodeToString(sum[:]),
+	}, &fin); err != nil {
+		return 0, err
+	}
+	var ok bool
+	if err := field(fin, "ok", &ok); err != nil || !ok {
+		return 0, fmt.Errorf("artifact service FinalizeArtifact: reply not ok")
+	}
+	var id int64
+	if err := field(fin, "artifact_id", &id); err != nil {
+		return 0, fmt.Errorf("artifact service FinalizeArtifact: artifact_id: %w", err)
+	}
+	return id, nil
+}
+
+func call(ctx context.Context, hc *http.Client, svc, method, token string, in any, out *map[string]json.RawMessage) error {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, svc+method, bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("artifact service %s: %w", method, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(io.LimitReader(resp.Body, maxReplyBytes+1))
+	if err != nil {
+		return fmt.Errorf("artifact service %s: %w", method, err)
+	}
+	if len(raw) > maxReplyBytes {
+		return fmt.Errorf("artifact service %s: reply over %d bytes", method, maxReplyBytes)
+	}
+	if resp.StatusCode != http.StatusOK {
+		te := &TwirpError{Method: method, Status: resp.StatusCode}
+		var e struct{ Code, Msg string }
+		if json.Unmarshal(raw, &e) == nil {
+			te.Code, te.Msg = e.Code, e.Msg
+		}
+		return te
+	}
+	if err := json.Unmarshal(raw, out); err != nil {
+		return fmt.Errorf("artifact service %s: reply: %w", method, err)
+	}
+	return nil
+}
+
+// field reads a reply field by its proto name or lowerCamelCase JSON name;
+// int64 fields may be JSON numbers or strings (protojson).
+func field(m map[string]json.RawMessage, snake string, dst any) error {
+	raw, ok := m[snake]
+	if !ok {
+		raw, ok = m[camel(snake)]
+	}
+	if !ok {
+		return fmt.Errorf("field %s missing", snake)
+	}
+	if p, isInt := dst.(*int64); isInt {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			v, err := strconv.ParseInt(s, 10, 64)
+			if err != nil {
+				return fmt.Errorf("field %s: %w", snake, err)
+			}
+			*p = v
+			return nil
+		}
+	}
+	return json.Unmarshal(raw, dst)
+}
+
+func camel(s string) string {
+	parts := strings.Split(s, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+func putBlob(ctx context.Context, hc *http.Client, signed string, data []byte) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPut, signed, bytes.NewReader(data))
+	if err != nil {
+		return fmt.Errorf("signed upload URL: %w", err)
+	}
+	req.Header.Set("x-ms-blob-type", "BlockBlob")
+	req.Header.Set("Content-Type", "application/zip")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fmt.Errorf("upload blob: %w", redact(err))
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+		return fmt.Errorf("upload blob: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
+// redact drops the signed query string from URL errors (it is a credential).
+func redact(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		if u, perr := url.Parse(ue.URL); perr == nil {
+			u.RawQuery = ""
+			return &url.Error{Op: ue.Op, URL: u.String(), Err: ue.Err}
+		}
+	}
+	return err
+}

@@ -1,0 +1,344 @@
+package githubtest
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"encoding/xml"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+const twirpPrefix = "/twirp/github.actions.results.api.v1.ArtifactService/"
+
+// RuntimeToken makes the fake accept a runtime token for the given backend
+// ids and returns it: an (unsigned) JWT whose scp claim carries
+// "Actions.Results:<run>:<job>", shaped like ACTIONS_RUNTIME_TOKEN.
+func (s *Server) RuntimeToken(runBackendID, jobBackendID string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	enc := base64.RawURLEncoding.EncodeToString
+	h, _ := json.Marshal(map[string]string{"typ": "JWT", "alg": "RS256", "x5t": "fake"})
+	p, _ := json.Marshal(map[string]any{
+		"nameid": "dddddddd-dddd-dddd-dddd-dddddddddddd",
+		"scp":    "Actions.ExampleScope Actions.Results:" + runBackendID + ":" + jobBackendID,
+		"iss":    "vstoken.actions.githubusercontent.com",
+		"exp":    4102444800,
+		"jti":    s.URL + "/" + strconv.FormatInt(s.id(), 10),
+	})
+	tok := enc(h) + "." + enc(p) + "." + enc([]byte("signature"))
+	s.runtimeToken, s.runID, s.jobID = tok, runBackendID, jobBackendID
+	return tok
+}
+
+// ResultsURL is the value for ACTIONS_RESULTS_URL.
+func (s *Server) ResultsURL() string { return s.URL + "/" }
+
+// SetRun makes artifacts finalized through the Twirp service appear in the
+// REST artifact list of owner/repo for headSHA (as the run's artifacts do).
+func (s *Server) SetRun(owner, repo, headSHA string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.runRepo, s.runHeadSHA = owner+"/"+repo, headSHA
+}
+
+// Uploaded returns the finalized bytes of an artifact uploaded through the
+// Twirp service.
+func (s *Server) Uploaded(name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	u := s.uploads[name]
+	if u == nil || !u.finalized {
+		return nil, false
+	}
+	return s.blobs[u.key], true
+}
+
+// TamperBlob replaces the stored bytes of an uploaded or listed artifact's
+// blob (for tamper tests).
+func (s *Server) TamperBlob(name string, data []byte) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if u := s.uploads[name]; u != nil {
+		s.blobs[u.key] = data
+	}
+	for _, rs := range s.repos {
+		for _, a := range rs.artifacts {
+			if a.Name == name {
+				a.Data = data
+			}
+		}
+	}
+}
+
+func twirpError(w http.ResponseWriter, status int, code, msg string) {
+	writeJSON(w, status, map[string]string{"code": code, "msg": msg})
+}
+
+func (s *Server) serveTwirp(w http.ResponseWriter, r *http.Request) {
+	method, ok := strings.CutPrefix(r.URL.Path, twirpPrefix)
+	if !ok || r.Method != http.MethodPost {
+		twirpError(w, http.StatusNotFound, "bad_route", "no handler for "+r.URL.Path)
+		return
+	}
+	if ct := r.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		twirpError(w, http.StatusBadRequest, "malformed", "content-type "+ct)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.runtimeToken == "" || r.Header.Get("Authorization") != "Bearer "+s.runtimeToken {
+		twirpError(w, http.StatusUnauthorized, "unauthenticated", "bad runtime token")
+		return
+	}
+	raw, err := readBody(r, 1<<20)
+	if err != nil {
+		twirpError(w, http.StatusBadRequest, "malformed", err.Error())
+		return
+	}
+	var req map[string]any
+	if err := json.Unmarshal(raw, &req); err != nil {
+		twirpError(w, http.StatusBadRequest, "malformed", err.Error())
+		return
+	}
+	str := func(k string) string { v, _ := req[k].(string); return v }
+	if str("workflow_run_backend_id") != s.runID || str("workflow_job_run_backend_id") != s.jobID {
+		twirpError(w, http.StatusBadRequest, "invalid_argument", "backend ids do not match the token")
+		return
+	}
+	name := str("name")
+	key := func(k string) string {
+		if s.CamelCase {
+			parts := strings.Split(k, "_")
+			for i := 1; i < len(parts); i++ {
+				parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+			}
+			return strings.Join(parts, "")
+		}
+		return k
+	}
+	i64 := func(v int64) any {
+		if s.CamelCase {
+			return strconv.FormatInt(v, 10)
+		}
+		return v
+	}
+	switch method {
+	case "CreateArtifact":
+		v, _ := req["version"].(float64)
+		if v < 4 {
+			twirpError(w, http.StatusBadRequest, "invalid_argument", "version must be >= 4")
+			return
+		}
+		if name == "" || strings.ContainsAny(name, "\":<>|*?\r\n\\/") {
+			twirpError(w, http.StatusBadRequest, "invalid_argument", "invalid artifact name")
+			return
+		}
+		if u := s.uploads[name]; u != nil && u.finalized {
+			twirpError(w, http.StatusConflict, "already_exists", "artifact "+name+" already exists")
+			return
+		}
+		u := &upload{name: name, key: "up-" + strconv.FormatInt(s.id(), 10)}
+		s.uploads[name] = u
+		writeJSON(w, http.StatusOK, map[string]any{key("ok"): true, key("signed_upload_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
+	case "FinalizeArtifact":
+		u := s.uploads[name]
+		if u == nil {
+			twirpError(w, http.StatusNotFound, "not_found", "no artifact "+name)
+			return
+		}
+		size, err := strconv.ParseInt(str("size"), 10, 64)
+		if err != nil {
+			twirpError(w, http.StatusBadRequest, "invalid_argument", "size must be an int64 JSON string")
+			return
+		}
+		data, ok := s.blobs[u.key]
+		if !ok {
+			twirpError(w, http.StatusBadRequest, "failed_precondition", "blob not uploaded")
+			return
+		}
+		sum := sha256.Sum256(data)
+		if int64(len(data)) != size {
+			twirpError(w, http.StatusBadRequest, "invalid_argument", "size mismatch")
+			return
+		}
+		if str("hash") != "sha256:"+hex.EncodeToString(sum[:]) {
+			twirpError(w, http.StatusBadRequest, "invalid_argument", "hash mismatch")
+			return
+		}
+		u.finalized, u.size, u.id, u.created = true, size, s.id(), s.tick()
+		if s.runRepo != "" {
+			owner, repo, _ := strings.Cut(s.runRepo, "/")
+			s.repo(owner, repo).artifacts = append(s.repo(owner, repo).artifacts,
+				&Artifact{ID: u.id, Name: name, HeadSHA: s.runHeadSHA, RunID: 1, CreatedAt: u.created, Data: data})
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key("ok"): true, key("artifact_id"): i64(u.id)})
+	case "ListArtifacts":
+		var list []any
+		nameFilter, _ := req["name_filter"].(string)
+		for _, u := range s.uploads {
+			if !u.finalized || (nameFilter != "" && u.name != nameFilter) {
+				continue
+			}
+			list = append(list, map[string]any{
+				key("workflow_run_backend_id"): s.runID, key("workflow_job_run_backend_id"): s.jobID,
+				key("database_id"): strconv.FormatInt(u.id, 10), key("name"): u.name,
+				key("size"): strconv.FormatInt(u.size, 10), key("created_at"): u.created.Format("2006-01-02T15:04:05Z"),
+			})
+		}
+		if list == nil {
+			list = []any{}
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key("artifacts"): list})
+	case "GetSignedArtifactURL":
+		u := s.uploads[name]
+		if u == nil || !u.finalized {
+			twirpError(w, http.StatusNotFound, "not_found", "no artifact "+name)
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]any{key("name"): name, key("signed_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
+	default:
+		twirpError(w, http.StatusNotFound, "bad_route", "no method "+method)
+	}
+}
+
+type blockList struct {
+	Latest      []string `xml:"Latest"`
+	Committed   []string `xml:"Committed"`
+	Uncommitted []string `xml:"Uncommitted"`
+}
+
+// serveBlob is the signed-URL blob store: PUT BlockBlob, Put Block, Put Block
+// List and GET. It refuses (and fails the test on) any Authorization header:
+// signed URLs are used without credentials.
+func (s *Server) serveBlob(w http.ResponseWriter, r *http.Request) {
+	if a := r.Header.Get("Authorization"); a != "" {
+		s.t.Errorf("githubtest: blob %s %s sent an Authorization header", r.Method, r.URL.Path)
+		http.Error(w, "credentials sent to a signed URL", http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r.URL.Query().Get("sig") != s.blobSig {
+		http.Error(w, "AuthenticationFailed", http.StatusForbidden)
+		return
+	}
+	k := strings.TrimPrefix(r.URL.Path, "/blob/")
+	q := r.URL.Query()
+	switch r.Method {
+	case http.MethodGet:
+		data, ok := s.blobs[k]
+		if !ok {
+			http.Error(w, "BlobNotFound", http.StatusNotFound)
+			return
+		}
+		w.Header().Set("Content-Type", "application/zip")
+		w.Header().Set("Content-Length", strconv.Itoa(len(data)))
+		_, _ = w.Write(data)
+	case http.MethodPut:
+		body, err := readBody(r, 64<<20)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusRequestEntityTooLarge)
+			return
+		}
+		switch q.Get("comp") {
+		case "":
+			if r.Header.Get("x-ms-blob-type") != "BlockBlob" {
+				http.Error(w, "MissingRequiredHeader x-ms-blob-type", http.StatusBadRequest)
+				return
+			}
+			s.blobs[k] = body
+		case "block":
+			id := q.Get("blockid")
+			if _, err := base64.StdEncoding.DecodeString(id); err != nil || id == "" {
+				http.Error(w, "InvalidQueryParameterValue blockid", http.StatusBadRequest)
+				return
+			}
+			if s.blocks[k] == nil {
+				s.blocks[k] = map[string][]byte{}
+			}
+			s.blocks[k][id] = body
+		case "blocklist":
+			var bl blockList
+			if err := xml.Unmarshal(body, &bl); err != nil {
+				http.Error(w, "InvalidXmlDocument", http.StatusBadRequest)
+				return
+			}
+			var buf bytes.Buffer
+			for _, id := range append(append(bl.Latest, bl.Uncommitted...), bl.Committed...) {
+				b, ok := s.blocks[k][id]
+				if !ok {
+					http.Error(w, "InvalidBlockList", http.StatusBadRequest)
+					return
+				}
+				buf.Write(b)
+			}
+			s.blobs[k] = buf.Bytes()
+			delete(s.blocks, k)
+		default:
+			http.Error(w, "unsupported comp", http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusCreated)
+	default:
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// WriteReviewEvent writes a pull_request_review event payload for the PR's
+// current state into dir/event.json and returns its path. As on GitHub,
+// review.state is lower case.
+func (s *Server) WriteReviewEvent(dir, owner, repo string, n int, reviewID int64) (string, error) {
+	s.mu.Lock()
+	p := s.pr(owner, repo, n)
+	var rv *Review
+	for _, r := range p.reviews {
+		if r.ID == reviewID {
+			rv = r
+		}
+	}
+	if rv == nil {
+		s.mu.Unlock()
+		s.t.Fatalf("githubtest: no review %d", reviewID)
+	}
+	rj := s.reviewJSON(owner, repo, p, rv)
+	rj["state"] = strings.ToLower(rv.State)
+	payload := map[string]any{
+		"action": "submitted", "review": rj, "pull_request": s.prJSON(p),
+		"repository": map[string]any{"full_name": owner + "/" + repo, "name": repo, "owner": map[string]any{"login": owner}},
+		"sender":     userJSON(rv.User),
+	}
+	s.mu.Unlock()
+	return writeEvent(dir, payload)
+}
+
+// WritePullRequestEvent writes a pull_request event payload (action
+// "opened" unless given) for the PR's current state into dir/event.json.
+func (s *Server) WritePullRequestEvent(dir, owner, repo string, n int, action string) (string, error) {
+	if action == "" {
+		action = "opened"
+	}
+	s.mu.Lock()
+	p := s.pr(owner, repo, n)
+	payload := map[string]any{
+		"action": action, "number": n, "pull_request": s.prJSON(p),
+		"repository": map[string]any{"full_name": owner + "/" + repo, "name": repo, "owner": map[string]any{"login": owner}},
+		"sender":     userJSON(p.pr.Author),
+	}
+	s.mu.Unlock()
+	return writeEvent(dir, payload)
+}
+
+func writeEvent(dir string, payload any) (string, error) {
+	b, err := json.MarshalIndent(payload, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "event.json")
+	return path, os.WriteFile(path, b, 0o644)
+}

@@ -1,0 +1,288 @@
+// Package review decides whether a pull request is approved from its GitHub
+// review state, binding every counted approval to the exact verified head
+// commit. Evaluate is a pure function of the facts; Fetch reads the facts
+// from the API; Decide does both and refuses if the head moved meanwhile.
+package review
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/proofgate/proofgate/kernel/contract"
+)
+
+// Review states as the REST API spells them.
+const (
+	StateApproved         = "APPROVED"
+	StateChangesRequested = "CHANGES_REQUESTED"
+	StateCommented        = "COMMENTED"
+	StateDismissed        = "DISMISSED"
+	StatePending          = "PENDING"
+)
+
+// User is a GitHub account. ID is the immutable numeric id.
+type User struct {
+	Login string `json:"login"`
+	ID    int64  `json:"id"`
+	Type  string `json:"type,omitempty"` // "User" | "Bot" | "Organization"
+}
+
+// IsBot reports whether u is a bot account.
+func (u User) IsBot() bool {
+	return strings.EqualFold(u.Type, "Bot") || strings.HasSuffix(strings.ToLower(u.Login), "[bot]")
+}
+
+func (u User) same(o User) bool {
+	if u.ID != 0 && o.ID != 0 {
+		return u.ID == o.ID
+	}
+	return u.Login != "" && strings.EqualFold(u.Login, o.Login)
+}
+
+// Review is one submitted pull-request review.
+type Review struct {
+	ID          int64     `json:"id"`
+	User        User      `json:"user"`
+	State       string    `json:"state"` // upper case, as in REST
+	CommitID    string    `json:"commit_id"`
+	SubmittedAt time.Time `json:"submitted_at"`
+}
+
+// Permission is a collaborator's permission on the repository.
+type Permission struct {
+	Permission string `json:"permission"`          // admin | write | read | none
+	RoleName   string `json:"role_name,omitempty"` // admin | maintain | write | triage | read | custom
+}
+
+// Role maps a permission answer onto the contract's role vocabulary (admin,
+// maintain, write, triage, read, none). A custom role name falls back to its
+// base permission.
+func (p Permission) Role() string {
+	switch r := strings.ToLower(p.RoleName); r {
+	case "admin", "maintain", "write", "triage", "read":
+		return r
+	}
+	switch r := strings.ToLower(p.Permission); r {
+	case "admin", "write", "read":
+		return r
+	}
+	return "none"
+}
+
+// Input is everything the decision depends on.
+type Input struct {
+	Head        string               // the verified PR head commit
+	Author      User                 // the PR author
+	CommitUsers []User               // authors and committers of the PR's commits
+	Reviews     []Review             // all submitted reviews
+	Permissions map[int64]Permission // by reviewer user id
+	Rule        contract.Approval
+}
+
+// Approval is one counted approval.
+type Approval struct {
+	Login       string    `json:"login"`
+	UserID      int64     `json:"user_id"`
+	ReviewID    int64     `json:"review_id"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	Commit      string    `json:"commit"`
+	Permission  string    `json:"permission"` // the role that qualified it
+}
+
+// Reason says why a review did not count.
+type Reason string
+
+// Reasons a review does not count.
+const (
+	ReasonNoUser       Reason = "no_user"
+	ReasonNotDecisive  Reason = "not_decisive"
+	ReasonSuperseded   Reason = "superseded"
+	ReasonDismissed    Reason = "dismissed"
+	ReasonChanges      Reason = "changes_requested"
+	ReasonStaleCommit  Reason = "stale_commit"
+	ReasonPRAuthor     Reason = "pr_author"
+	ReasonCommitAuthor Reason = "commit_author"
+	ReasonBot          Reason = "bot"
+	ReasonPermission   Reason = "permission"
+	ReasonNoPermission Reason = "permission_unknown"
+	ReasonUnknownState Reason = "unknown_state"
+)
+
+// Ignored is a review that did not count, and why.
+type Ignored struct {
+	Login    string `json:"login"`
+	UserID   int64  `json:"user_id"`
+	ReviewID int64  `json:"review_id"`
+	State    string `json:"state"`
+	Commit   string `json:"commit"`
+	Reason   Reason `json:"reason"`
+	Why      string `json:"why"`
+}
+
+// Blocker is a standing change request from a qualified reviewer.
+type Blocker struct {
+	Login       string    `json:"login"`
+	UserID      int64     `json:"user_id"`
+	ReviewID    int64     `json:"review_id"`
+	Commit      string    `json:"commit"`
+	SubmittedAt time.Time `json:"submitted_at"`
+	Permission  string    `json:"permission"`
+}
+
+// Decision is the outcome of Evaluate.
+type Decision struct {
+	Head      string     `json:"head"`
+	Required  int        `json:"required"`
+	Counted   []Approval `json:"counted"`
+	Ignored   []Ignored  `json:"ignored"`
+	Blocking  []Blocker  `json:"blocking"`
+	Satisfied bool       `json:"satisfied"`
+	Missing   int        `json:"missing"`
+	Summary   string     `json:"summary"`
+}
+
+func decisive(state string) bool {
+	return state == StateApproved || state == StateChangesRequested || state == StateDismissed
+}
+
+// Evaluate applies the approval rule to the review state. It never reports
+// Satisfied without Required distinct qualified approvals of exactly Head and
+// no standing change request from a qualified reviewer.
+func Evaluate(in Input) Decision {
+	d := Decision{Head: in.Head, Required: in.Rule.Required}
+	reviews := slices.Clone(in.Reviews)
+	// Chronological; the API already is, but do not depend on it.
+	sort.SliceStable(reviews, func(i, j int) bool {
+		a, b := reviews[i], reviews[j]
+		if !a.SubmittedAt.Equal(b.SubmittedAt) {
+			return a.SubmittedAt.Before(b.SubmittedAt)
+		}
+		return a.ID < b.ID
+	})
+	ignore := func(r Review, reason Reason, why string) {
+		d.Ignored = append(d.Ignored, Ignored{Login: r.User.Login, UserID: r.User.ID, ReviewID: r.ID,
+			State: r.State, Commit: r.CommitID, Reason: reason, Why: why})
+	}
+
+	// Each reviewer's latest decisive review, by numeric user id.
+	latest := map[int64]Review{}
+	var order []int64
+	for _, r := range reviews {
+		r.State = strings.ToUpper(r.State)
+		switch {
+		case r.User.ID == 0:
+			ignore(r, ReasonNoUser, "review has no user id (deleted account?)")
+			continue
+		case r.State == StateCommented || r.State == StatePending:
+			ignore(r, ReasonNotDecisive, "a "+strings.ToLower(r.State)+" review does not change a decision")
+			continue
+		case !decisive(r.State):
+			ignore(r, ReasonUnknownState, fmt.Sprintf("unknown review state %q", r.State))
+			continue
+		}
+		if prev, ok := latest[r.User.ID]; ok {
+			ignore(prev, ReasonSuperseded, fmt.Sprintf("superseded by review %d", r.ID))
+		} else {
+			order = append(order, r.User.ID)
+		}
+		latest[r.User.ID] = r
+	}
+
+	roles := map[string]bool{}
+	for _, r := range in.Rule.Roles {
+		roles[strings.ToLower(r)] = true
+	}
+	isCommitUser := func(u User) bool {
+		for _, c := range in.CommitUsers {
+			if c.same(u) {
+				return true
+			}
+		}
+		return false
+	}
+
+	for _, id := range order {
+		r := latest[id]
+		perm, havePerm := in.Permissions[id]
+		role := perm.Role()
+		switch r.State {
+		case StateDismissed:
+			ignore(r, ReasonDismissed, "the review was dismissed")
+			continue
+		case StateChangesRequested:
+			// A change request blocks unless it comes from someone who could
+			// never approve: a bot or a user whose role is outside the rule.
+			// An unknown permission blocks (fail closed).
+			if r.User.IsBot() {
+				ignore(r, ReasonBot, "change request from a bot does not block")
+				continue
+			}
+			if havePerm && !roles[role] {
+				ignore(r, ReasonPermission, fmt.Sprintf("change request from role %q outside %v does not block", role, in.Rule.Roles))
+				continue
+			}
+			if !havePerm {
+				role = "unknown"
+			}
+			d.Blocking = append(d.Blocking, Blocker{Login: r.User.Login, UserID: id, ReviewID: r.ID,
+				Commit: r.CommitID, SubmittedAt: r.SubmittedAt, Permission: role})
+			continue
+		}
+		// APPROVED
+		switch {
+		case in.Head == "" || r.CommitID != in.Head:
+			ignore(r, ReasonStaleCommit, fmt.Sprintf("approved commit %s, not the verified head %s", short(r.CommitID), short(in.Head)))
+		case r.User.IsBot():
+			ignore(r, ReasonBot, "bots never count")
+		case r.User.same(in.Author):
+			ignore(r, ReasonPRAuthor, "the PR author cannot approve their own PR")
+		case !in.Rule.AllowCommitAuthors && isCommitUser(r.User):
+			ignore(r, ReasonCommitAuthor, "authored or committed a commit in the PR")
+		case !havePerm:
+			ignore(r, ReasonNoPermission, "reviewer permission unknown")
+		case !roles[role]:
+			ignore(r, ReasonPermission, fmt.Sprintf("role %q is not one of %v", role, in.Rule.Roles))
+		default:
+			d.Counted = append(d.Counted, Approval{Login: r.User.Login, UserID: id, ReviewID: r.ID,
+				SubmittedAt: r.SubmittedAt, Commit: r.CommitID, Permission: role})
+		}
+	}
+
+	d.Missing = max(0, in.Rule.Required-len(d.Counted))
+	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && d.Missing == 0 && len(d.Blocking) == 0
+	d.Summary = summary(d, in.Rule)
+	return d
+}
+
+func short(sha string) string {
+	if sha == "" {
+		return "(none)"
+	}
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
+func summary(d Decision, rule contract.Approval) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d required approvals on %s", len(d.Counted), rule.Required, short(d.Head))
+	if d.Satisfied {
+		b.WriteString(": approved")
+		return b.String()
+	}
+	if d.Missing > 0 {
+		who := "users with role " + strings.Join(rule.Roles, ", ") + " who are not the PR author"
+		if !rule.AllowCommitAuthors {
+			who += " or a commit author"
+		}
+		fmt.Fprintf(&b, "; missing %d approval(s) of commit %s from %s", d.Missing, short(d.Head), who)
+	}
+	for _, bl := range d.Blocking {
+		fmt.Fprintf(&b, "; blocked by changes requested by %s (review %d)", bl.Login, bl.ReviewID)
+	}
+	return b.String()
+}

@@ -1,0 +1,193 @@
+package review
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+
+	"github.com/google/go-github/v62/github"
+	"github.com/proofgate/proofgate/kernel/contract"
+)
+
+// Bounds on what Fetch reads.
+const (
+	MaxReviews   = 10000
+	MaxReviewers = 500
+	perPage      = 100
+)
+
+// HeadMovedError reports that the PR head is no longer the verified commit.
+type HeadMovedError struct {
+	PR   int
+	Want string // the verified head
+	Got  string // the head GitHub reports now
+}
+
+func (e *HeadMovedError) Error() string {
+	return fmt.Sprintf("pull request #%d head moved from %s to %s: approvals are not for the verified commit", e.PR, e.Want, e.Got)
+}
+
+// ErrNoPR means no open pull request has the commit as its head.
+var ErrNoPR = errors.New("no open pull request has this commit as its head")
+
+// ErrIncompleteCommits means GitHub did not list every commit of the PR
+// (it lists at most 250), so commit authors cannot all be excluded.
+var ErrIncompleteCommits = errors.New("pull request commits are not completely listed")
+
+// Fetch reads the review state of owner/repo#pr for the verified head. It
+// refuses with *HeadMovedError if the PR head is already another commit.
+// The returned Input has no Rule; Decide fills it.
+func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, head string) (Input, error) {
+	in := Input{Head: head, Permissions: map[int64]Permission{}}
+	p, _, err := gh.PullRequests.Get(ctx, owner, repo, pr)
+	if err != nil {
+		return in, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, pr, err)
+	}
+	if got := p.GetHead().GetSHA(); got != head {
+		return in, &HeadMovedError{PR: pr, Want: head, Got: got}
+	}
+	in.Author = toUser(p.GetUser())
+
+	for page := 1; page != 0; {
+		rs, resp, err := gh.PullRequests.ListReviews(ctx, owner, repo, pr, &github.ListOptions{Page: page, PerPage: perPage})
+		if err != nil {
+			return in, fmt.Errorf("list reviews of %s/%s#%d: %w", owner, repo, pr, err)
+		}
+		for _, r := range rs {
+			in.Reviews = append(in.Reviews, Review{ID: r.GetID(), User: toUser(r.GetUser()), State: r.GetState(),
+				CommitID: r.GetCommitID(), SubmittedAt: r.GetSubmittedAt().Time})
+		}
+		if len(in.Reviews) > MaxReviews {
+			return in, fmt.Errorf("list reviews of %s/%s#%d: more than %d reviews", owner, repo, pr, MaxReviews)
+		}
+		page = resp.NextPage
+	}
+
+	listed := 0
+	for page := 1; page != 0; {
+		cs, resp, err := gh.PullRequests.ListCommits(ctx, owner, repo, pr, &github.ListOptions{Page: page, PerPage: perPage})
+		if err != nil {
+			return in, fmt.Errorf("list commits of %s/%s#%d: %w", owner, repo, pr, err)
+		}
+		for _, c := range cs {
+			listed++
+			for _, u := range []*github.User{c.GetAuthor(), c.GetCommitter()} {
+				if u != nil && (u.GetID() != 0 || u.GetLogin() != "") {
+					in.CommitUsers = append(in.CommitUsers, toUser(u))
+				}
+			}
+		}
+		if listed > 10000 {
+			return in, fmt.Errorf("list commits of %s/%s#%d: too many commits", owner, repo, pr)
+		}
+		page = resp.NextPage
+	}
+	if listed < p.GetCommits() {
+		return in, fmt.Errorf("%s/%s#%d: %d of %d commits listed: %w", owner, repo, pr, listed, p.GetCommits(), ErrIncompleteCommits)
+	}
+
+	// Permissions of every human reviewer with a decisive review.
+	seen := map[int64]bool{}
+	for _, r := range in.Reviews {
+		if r.User.ID == 0 || r.User.IsBot() || seen[r.User.ID] || !decisive(r.State) {
+			continue
+		}
+		seen[r.User.ID] = true
+		if len(seen) > MaxReviewers {
+			return in, fmt.Errorf("%s/%s#%d: more than %d reviewers", owner, repo, pr, MaxReviewers)
+		}
+		perm, ok, err := permission(ctx, gh, owner, repo, r.User)
+		if err != nil {
+			return in, err
+		}
+		if ok {
+			in.Permissions[r.User.ID] = perm
+		}
+	}
+	return in, nil
+}
+
+// permission reads a collaborator's permission, decoding role_name (which
+// go-github v62 lacks). ok is false when the answer is for another account
+// (the login was renamed and reused).
+func permission(ctx context.Context, gh *github.Client, owner, repo string, u User) (Permission, bool, error) {
+	req, err := gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
+		url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(u.Login)), nil)
+	if err != nil {
+		return Permission{}, false, err
+	}
+	var v struct {
+		Permission string `json:"permission"`
+		RoleName   string `json:"role_name"`
+		User       *struct {
+			ID int64 `json:"id"`
+		} `json:"user"`
+	}
+	resp, err := gh.Do(ctx, req, &v)
+	if err != nil {
+		if resp != nil && resp.StatusCode == http.StatusNotFound {
+			return Permission{Permission: "none"}, true, nil
+		}
+		return Permission{}, false, fmt.Errorf("permission of %s on %s/%s: %w", u.Login, owner, repo, err)
+	}
+	if v.User != nil && v.User.ID != 0 && v.User.ID != u.ID {
+		return Permission{}, false, nil
+	}
+	return Permission{Permission: v.Permission, RoleName: v.RoleName}, true, nil
+}
+
+func toUser(u *github.User) User {
+	return User{Login: u.GetLogin(), ID: u.GetID(), Type: u.GetType()}
+}
+
+// Decide fetches the review state, evaluates rule, then reads the PR head
+// again: if it moved, the decision is unsatisfied and the error is a
+// *HeadMovedError. Any API error yields an unsatisfied decision.
+func Decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, head string, rule contract.Approval) (Decision, error) {
+	in, err := Fetch(ctx, gh, owner, repo, pr, head)
+	if err != nil {
+		return Decision{Head: head, Required: rule.Required, Missing: rule.Required,
+			Summary: "approval state could not be read: " + err.Error()}, err
+	}
+	in.Rule = rule
+	d := Evaluate(in)
+	p, _, err := gh.PullRequests.Get(ctx, owner, repo, pr)
+	if err != nil {
+		d.Satisfied = false
+		return d, fmt.Errorf("re-read pull request %s/%s#%d: %w", owner, repo, pr, err)
+	}
+	if got := p.GetHead().GetSHA(); got != head {
+		d.Satisfied = false
+		herr := &HeadMovedError{PR: pr, Want: head, Got: got}
+		d.Summary = herr.Error()
+		return d, herr
+	}
+	return d, nil
+}
+
+// FindPR returns the number of the open pull request whose head is sha
+// (commits/{sha}/pulls), for runs whose event payload names no PR.
+func FindPR(ctx context.Context, gh *github.Client, owner, repo, sha string) (int, error) {
+	var found []int
+	for page, n := 1, 0; page != 0 && n < 20; n++ {
+		prs, resp, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, repo, sha, &github.ListOptions{Page: page, PerPage: perPage})
+		if err != nil {
+			return 0, fmt.Errorf("pull requests for %s in %s/%s: %w", sha, owner, repo, err)
+		}
+		for _, p := range prs {
+			if p.GetState() == "open" && p.GetHead().GetSHA() == sha {
+				found = append(found, p.GetNumber())
+			}
+		}
+		page = resp.NextPage
+	}
+	switch len(found) {
+	case 0:
+		return 0, fmt.Errorf("%s in %s/%s: %w", sha, owner, repo, ErrNoPR)
+	case 1:
+		return found[0], nil
+	}
+	return 0, fmt.Errorf("%s in %s/%s is the head of several open pull requests %v", sha, owner, repo, found)
+}
