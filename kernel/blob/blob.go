@@ -15,6 +15,9 @@ import (
 	"regexp"
 )
 
+// ErrMismatch reports a stored blob whose content does not match its digest.
+var ErrMismatch = errors.New("blob: content does not match its digest")
+
 // Store is a blob directory (<run>/blobs).
 type Store struct{ dir string }
 
@@ -72,6 +75,17 @@ func (w *Writer) Commit() (digest string, size int64, err error) {
 	w.done = true
 	tmp := w.f.Name()
 	defer os.Remove(tmp)
+	digest = "sha256:" + hex.EncodeToString(w.h.Sum(nil))
+	final, _ := w.s.Path(digest)
+	if _, err := os.Lstat(final); err == nil {
+		// Already stored (an empty stream, a repeated output): no new
+		// bytes to make durable, but the kept file must hold these bytes.
+		w.f.Close()
+		if err := w.s.Verify(digest); err != nil {
+			return "", 0, err
+		}
+		return digest, w.n, nil
+	}
 	if err := w.f.Sync(); err != nil {
 		w.f.Close()
 		return "", 0, fmt.Errorf("blob: %w", err)
@@ -79,14 +93,21 @@ func (w *Writer) Commit() (digest string, size int64, err error) {
 	if err := w.f.Close(); err != nil {
 		return "", 0, fmt.Errorf("blob: %w", err)
 	}
-	digest = "sha256:" + hex.EncodeToString(w.h.Sum(nil))
-	final, _ := w.s.Path(digest)
 	if err := os.Chmod(tmp, 0o444); err != nil {
 		return "", 0, fmt.Errorf("blob: %w", err)
 	}
 	// link(2) fails with EEXIST instead of replacing: the O_EXCL guarantee.
-	if err := os.Link(tmp, final); err != nil && !errors.Is(err, fs.ErrExist) {
-		return "", 0, fmt.Errorf("blob: %w", err)
+	if err := os.Link(tmp, final); err != nil {
+		if !errors.Is(err, fs.ErrExist) {
+			return "", 0, fmt.Errorf("blob: %w", err)
+		}
+		// A concurrent writer stored it first; the existing blob is kept,
+		// so it must hold these bytes: a tampered or corrupt file under
+		// this name is reported now rather than silently standing in for
+		// the evidence just written.
+		if err := w.s.Verify(digest); err != nil {
+			return "", 0, err
+		}
 	}
 	if err := syncDir(filepath.Dir(final)); err != nil {
 		return "", 0, err
@@ -127,9 +148,21 @@ func (s *Store) Open(d string) (*os.File, error) {
 	return os.Open(p)
 }
 
-// Verify re-hashes blob d and reports a mismatch or absence.
+// Verify re-hashes blob d and reports a mismatch (ErrMismatch, also for a
+// blob that is not a regular file) or absence.
 func (s *Store) Verify(d string) error {
-	f, err := s.Open(d)
+	p, err := s.Path(d)
+	if err != nil {
+		return err
+	}
+	fi, err := os.Lstat(p)
+	if err != nil {
+		return err
+	}
+	if !fi.Mode().IsRegular() {
+		return fmt.Errorf("%w: %s is not a regular file", ErrMismatch, d)
+	}
+	f, err := os.Open(p)
 	if err != nil {
 		return err
 	}
@@ -139,7 +172,7 @@ func (s *Store) Verify(d string) error {
 		return fmt.Errorf("blob: %w", err)
 	}
 	if got := "sha256:" + hex.EncodeToString(h.Sum(nil)); got != d {
-		return fmt.Errorf("blob: %s has digest %s", d, got)
+		return fmt.Errorf("%w: %s has digest %s", ErrMismatch, d, got)
 	}
 	return nil
 }

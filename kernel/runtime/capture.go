@@ -50,12 +50,20 @@ func (c *Capture) Write(p []byte) (int, error) {
 		over = true
 	}
 	if len(keep) > 0 {
-		if _, err := c.sink.Write(keep); err != nil {
-			c.err = err
-			return 0, err
+		n, err := c.sink.Write(keep)
+		if n < 0 || n > len(keep) {
+			n = 0
 		}
-		c.h.Write(keep)
-		c.n += int64(len(keep))
+		// Account for what the sink took, so Stream describes the sink.
+		c.h.Write(keep[:n])
+		c.n += int64(n)
+		if err == nil && n < len(keep) {
+			err = io.ErrShortWrite
+		}
+		if err != nil {
+			c.err = err
+			return n, err
+		}
 	}
 	if over {
 		c.truncated = true
