@@ -154,14 +154,23 @@ signing times it is valid for. The store is rewritten atomically.`,
 	add.Flags().StringVar(&notBefore, "not-before", "", "earliest signing time accepted (RFC 3339)")
 	add.Flags().StringVar(&notAfter, "not-after", "", "latest signing time accepted (RFC 3339)")
 
-	var keyID, at string
+	var keyID, keyFile, at string
 	change := func(verb string) *cobra.Command {
 		c := &cobra.Command{
 			Use:  verb + " --store trust.json --key-id ID [--at T]",
 			Args: cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, args []string) error {
-				if keyID == "" {
-					return usageErr(errors.New("--key-id is required"))
+				if (keyID == "") == (keyFile == "") {
+					return usageErr(errors.New("give exactly one of --key-id and --public-key"))
+				}
+				if keyFile != "" {
+					pub, _, err := key.LoadPublic(keyFile)
+					if err != nil {
+						return usageErr(err)
+					}
+					if keyID, err = key.ID(pub); err != nil {
+						return usageErr(err)
+					}
 				}
 				s, err := trust.Load(storePath)
 				if err != nil {
@@ -194,6 +203,7 @@ signing times it is valid for. The store is rewritten atomically.`,
 			},
 		}
 		c.Flags().StringVar(&keyID, "key-id", "", "key id")
+		c.Flags().StringVar(&keyFile, "public-key", "", "public key PEM file (instead of --key-id)")
 		return c
 	}
 	retire := change("retire")

@@ -1,0 +1,178 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// SignedData is the data of the checkpoint.signed event.
+type SignedData struct {
+	Length int    `json:"length"`
+	Head   string `json:"head"`
+	KeyID  string `json:"key_id"`
+	Time   string `json:"time"`
+	File   string `json:"file"` // relative to the run directory
+}
+
+// Recorded is a checkpoint written to a run directory.
+type Recorded struct {
+	Checkpoint
+	KeyID    string
+	Path     string // absolute path of the envelope file
+	Envelope []byte
+}
+
+// Record signs a checkpoint of the run in stateDir at its current head,
+// writes it to <run>/checkpoints/<length>.dsse.json and records a
+// checkpoint.signed event. It holds the run's writer lock while it reads
+// the head and appends, then lets the kernel bring run.json up to date.
+func Record(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
+	store := run.NewStore(stateDir)
+	id, err := store.Resolve(id)
+	if err != nil {
+		return nil, err
+	}
+	dir := store.Path(id)
+	rec, err := recordLocked(dir, id, s, now)
+	if err != nil {
+		return nil, err
+	}
+	// run.Open repairs the projection that now lags one event behind.
+	r, err := run.Open(stateDir, id)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint recorded, but the run does not reopen: %w", err)
+	}
+	if err := r.Close(); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+func recordLocked(dir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
+	lk, err := lock.Acquire(filepath.Join(dir, run.LockFile))
+	if err != nil {
+		return nil, err
+	}
+	defer lk.Release()
+	lg, err := eventlog.Open(filepath.Join(dir, run.EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	defer lg.Close()
+	if lg.Damaged() {
+		return nil, fmt.Errorf("checkpoint: %s ends in a torn line; run proofgate status %s first", run.EventsFile, id)
+	}
+	if lg.Len() == 0 {
+		return nil, fmt.Errorf("checkpoint: run %s has no events", id)
+	}
+	c := Checkpoint{V: Version, Run: lg.Binding().Run, Length: lg.Len(), Head: lg.Head(),
+		Time: now.UTC().Format(time.RFC3339Nano)}
+	if c.Run != id {
+		return nil, fmt.Errorf("checkpoint: the log in %s belongs to run %s", dir, c.Run)
+	}
+	env, err := Sign(s, c)
+	if err != nil {
+		return nil, err
+	}
+	rel := filepath.ToSlash(filepath.Join(Dir, FileName(c.Length)))
+	p := filepath.Join(dir, Dir, FileName(c.Length))
+	if err := writeAtomic(p, env); err != nil {
+		return nil, err
+	}
+	if _, err := lg.Append(run.TypeCheckpoint, SignedData{Length: c.Length, Head: c.Head, KeyID: s.ID, Time: c.Time, File: rel}); err != nil {
+		return nil, err
+	}
+	return &Recorded{Checkpoint: c, KeyID: s.ID, Path: p, Envelope: env}, nil
+}
+
+var nameRE = regexp.MustCompile(`^[0-9]{20}\.dsse\.json$`)
+
+// Latest returns the newest checkpoint envelope in run directory dir, and
+// its name, or nil when there is none.
+func Latest(dir string) ([]byte, string, error) {
+	ents, err := os.ReadDir(filepath.Join(dir, Dir))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", nil
+	}
+	if err != nil {
+		return nil, "", err
+	}
+	latest := ""
+	for _, e := range ents {
+		if e.Type().IsRegular() && nameRE.MatchString(e.Name()) && e.Name() > latest {
+			latest = e.Name()
+		}
+	}
+	if latest == "" {
+		return nil, "", nil
+	}
+	b, err := ReadFile(filepath.Join(dir, Dir, latest))
+	return b, latest, err
+}
+
+// ReadFile reads a checkpoint file, bounded by envelope.MaxSize.
+func ReadFile(p string) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, envelope.MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint %s: %w", p, err)
+	}
+	if len(b) > envelope.MaxSize {
+		return nil, fmt.Errorf("checkpoint %s: larger than %d bytes", p, envelope.MaxSize)
+	}
+	return b, nil
+}
+
+// writeAtomic writes b to p via a temp file, fsync and rename.
+func writeAtomic(p string, b []byte) error {
+	dir := filepath.Dir(p)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".checkpoint-*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Chmod(0o444); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

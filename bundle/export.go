@@ -1,0 +1,295 @@
+package bundle
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"testing/fstest"
+	"time"
+
+	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/checkpoint"
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// ExportError is a run that may not be exported.
+type ExportError struct {
+	Reason Reason // NotComplete or AuditFailed
+	RunID  string
+	Detail string
+	Err    error
+}
+
+func (e *ExportError) Error() string {
+	return fmt.Sprintf("export of run %s refused: %s: %s", e.RunID, e.Reason, e.Detail)
+}
+
+// Unwrap returns the underlying audit error, if any.
+func (e *ExportError) Unwrap() error { return e.Err }
+
+// ExportOptions adjust Export.
+type ExportOptions struct {
+	// SignedAt is the signing time asserted in the predicate. The zero
+	// value uses the time of the run's last event, which keeps export
+	// deterministic: the same run and key give the same bytes.
+	SignedAt time.Time
+}
+
+// ExportResult describes a written bundle.
+type ExportResult struct {
+	RunID    string    `json:"run_id"`
+	KeyID    string    `json:"key_id"`
+	SignedAt time.Time `json:"signed_at"`
+	Files    int       `json:"files"`
+	Size     int64     `json:"size"`
+}
+
+// maxSmallFile bounds run.json, events.ndjson and contract.json.
+const maxSmallFile = 1 << 30
+
+// Export writes the evidence bundle of the run in runDir to w. Only a run
+// that reconciles (run.AuditFS) as COMPLETE exports. The bytes audited are
+// the bytes packed: the small files are read once, and every blob is
+// re-hashed while it is copied and must match its name.
+func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*ExportResult, error) {
+	id := filepath.Base(runDir)
+	mem := fstest.MapFS{}
+	for _, name := range []string{RunFile, EventsFile, ContractFile} {
+		b, err := readFileBounded(filepath.Join(runDir, name), maxSmallFile)
+		if err != nil {
+			return nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
+		}
+		mem[name] = &fstest.MapFile{Data: b, Mode: 0o644}
+	}
+	rep, err := run.AuditFS(overlayFS{mem: mem, disk: os.DirFS(runDir)}, run.BlobsVerified())
+	if err != nil {
+		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+	}
+	if rep.RunID != id {
+		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("the log belongs to run %s", rep.RunID)}
+	}
+	if rep.State != run.Complete {
+		return nil, &ExportError{Reason: NotComplete, RunID: id,
+			Detail: fmt.Sprintf("the run is %s; only a COMPLETE run exports", rep.State)}
+	}
+	events, err := eventlog.Read(bytes.NewReader(mem[EventsFile].Data), nil)
+	if err != nil || len(events) == 0 {
+		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("events: %v", err), Err: err}
+	}
+
+	subjects := map[string]string{}
+	var entries []archive.Entry
+	for _, name := range []string{RunFile, EventsFile, ContractFile} {
+		b := mem[name].Data
+		subjects[name] = sum(b)
+		entries = append(entries, archive.BytesEntry(name, b))
+	}
+
+	cp, _, err := checkpoint.Latest(runDir)
+	if err != nil {
+		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+	}
+	if cp != nil {
+		if err := checkCheckpointShape(cp, events); err != nil {
+			return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+		}
+		subjects[CheckpointFile] = sum(cp)
+		entries = append(entries, archive.BytesEntry(CheckpointFile, cp))
+	}
+
+	for _, d := range rep.Blobs {
+		hexd := d[len("sha256:"):]
+		name := BlobPrefix + hexd
+		p := filepath.Join(runDir, filepath.FromSlash(name))
+		fi, err := os.Stat(p)
+		if err != nil {
+			return nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
+		}
+		if !fi.Mode().IsRegular() {
+			return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: name + " is not a regular file"}
+		}
+		subjects[name] = hexd
+		entries = append(entries, archive.Entry{Name: name, Size: fi.Size(), Open: func() (io.ReadCloser, error) {
+			f, err := os.Open(p)
+			if err != nil {
+				return nil, err
+			}
+			return &digestReader{f: f, h: sha256.New(), want: hexd, name: name}, nil
+		}})
+	}
+
+	signedAt := opts.SignedAt
+	if signedAt.IsZero() {
+		signedAt, err = time.Parse(time.RFC3339Nano, events[len(events)-1].Time)
+		if err != nil {
+			return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: "last event time: " + err.Error()}
+		}
+	}
+	st := Statement{
+		Type:          StatementType,
+		PredicateType: PredicateType,
+		Predicate: Predicate{
+			SignedAt: signedAt.UTC().Format(time.RFC3339Nano),
+			KeyID:    s.ID,
+			Run:      Summarize(rep),
+		},
+	}
+	names := make([]string, 0, len(subjects))
+	for n := range subjects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		st.Subject = append(st.Subject, Subject{Name: n, Digest: map[string]string{"sha256": subjects[n]}})
+	}
+	payload, err := canon.Marshal(&st)
+	if err != nil {
+		return nil, err
+	}
+	env, err := envelope.Sign(s, PayloadType, payload)
+	if err != nil {
+		return nil, err
+	}
+	entries = append(entries, archive.BytesEntry(AttestationFile, env))
+
+	cw := &countWriter{w: w}
+	if err := archive.Write(cw, entries); err != nil {
+		return nil, err
+	}
+	return &ExportResult{RunID: id, KeyID: s.ID, SignedAt: signedAt.UTC(), Files: len(entries),
+		Size: cw.n}, nil
+}
+
+// ExportFile exports to path atomically: nothing is left at path unless
+// the whole bundle was written and fsynced.
+func ExportFile(runDir, outPath string, s *key.Signer, opts ExportOptions) (*ExportResult, error) {
+	dir := filepath.Dir(outPath)
+	f, err := os.CreateTemp(dir, ".bundle-*.tmp")
+	if err != nil {
+		return nil, err
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	res, err := Export(runDir, s, bw, opts)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Rename(tmp, outPath); err != nil {
+		return nil, err
+	}
+	if d, err := os.Open(dir); err == nil {
+		d.Sync()
+		d.Close()
+	}
+	return res, nil
+}
+
+// checkCheckpointShape refuses to pack a checkpoint the log contradicts.
+// Its signature is checked by verify, against the verifier's trust store.
+func checkCheckpointShape(b []byte, events []eventlog.Event) error {
+	_, payload, err := envelope.Parse(b, checkpoint.PayloadType, CheckpointFile)
+	if err != nil {
+		return err
+	}
+	var c checkpoint.Checkpoint
+	if err := envelope.StrictJSON(payload, &c); err != nil {
+		return fmt.Errorf("%s: %w", CheckpointFile, err)
+	}
+	if c.Length < 1 {
+		return fmt.Errorf("%s: length %d", CheckpointFile, c.Length)
+	}
+	return checkpoint.Match(&c, events)
+}
+
+func readFileBounded(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, max+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", p, err)
+	}
+	if int64(len(b)) > max {
+		return nil, fmt.Errorf("%s: larger than %d bytes", p, max)
+	}
+	return b, nil
+}
+
+func sum(b []byte) string {
+	s := sha256.Sum256(b)
+	return hex.EncodeToString(s[:])
+}
+
+// overlayFS serves the in-memory files and falls back to the directory.
+type overlayFS struct {
+	mem  fstest.MapFS
+	disk fs.FS
+}
+
+func (o overlayFS) Open(name string) (fs.File, error) {
+	if _, ok := o.mem[path.Clean(name)]; ok {
+		return o.mem.Open(name)
+	}
+	return o.disk.Open(name)
+}
+
+// digestReader hashes a blob as it is copied; Close fails on a mismatch.
+type digestReader struct {
+	f    *os.File
+	h    hash.Hash
+	want string
+	name string
+}
+
+func (d *digestReader) Read(p []byte) (int, error) {
+	n, err := d.f.Read(p)
+	d.h.Write(p[:n])
+	return n, err
+}
+
+func (d *digestReader) Close() error {
+	d.f.Close()
+	if got := hex.EncodeToString(d.h.Sum(nil)); got != d.want {
+		return fmt.Errorf("%s changed on disk: content hashes to %s", d.name, got)
+	}
+	return nil
+}
+
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}

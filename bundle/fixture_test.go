@@ -1,0 +1,140 @@
+package bundle
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/runtime/process"
+)
+
+// fixture is a real git repository with a real run made by the kernel.
+type fixture struct {
+	repo, state, runDir, id string
+	commit, tree            string
+}
+
+type runOpts struct {
+	approve  []string // actors approving
+	reject   bool
+	script   string // the check's shell script
+	required int
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=T", "GIT_AUTHOR_EMAIL=t@example.invalid",
+		"GIT_COMMITTER_NAME=T", "GIT_COMMITTER_EMAIL=t@example.invalid", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// makeRun plans, executes and decides a run through the kernel's API.
+func makeRun(t testing.TB, o runOpts) *fixture {
+	t.Helper()
+	if o.script == "" {
+		o.script = "echo hello; echo oops >&2"
+	}
+	if o.required == 0 {
+		o.required = 1
+	}
+	repo := t.TempDir()
+	os.MkdirAll(filepath.Join(repo, ".proofgate"), 0o755)
+	cfile := filepath.Join(repo, ".proofgate", "contract.yaml")
+	os.WriteFile(cfile, []byte(fmt.Sprintf(`version: 1
+name: fixture
+defaults:
+  runtime: process
+  timeout: 60s
+  output_limit: 200MiB
+checks:
+  - id: hello
+    run: [sh, -c, %q]
+approval: {required: %d}
+`, o.script, o.required)), 0o644)
+	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".proofgate/runs/\n"), 0o644)
+	git(t, repo, "init", "-q", ".")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+	state := filepath.Join(repo, ".proofgate")
+	c, err := contract.Load(cfile, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: repo, StateDir: state, Contract: c, Origin: "file:.proofgate/contract.yaml", Repo: "acme/widget"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: state, Runtimes: map[string]runtime.Runtime{"process": process.New()}, Jobs: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fresh := run.Freshness{RepoDir: repo, StateDir: state, ContractFile: cfile}
+	for _, a := range o.approve {
+		if err := r.Decide(ctx, run.DecisionOptions{Actor: a, Fresh: fresh}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if o.reject {
+		if err := r.Decide(ctx, run.DecisionOptions{Actor: "mallory", Reject: true, Reason: "no", Fresh: fresh}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	id, dir := r.ID, r.Dir
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &fixture{repo: repo, state: state, runDir: dir, id: id,
+		commit: git(t, repo, "rev-parse", "HEAD"), tree: git(t, repo, "rev-parse", "HEAD^{tree}")}
+}
+
+type signingKey struct {
+	s      *key.Signer
+	pubPEM []byte
+	path   string
+}
+
+func newKey(t testing.TB) *signingKey {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "k.pem")
+	if _, err := key.Generate(p); err != nil {
+		t.Fatal(err)
+	}
+	s, err := key.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pub, err := os.ReadFile(key.PublicPath(p))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &signingKey{s: s, pubPEM: pub, path: p}
+}
+
+func storeWith(t testing.TB, keys ...*signingKey) *trust.Store {
+	t.Helper()
+	st := trust.New()
+	for _, k := range keys {
+		if _, err := st.Add(k.pubPEM, "", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return st
+}
+
+func loadKey(p string) (*key.Signer, error) { return key.Load(p) }

@@ -1,0 +1,115 @@
+package bundle
+
+import (
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/runtime"
+)
+
+// Media and type URIs of the attestation.
+const (
+	PayloadType   = "application/vnd.in-toto+json"
+	StatementType = "https://in-toto.io/Statement/v1"
+	PredicateType = "https://proofgate.dev/evidence/v1"
+)
+
+// File names inside a bundle.
+const (
+	AttestationFile = "attestation.dsse.json"
+	RunFile         = "run.json"
+	EventsFile      = "events.ndjson"
+	ContractFile    = "contract.json"
+	CheckpointFile  = "checkpoint.dsse.json"
+	BlobPrefix      = "blobs/sha256/"
+)
+
+// Statement is the in-toto Statement v1 signed in attestation.dsse.json.
+type Statement struct {
+	Type          string    `json:"_type"`
+	Subject       []Subject `json:"subject"`
+	PredicateType string    `json:"predicateType"`
+	Predicate     Predicate `json:"predicate"`
+}
+
+// Subject is one file of the bundle and its digest.
+type Subject struct {
+	Name   string            `json:"name"`
+	Digest map[string]string `json:"digest"` // {"sha256": "<64 hex>"}
+}
+
+// Predicate is the evidence predicate (PredicateType).
+type Predicate struct {
+	// SignedAt is the signing time the signer asserts (RFC 3339, UTC):
+	// key validity windows, retirement and revocation apply to it.
+	SignedAt string `json:"signed_at"`
+	// KeyID repeats the signature's keyid inside the signed bytes.
+	KeyID string     `json:"key_id"`
+	Run   RunSummary `json:"run"`
+}
+
+// RunSummary is what the bundle asserts about the run; verify recomputes
+// it from the files with run.AuditFS and requires equality.
+type RunSummary struct {
+	RunID              string          `json:"run_id"`
+	State              run.State       `json:"state"`
+	Source             eventlog.Source `json:"source"`
+	Repo               string          `json:"repo,omitempty"`
+	Profile            string          `json:"profile,omitempty"`
+	ContractHash       string          `json:"contract_hash"`
+	VerificationDigest string          `json:"verification_digest"`
+	Chain              Chain           `json:"chain"`
+	Checks             []CheckSummary  `json:"checks"`
+	Decisions          []run.Decision  `json:"decisions"`
+}
+
+// Chain is the event chain's head hash and length.
+type Chain struct {
+	Head   string `json:"head"`
+	Length int    `json:"length"`
+}
+
+// CheckSummary is one check's outcome and how it ran.
+type CheckSummary struct {
+	ID         string          `json:"id"`
+	Outcome    runtime.Outcome `json:"outcome"`
+	ExitCode   int             `json:"exit_code"`
+	DurationMS int64           `json:"duration_ms"`
+	Stdout     *runtime.Stream `json:"stdout,omitempty"`
+	Stderr     *runtime.Stream `json:"stderr,omitempty"`
+	Runtime    *RuntimeSummary `json:"runtime,omitempty"`
+}
+
+// RuntimeSummary summarises a check's runtime attestation.
+type RuntimeSummary struct {
+	Provider    string `json:"provider"`
+	Sandboxed   bool   `json:"sandboxed"`
+	ImageRef    string `json:"image_ref,omitempty"`
+	ImageID     string `json:"image_id,omitempty"`
+	ProfileHash string `json:"profile_hash,omitempty"`
+}
+
+// Summarize derives the predicate's run summary from an audit report.
+func Summarize(r *run.Report) RunSummary {
+	s := RunSummary{
+		RunID:              r.RunID,
+		State:              r.State,
+		Source:             r.Source,
+		Repo:               r.Repo,
+		Profile:            r.Profile,
+		ContractHash:       r.ContractHash,
+		VerificationDigest: r.VerificationDigest,
+		Chain:              Chain{Head: r.ChainHead, Length: r.ChainLength},
+		Checks:             []CheckSummary{},
+		Decisions:          append([]run.Decision{}, r.Decisions...),
+	}
+	for _, c := range r.Checks {
+		cs := CheckSummary{ID: c.ID, Outcome: c.Outcome, ExitCode: c.ExitCode, DurationMS: c.DurationMS,
+			Stdout: c.Stdout, Stderr: c.Stderr}
+		if a := c.Attestation; a != nil {
+			cs.Runtime = &RuntimeSummary{Provider: a.Provider, Sandboxed: a.Sandboxed,
+				ImageRef: a.ImageRef, ImageID: a.ImageID, ProfileHash: a.ProfileHash}
+		}
+		s.Checks = append(s.Checks, cs)
+	}
+	return s
+}

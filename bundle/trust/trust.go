@@ -1,0 +1,384 @@
+// Package trust is the trust store (trust.json) that decides which keys
+// may sign evidence bundles and checkpoints, and when.
+//
+// A key is active, retired or revoked. Rotation adds a new active key and
+// retires the old one: bundles the old key signed up to its retirement
+// still verify. Revocation rejects bundles signed at or after revoked_at,
+// or every bundle of the key when no time is given. A key is only valid
+// for signing times inside [not_before, not_after]. The store is rewritten
+// atomically (temp file, fsync, rename).
+package trust
+
+import (
+	"bytes"
+	"crypto/ed25519"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/proofgate/proofgate/bundle/key"
+)
+
+// Version is the trust.json format version.
+const Version = 1
+
+// Bounds on a trust store.
+const (
+	MaxSize     = 1 << 20
+	MaxKeys     = 1000
+	MaxIdentity = 256
+)
+
+// Status is a key's lifecycle status.
+type Status string
+
+// Key statuses.
+const (
+	Active  Status = "active"
+	Retired Status = "retired"
+	Revoked Status = "revoked"
+)
+
+// Reason is the typed cause of a refused key.
+type Reason string
+
+// Reasons a key is refused for a signature.
+const (
+	UnknownKey        Reason = "unknown-key"
+	KeyRevoked        Reason = "key-revoked"
+	KeyNotValidAtTime Reason = "key-not-valid-at-signing-time"
+	IdentityMismatch  Reason = "identity-mismatch"
+)
+
+// KeyError is a key refused for a signature.
+type KeyError struct {
+	Reason Reason
+	KeyID  string
+	Detail string
+}
+
+func (e *KeyError) Error() string {
+	return fmt.Sprintf("key %s: %s: %s", e.KeyID, e.Reason, e.Detail)
+}
+
+// Key is one trusted public key.
+type Key struct {
+	ID        string     `json:"id"`
+	PublicKey string     `json:"public_key"` // PKIX PEM
+	Identity  string     `json:"identity,omitempty"`
+	Status    Status     `json:"status"`
+	NotBefore *time.Time `json:"not_before,omitempty"`
+	NotAfter  *time.Time `json:"not_after,omitempty"`
+	RetiredAt *time.Time `json:"retired_at,omitempty"`
+	RevokedAt *time.Time `json:"revoked_at,omitempty"`
+
+	pub ed25519.PublicKey
+}
+
+// Public returns the parsed public key.
+func (k *Key) Public() ed25519.PublicKey { return k.pub }
+
+// Store is the content of trust.json.
+type Store struct {
+	Version int   `json:"version"`
+	Keys    []Key `json:"keys"`
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{Version: Version, Keys: []Key{}} }
+
+var idRE = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Parse decodes and validates trust.json. name labels errors.
+func Parse(b []byte, name string) (*Store, error) {
+	if len(b) > MaxSize {
+		return nil, fmt.Errorf("trust store %s: larger than %d bytes", name, MaxSize)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var s Store
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("trust store %s: %w", name, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("trust store %s: data after the JSON object", name)
+	}
+	if s.Version != Version {
+		return nil, fmt.Errorf("trust store %s: version: %d, want %d", name, s.Version, Version)
+	}
+	if len(s.Keys) > MaxKeys {
+		return nil, fmt.Errorf("trust store %s: keys: more than %d", name, MaxKeys)
+	}
+	if s.Keys == nil {
+		s.Keys = []Key{}
+	}
+	seen := map[string]bool{}
+	for i := range s.Keys {
+		k := &s.Keys[i]
+		field := fmt.Sprintf("trust store %s: keys[%d]", name, i)
+		if err := k.validate(field); err != nil {
+			return nil, err
+		}
+		if seen[k.ID] {
+			return nil, fmt.Errorf("%s.id: duplicate key id %s", field, k.ID)
+		}
+		seen[k.ID] = true
+	}
+	return &s, nil
+}
+
+func (k *Key) validate(field string) error {
+	if !idRE.MatchString(k.ID) {
+		return fmt.Errorf("%s.id: not 64 lowercase hex digits", field)
+	}
+	pub, err := key.ParsePublic([]byte(k.PublicKey), field+".public_key")
+	if err != nil {
+		return err
+	}
+	id, err := key.ID(pub)
+	if err != nil {
+		return err
+	}
+	if id != k.ID {
+		return fmt.Errorf("%s.id: %s is not the id of its public_key (%s)", field, k.ID, id)
+	}
+	if len(k.Identity) > MaxIdentity {
+		return fmt.Errorf("%s.identity: longer than %d bytes", field, MaxIdentity)
+	}
+	switch k.Status {
+	case Active:
+		if k.RetiredAt != nil || k.RevokedAt != nil {
+			return fmt.Errorf("%s: an active key has no retired_at or revoked_at", field)
+		}
+	case Retired:
+		if k.RevokedAt != nil {
+			return fmt.Errorf("%s.revoked_at: set on a key that is not revoked", field)
+		}
+	case Revoked:
+	default:
+		return fmt.Errorf("%s.status: %q, want active, retired or revoked", field, k.Status)
+	}
+	if k.NotBefore != nil && k.NotAfter != nil && k.NotAfter.Before(*k.NotBefore) {
+		return fmt.Errorf("%s.not_after: before not_before", field)
+	}
+	k.pub = pub
+	return nil
+}
+
+// Load reads and validates the store at path.
+func Load(path string) (*Store, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("trust store %s: %w", path, err)
+	}
+	return Parse(b, path)
+}
+
+// LoadOrNew is Load, returning an empty store when path does not exist.
+func LoadOrNew(path string) (*Store, error) {
+	s, err := Load(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return New(), nil
+	}
+	return s, err
+}
+
+// Find returns the key with id, or nil.
+func (s *Store) Find(id string) *Key {
+	for i := range s.Keys {
+		if s.Keys[i].ID == id {
+			return &s.Keys[i]
+		}
+	}
+	return nil
+}
+
+// Add adds pubPEM as an active key and returns its id. Adding a key that is
+// already present is an error.
+func (s *Store) Add(pubPEM []byte, identity string, notBefore, notAfter *time.Time) (string, error) {
+	pub, err := key.ParsePublic(pubPEM, "public key")
+	if err != nil {
+		return "", err
+	}
+	id, err := key.ID(pub)
+	if err != nil {
+		return "", err
+	}
+	if s.Find(id) != nil {
+		return "", fmt.Errorf("trust store: key %s is already present", id)
+	}
+	if len(s.Keys) >= MaxKeys {
+		return "", fmt.Errorf("trust store: already holds %d keys", MaxKeys)
+	}
+	canonical, err := key.PublicPEM(pub)
+	if err != nil {
+		return "", err
+	}
+	k := Key{ID: id, PublicKey: string(canonical), Identity: identity, Status: Active,
+		NotBefore: utc(notBefore), NotAfter: utc(notAfter)}
+	if err := k.validate(fmt.Sprintf("trust store: keys[%d]", len(s.Keys))); err != nil {
+		return "", err
+	}
+	s.Keys = append(s.Keys, k)
+	return id, nil
+}
+
+// Retire marks key id retired as of at: signatures made after at are
+// refused, earlier ones still verify. A revoked key stays revoked.
+func (s *Store) Retire(id string, at time.Time) error {
+	k := s.Find(id)
+	if k == nil {
+		return &KeyError{Reason: UnknownKey, KeyID: id, Detail: "not in the trust store"}
+	}
+	if k.Status == Revoked {
+		return fmt.Errorf("trust store: key %s is revoked; it cannot be retired", id)
+	}
+	k.Status = Retired
+	k.RetiredAt = utc(&at)
+	return nil
+}
+
+// Revoke marks key id revoked: signatures made at or after at are refused,
+// and every signature when at is nil. Revoking again can only move the
+// time earlier (or drop it).
+func (s *Store) Revoke(id string, at *time.Time) error {
+	k := s.Find(id)
+	if k == nil {
+		return &KeyError{Reason: UnknownKey, KeyID: id, Detail: "not in the trust store"}
+	}
+	if k.Status == Revoked && k.RevokedAt == nil {
+		return nil
+	}
+	if k.Status == Revoked && at != nil && k.RevokedAt.Before(*at) {
+		return fmt.Errorf("trust store: key %s is already revoked at %s", id, k.RevokedAt.Format(time.RFC3339))
+	}
+	k.Status = Revoked
+	k.RevokedAt = utc(at)
+	return nil
+}
+
+// Check returns the public key of id if it may have signed at signedAt on
+// behalf of identity (the bundle's repository, "" when unknown). A refused
+// key is a *KeyError.
+func (s *Store) Check(id string, signedAt time.Time, identity string) (ed25519.PublicKey, error) {
+	k, err := s.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	return k.pub, k.CheckAt(signedAt, identity)
+}
+
+// Lookup returns the key with id or an UnknownKey error.
+func (s *Store) Lookup(id string) (*Key, error) {
+	k := s.Find(id)
+	if k == nil || k.pub == nil {
+		return nil, &KeyError{Reason: UnknownKey, KeyID: id, Detail: "not in the trust store"}
+	}
+	return k, nil
+}
+
+// CheckAt applies the key's status, validity window and identity to a
+// signature made at signedAt.
+func (k *Key) CheckAt(signedAt time.Time, identity string) error {
+	at := signedAt.UTC().Format(time.RFC3339Nano)
+	if k.Status == Revoked {
+		if k.RevokedAt == nil {
+			return &KeyError{Reason: KeyRevoked, KeyID: k.ID, Detail: "revoked for every signature"}
+		}
+		if !signedAt.Before(*k.RevokedAt) {
+			return &KeyError{Reason: KeyRevoked, KeyID: k.ID,
+				Detail: fmt.Sprintf("signed at %s, revoked at %s", at, k.RevokedAt.Format(time.RFC3339Nano))}
+		}
+	}
+	if k.NotBefore != nil && signedAt.Before(*k.NotBefore) {
+		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
+			Detail: fmt.Sprintf("signed at %s, before not_before %s", at, k.NotBefore.Format(time.RFC3339Nano))}
+	}
+	if k.NotAfter != nil && signedAt.After(*k.NotAfter) {
+		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
+			Detail: fmt.Sprintf("signed at %s, after not_after %s", at, k.NotAfter.Format(time.RFC3339Nano))}
+	}
+	if k.Status == Retired && k.RetiredAt != nil && signedAt.After(*k.RetiredAt) {
+		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
+			Detail: fmt.Sprintf("signed at %s, after the key was retired at %s", at, k.RetiredAt.Format(time.RFC3339Nano))}
+	}
+	if k.Identity != "" && k.Identity != identity {
+		return &KeyError{Reason: IdentityMismatch, KeyID: k.ID,
+			Detail: fmt.Sprintf("key is for %q, bundle is for %q", k.Identity, identity)}
+	}
+	return nil
+}
+
+// Marshal returns the store as indented JSON with keys sorted by id.
+func (s *Store) Marshal() ([]byte, error) {
+	c := *s
+	c.Keys = append([]Key(nil), s.Keys...)
+	sort.Slice(c.Keys, func(i, j int) bool { return c.Keys[i].ID < c.Keys[j].ID })
+	b, err := json.MarshalIndent(&c, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("trust store: %w", err)
+	}
+	return append(b, '\n'), nil
+}
+
+// Save writes the store to path atomically: a temp file in the same
+// directory, fsync, rename, fsync of the directory.
+func (s *Store) Save(path string) error {
+	b, err := s.Marshal()
+	if err != nil {
+		return err
+	}
+	dir := filepath.Dir(path)
+	f, err := os.CreateTemp(dir, ".trust-*.json")
+	if err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	tmp := f.Name()
+	defer os.Remove(tmp)
+	if err := f.Chmod(0o644); err != nil {
+		f.Close()
+		return fmt.Errorf("trust store: %w", err)
+	}
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return fmt.Errorf("trust store %s: %w", path, err)
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return fmt.Errorf("trust store %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("trust store %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	return nil
+}
+
+func utc(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}

@@ -1,0 +1,361 @@
+package bundle
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"testing/fstest"
+	"time"
+
+	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/checkpoint"
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// Reason is the typed cause of a refused bundle (or export).
+type Reason string
+
+// Refusal reasons, in the order verify checks them.
+const (
+	ArchiveUnsafe         Reason = "archive-unsafe"
+	ArchiveTooLarge       Reason = "archive-too-large"
+	Malformed             Reason = "malformed"
+	UnknownKey            Reason = Reason(trust.UnknownKey)
+	SignatureInvalid      Reason = "signature-invalid"
+	KeyRevoked            Reason = Reason(trust.KeyRevoked)
+	KeyNotValid           Reason = Reason(trust.KeyNotValidAtTime)
+	IdentityMismatch      Reason = Reason(trust.IdentityMismatch)
+	MissingFile           Reason = "missing-file"
+	ExtraFile             Reason = "extra-file"
+	SubjectMismatch       Reason = "subject-mismatch"
+	ChainBroken           Reason = "chain-broken"
+	AuditFailed           Reason = "audit-failed"
+	NotComplete           Reason = "not-complete"
+	ChainMismatch         Reason = "chain-mismatch"
+	PredicateMismatch     Reason = "predicate-mismatch"
+	CheckpointInvalid     Reason = Reason(checkpoint.Invalid)
+	CheckpointRewritten   Reason = Reason(checkpoint.Rewritten)
+	CheckpointTruncated   Reason = Reason(checkpoint.Truncated)
+	CheckpointForeignRun  Reason = Reason(checkpoint.ForeignRun)
+	CommitMismatch        Reason = "commit-mismatch"
+	TreeMismatch          Reason = "tree-mismatch"
+	InsufficientApprovals Reason = "insufficient-approvals"
+)
+
+// VerifyError is a refused bundle.
+type VerifyError struct {
+	Reason Reason
+	Detail string
+	RunID  string // known once the signature verified
+	Err    error
+}
+
+func (e *VerifyError) Error() string {
+	return fmt.Sprintf("bundle refused: %s: %s", e.Reason, e.Detail)
+}
+
+// Unwrap returns the underlying error.
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// VerifyOptions say what the caller requires beyond a valid bundle.
+type VerifyOptions struct {
+	Commit string // the run's source commit must equal it
+	Tree   string // the run's source tree must equal it
+	// RequireApprovals is the minimum number of distinct approving actors.
+	RequireApprovals int
+	// Limits bounds the archive; nil means archive.DefaultLimits.
+	Limits *archive.Limits
+}
+
+// Result is an accepted bundle.
+type Result struct {
+	RunID      string
+	KeyID      string
+	SignedAt   time.Time
+	Run        RunSummary
+	Approvals  int
+	Files      int
+	Checkpoint *checkpoint.Verified
+}
+
+var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+// Verify checks a bundle offline against store, failing closed. The order
+// is fixed: safe archive read; the DSSE signature over the raw payload with
+// a trusted key before anything in the payload is used; the key's status
+// and validity at the signing time; every subject digest, no file missing
+// or extra; run.AuditFS over the files; the predicate against the audit;
+// the checkpoint, if carried; the source binding; the approvals.
+func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error) {
+	lim := archive.DefaultLimits
+	if opts.Limits != nil {
+		lim = *opts.Limits
+	}
+	// Blobs are only hashed, never held: the audit needs their presence,
+	// the subjects their digests.
+	list, err := archive.ReadKeep(r, lim, func(name string) bool { return !isBlobName(name) })
+	if err != nil {
+		return nil, refuse(archiveReason(err), err.Error(), "", err)
+	}
+	files := make(map[string][]byte, len(list))
+	for _, f := range list {
+		files[f.Name] = f.Data
+	}
+
+	// 1. Signature, before trusting a byte of the payload.
+	att, ok := files[AttestationFile]
+	if !ok {
+		return nil, refuse(MissingFile, AttestationFile+" is missing", "", nil)
+	}
+	env, payload, err := envelope.Parse(att, PayloadType, AttestationFile)
+	if err != nil {
+		return nil, refuse(Malformed, err.Error(), "", err)
+	}
+	k, err := store.Lookup(env.Signatures[0].KeyID)
+	if err != nil {
+		return nil, refuse(UnknownKey, fmt.Sprintf("keyid %q is not in the trust store", clip(env.Signatures[0].KeyID)), "", err)
+	}
+	if err := envelope.Verify(env, k.Public()); err != nil {
+		return nil, refuse(SignatureInvalid, "the signature does not verify with key "+k.ID, "", err)
+	}
+
+	// 2. The signed statement.
+	var st Statement
+	if err := envelope.StrictJSON(payload, &st); err != nil {
+		return nil, refuse(Malformed, "statement: "+err.Error(), "", err)
+	}
+	if st.Type != StatementType || st.PredicateType != PredicateType {
+		return nil, refuse(Malformed, fmt.Sprintf("statement: _type %q / predicateType %q", clip(st.Type), clip(st.PredicateType)), "", nil)
+	}
+	pred := &st.Predicate
+	id := pred.Run.RunID
+	if pred.KeyID != k.ID {
+		return nil, refuse(Malformed, fmt.Sprintf("predicate key_id %q is not the signature's keyid", clip(pred.KeyID)), id, nil)
+	}
+	signedAt, err := time.Parse(time.RFC3339Nano, pred.SignedAt)
+	if err != nil {
+		return nil, refuse(Malformed, "predicate signed_at: not RFC 3339", id, err)
+	}
+	identity := ""
+	if pred.Run.Repo != "" {
+		identity = "repo:" + pred.Run.Repo
+	}
+	if err := k.CheckAt(signedAt, identity); err != nil {
+		var ke *trust.KeyError
+		errors.As(err, &ke)
+		return nil, refuse(Reason(ke.Reason), ke.Error(), id, err)
+	}
+
+	// 3. Subjects: exactly the files, with their digests.
+	subj := map[string]string{}
+	for i, s := range st.Subject {
+		d, ok := s.Digest["sha256"]
+		if len(s.Digest) != 1 || !ok || !hex64.MatchString(d) {
+			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: digest must be exactly {sha256: <64 hex>}", i), id, nil)
+		}
+		if err := archive.CheckName(s.Name); err != nil || s.Name == AttestationFile {
+			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: name %q", i, clip(s.Name)), id, err)
+		}
+		if _, dup := subj[s.Name]; dup {
+			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: duplicate name %q", i, s.Name), id, nil)
+		}
+		subj[s.Name] = d
+	}
+	for _, req := range []string{RunFile, EventsFile, ContractFile} {
+		if _, ok := subj[req]; !ok {
+			return nil, refuse(MissingFile, req+" is not a subject", id, nil)
+		}
+	}
+	for _, name := range sortedKeys(subj) {
+		if _, ok := files[name]; !ok {
+			return nil, refuse(MissingFile, name+" is a subject but not in the archive", id, nil)
+		}
+	}
+	for _, f := range list {
+		if _, ok := subj[f.Name]; !ok && f.Name != AttestationFile {
+			return nil, refuse(ExtraFile, f.Name+" is in the archive but not a subject", id, nil)
+		}
+		if f.Name != AttestationFile && f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
+			return nil, refuse(ExtraFile, f.Name+" is not a bundle file", id, nil)
+		}
+	}
+	for _, f := range list {
+		if f.Name == AttestationFile {
+			continue
+		}
+		got := hex.EncodeToString(f.SHA256[:])
+		if got != subj[f.Name] {
+			return nil, refuse(SubjectMismatch, fmt.Sprintf("%s hashes to %s, the statement says %s", f.Name, got, subj[f.Name]), id, nil)
+		}
+		if isBlobName(f.Name) && got != strings.TrimPrefix(f.Name, BlobPrefix) {
+			return nil, refuse(SubjectMismatch, f.Name+" is not named by its digest", id, nil)
+		}
+	}
+
+	// 4. Re-audit the run from the files.
+	mem := fstest.MapFS{}
+	for _, f := range list {
+		if f.Name != AttestationFile && f.Name != CheckpointFile {
+			mem[f.Name] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
+		}
+	}
+	rep, err := run.AuditFS(mem, run.BlobsVerified())
+	if err != nil {
+		var ae *run.AuditError
+		if errors.As(err, &ae) {
+			switch ae.Reason {
+			case run.ReasonChain:
+				return nil, refuse(ChainBroken, ae.Error(), id, err)
+			case run.ReasonBlob, run.ReasonMissing:
+				return nil, refuse(MissingFile, ae.Error(), id, err)
+			}
+		}
+		return nil, refuse(AuditFailed, err.Error(), id, err)
+	}
+	blobs := map[string]bool{}
+	for _, d := range rep.Blobs {
+		blobs[BlobPrefix+strings.TrimPrefix(d, "sha256:")] = true
+	}
+	for _, f := range list {
+		if isBlobName(f.Name) && !blobs[f.Name] {
+			return nil, refuse(ExtraFile, f.Name+" is not referenced by the event log", id, nil)
+		}
+	}
+
+	// 5. The predicate must be what the files say.
+	if rep.RunID != pred.Run.RunID || rep.ChainHead != pred.Run.Chain.Head || rep.ChainLength != pred.Run.Chain.Length {
+		return nil, refuse(ChainMismatch, fmt.Sprintf("the log is run %s with %d events ending %s; the predicate says run %s, %d events ending %s",
+			rep.RunID, rep.ChainLength, rep.ChainHead, clip(pred.Run.RunID), pred.Run.Chain.Length, clip(pred.Run.Chain.Head)), id, nil)
+	}
+	if rep.State != run.Complete {
+		return nil, refuse(NotComplete, fmt.Sprintf("the log says the run is %s", rep.State), id, nil)
+	}
+	want := Summarize(rep)
+	if field := diffSummary(&want, &pred.Run); field != "" {
+		return nil, refuse(PredicateMismatch, fmt.Sprintf("predicate field %q disagrees with the audited run", field), id, nil)
+	}
+
+	res := &Result{RunID: rep.RunID, KeyID: k.ID, SignedAt: signedAt.UTC(), Run: want, Files: len(list)}
+
+	// 6. A carried checkpoint must verify and agree with the log.
+	if cp, ok := files[CheckpointFile]; ok {
+		v, err := checkpoint.Verify(cp, store)
+		if err == nil {
+			var events []eventlog.Event
+			events, err = eventlog.Read(bytes.NewReader(files[EventsFile]), nil)
+			if err == nil {
+				err = checkpoint.Match(&v.Checkpoint, events)
+			}
+		}
+		if err != nil {
+			var ce *checkpoint.Error
+			if errors.As(err, &ce) {
+				return nil, refuse(Reason(ce.Reason), ce.Error(), id, err)
+			}
+			return nil, refuse(CheckpointInvalid, err.Error(), id, err)
+		}
+		res.Checkpoint = v
+	}
+
+	// 7. Source binding.
+	if opts.Commit != "" && !strings.EqualFold(opts.Commit, rep.Source.Commit) {
+		return nil, refuse(CommitMismatch, fmt.Sprintf("the run verified commit %s, not %s", rep.Source.Commit, opts.Commit), id, nil)
+	}
+	if opts.Tree != "" && !strings.EqualFold(opts.Tree, rep.Source.Tree) {
+		return nil, refuse(TreeMismatch, fmt.Sprintf("the run verified tree %s, not %s", rep.Source.Tree, opts.Tree), id, nil)
+	}
+
+	// 8. Approvals.
+	res.Approvals = countApprovals(rep.Decisions)
+	if res.Approvals < opts.RequireApprovals {
+		return nil, refuse(InsufficientApprovals, fmt.Sprintf("%d distinct approvals, %d required", res.Approvals, opts.RequireApprovals), id, nil)
+	}
+	return res, nil
+}
+
+// countApprovals counts distinct approving actors (a GitHub reviewer by
+// numeric user id) that no later decision of theirs withdrew.
+func countApprovals(ds []run.Decision) int {
+	last := map[string]string{}
+	for _, d := range ds {
+		who := "actor:" + d.Actor
+		if d.GitHub != nil {
+			who = "github:" + strconv.FormatInt(d.GitHub.UserID, 10)
+		}
+		last[who] = d.Decision
+	}
+	n := 0
+	for _, v := range last {
+		if v == "approved" {
+			n++
+		}
+	}
+	return n
+}
+
+func diffSummary(a, b *RunSummary) string {
+	ab, err1 := canon.Marshal(a)
+	bb, err2 := canon.Marshal(b)
+	if err1 == nil && err2 == nil && bytes.Equal(ab, bb) {
+		return ""
+	}
+	fields := map[string]func(*RunSummary) any{
+		"state": func(s *RunSummary) any { return s.State }, "source": func(s *RunSummary) any { return s.Source },
+		"repo": func(s *RunSummary) any { return s.Repo }, "profile": func(s *RunSummary) any { return s.Profile },
+		"contract_hash":       func(s *RunSummary) any { return s.ContractHash },
+		"verification_digest": func(s *RunSummary) any { return s.VerificationDigest },
+		"checks":              func(s *RunSummary) any { return s.Checks }, "decisions": func(s *RunSummary) any { return s.Decisions },
+	}
+	for _, name := range []string{"state", "source", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions"} {
+		x, _ := canon.Marshal(fields[name](a))
+		y, _ := canon.Marshal(fields[name](b))
+		if !bytes.Equal(x, y) {
+			return name
+		}
+	}
+	return "run"
+}
+
+func isBlobName(name string) bool {
+	return strings.HasPrefix(name, BlobPrefix) && hex64.MatchString(name[len(BlobPrefix):])
+}
+
+func archiveReason(err error) Reason {
+	switch {
+	case errors.Is(err, archive.ErrUnsafe):
+		return ArchiveUnsafe
+	case errors.Is(err, archive.ErrTooLarge):
+		return ArchiveTooLarge
+	}
+	return Malformed
+}
+
+func refuse(r Reason, detail, runID string, err error) error {
+	return &VerifyError{Reason: r, Detail: detail, RunID: runID, Err: err}
+}
+
+func sortedKeys(m map[string]string) []string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	return ks
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return strings.ToValidUTF8(s, "?")
+}
