@@ -19,7 +19,7 @@ import (
 )
 
 // vector is bundle/testdata/vector.json: the worked example of
-// docs/SPEC-bundle.md.
+// docs/SPEC.md.
 type vector struct {
 	PrivateKeyPEM string `json:"private_key_pem"`
 	PublicKeyPEM  string `json:"public_key_pem"`
@@ -116,14 +116,14 @@ func TestVector(t *testing.T) {
 	if err := envelope.Verify(e, k.Public()); err != nil || !bytes.Equal(p, payload) {
 		t.Fatalf("vector does not verify: %v", err)
 	}
-	// docs/SPEC-bundle.md carries the same worked example.
-	spec, err := os.ReadFile(filepath.Join("..", "docs", "SPEC-bundle.md"))
+	// docs/SPEC.md carries the same worked example.
+	spec, err := os.ReadFile(filepath.Join("..", "docs", "SPEC.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, s := range []string{want.KeyID, want.Statement, want.Envelope, strings.TrimSpace(want.PublicKeyPEM), strings.TrimSpace(want.PrivateKeyPEM)} {
 		if !bytes.Contains(spec, []byte(s)) {
-			t.Errorf("docs/SPEC-bundle.md lacks %q", s)
+			t.Errorf("docs/SPEC.md lacks %q", s)
 		}
 	}
 }

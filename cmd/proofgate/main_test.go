@@ -3,8 +3,8 @@ package main
 import (
 	"bytes"
 	"errors"
-	"os/exec"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
