@@ -33,7 +33,7 @@ func worstCase() []byte {
 		}
 		b.WriteString("    checks:\n")
 		for i := range 256 {
-			line := fmt.Sprintf("      - {id: k%d, timeout: %ds, env: {C: c}}\n", i, p+1)
+			line := fmt.Sprintf("      - {id: k%d, timeout: %ds, pull: never}\n", i, p+1)
 			if b.Len()+len(line) > MaxFileSize-100 {
 				break
 			}
@@ -52,7 +52,9 @@ func TestWorstCaseIsBounded(t *testing.T) {
 	}
 	d := time.Since(start)
 	t.Logf("worst case: %d bytes, %d checks, parsed in %v", len(data), len(r.Checks), d)
-	if d > 10*time.Second {
+	// A guard against super-linear blow-ups, not a speed target: ~0.6s of
+	// CPU unloaded, up to ~25s wall under -race on a loaded 2-core machine.
+	if d > 90*time.Second {
 		t.Fatalf("worst case took %v", d)
 	}
 }

@@ -178,7 +178,7 @@ func TestProfiles(t *testing.T) {
 
 	strict := mustLoad(t, "testdata/process.yaml", "strict")
 	rep, _ := strict.Check("report")
-	if rep.Workspace != "none" || len(rep.Mounts) != 1 || rep.Env["EXTRA"] != "1" || rep.Env["LC_ALL"] != "C" {
+	if rep.Workspace != "none" || len(rep.Mounts) != 1 || !reflect.DeepEqual(rep.Env, map[string]string{"LC_ALL": "C", "HOME": "/tmp/home"}) {
 		t.Errorf("strict report = %+v", rep)
 	}
 	if strict.Approval.Required != 3 || !slices.Equal(strict.Approval.Roles, []string{"admin"}) || strict.Approval.AllowCommitAuthors {
@@ -225,40 +225,81 @@ approval: {required: 1, roles: [write, admin], allow_commit_authors: true}
 profiles:
   tight:
     checks:
-      - {id: a, network: none, allow_root: false, workspace: readonly, runtime: docker, image: "x@sha256:00", mounts: [{source: /srv/c, target: /c}], timeout: 1h}
+      - {id: a, network: none, allow_root: false, workspace: none, mounts: [{source: /srv/c, target: /c}], timeout: 1h}
     approval: {required: 4, roles: [admin], allow_commit_authors: false}
 `
+	base := mustParse(t, src, "")
 	r := mustParse(t, src, "tight")
 	c := r.Checks[0]
-	if c.Network != "none" || c.AllowRoot || c.Workspace != "readonly" || c.Runtime != "docker" || c.Mounts[0].Writable {
+	if c.Network != "none" || c.AllowRoot || c.Workspace != "none" || c.Mounts[0].Writable || c.Timeout != Duration(time.Hour) {
 		t.Fatalf("tightened check = %+v", c)
+	}
+	// What the check runs is the base's, whatever the profile.
+	b := base.Checks[0]
+	if !slices.Equal(c.Run, b.Run) || c.Dir != b.Dir || c.Runtime != b.Runtime || c.Image != b.Image || !maps.Equal(c.Env, b.Env) {
+		t.Fatalf("profile changed what the check runs: %+v, base %+v", c, b)
+	}
+	if r.Approval.Required != 4 || !slices.Equal(r.Approval.Roles, []string{"admin"}) || r.Approval.AllowCommitAuthors {
+		t.Fatalf("tightened approval = %+v", r.Approval)
 	}
 	// Looseness is judged against the base, not the parent profile: a
 	// child may undo its parent's tightening, down to the base's level.
-	src2 := strings.Replace(src, "runtime: docker, ", "runtime: process, ", 1) +
-		"  loose: {checks: [{id: a, runtime: docker, image: i}]}\n" +
-		"  looser: {extends: loose, checks: [{id: a, runtime: process}]}\n"
-	if r := mustParse(t, src2, "looser"); r.Checks[0].Runtime != "process" {
+	src2 := src +
+		"  loose: {checks: [{id: a, network: none, allow_root: false}]}\n" +
+		"  looser: {extends: loose, checks: [{id: a, network: host, allow_root: true}]}\n"
+	if r := mustParse(t, src2, "looser"); r.Checks[0].Network != "host" || !r.Checks[0].AllowRoot {
 		t.Fatalf("looser = %+v", r.Checks[0])
 	}
 	// But never below it.
-	e := parseErr(t, strings.Replace(src, "runtime: process, network: host", "image: i, network: host", 1)+"  p: {checks: [{id: a, runtime: process}]}\n", "")
-	if e.Path != "profiles.p.checks[0].runtime" {
-		t.Fatalf("docker -> process: %v", e)
+	e := parseErr(t, strings.Replace(src, "network: host, allow_root: true", "allow_root: true", 1)+"  p: {checks: [{id: a, network: host}]}\n", "")
+	if e.Path != "profiles.p.checks[0].network" {
+		t.Fatalf("none -> host: %v", e)
 	}
 }
 
-func TestProfileImageRequired(t *testing.T) {
-	src := `version: 1
+// A profile cannot change what a check runs, nor what it proves: each
+// such field is refused with its path, whichever profile is asked for and
+// whether or not the value differs from the base.
+func TestProfileCannotChangeWhatRuns(t *testing.T) {
+	const base = `version: 1
 name: t
-defaults: {runtime: process}
-checks: [{id: a, run: [echo]}]
+defaults: {runtime: process, env: {A: a}}
+checks: [{id: a, run: [echo], dir: sub}, {id: b, run: [echo], criteria: [c], depends_on: [a], evidence: structured}]
+criteria: [{id: c, text: c}]
 profiles:
-  sandboxed: {checks: [{id: a, runtime: docker}]}
+  ok: {checks: [{id: a, timeout: 1m}]}
+  quick:
+    checks:
+      - {id: b, timeout: 5m}
+      - {id: a, timeout: 2m, %s}
 `
-	e := parseErr(t, src, "sandboxed")
-	if e.Path != "profiles.sandboxed.checks[0].image" || e.Msg != "required when runtime is docker" {
-		t.Fatalf("%v", e)
+	for field, value := range map[string]string{
+		"run":        "[echo]",        // same as the base
+		"dir":        "other",         // different
+		"runtime":    "process",       // same as the base
+		"image":      `"x@sha256:00"`, // docker image on a process check
+		"env":        "{A: a}",        // same as the base
+		"criteria":   "[c]",           // a declared criterion
+		"depends_on": "[b]",           // a declared check
+		"evidence":   "structured",    // a valid mode
+	} {
+		src := fmt.Sprintf(base, field+": "+value)
+		for _, profile := range []string{"", "ok", "quick"} {
+			e := parseErr(t, src, profile)
+			want := "profiles.quick.checks[1]." + field
+			if e.Path != want {
+				t.Errorf("%s (profile %q): path %q, want %q (%v)", field, profile, e.Path, want, e)
+			}
+			if !strings.Contains(e.Msg, "a profile cannot change "+field+":") ||
+				!strings.Contains(e.Msg, "it cannot change run, dir, runtime, image, env, criteria, depends_on or evidence") {
+				t.Errorf("%s: message %q", field, e.Msg)
+			}
+		}
+	}
+	// A field a profile check simply does not have stays an unknown field.
+	e := parseErr(t, fmt.Sprintf(base, "shell: x"), "")
+	if e.Path != "profiles.quick.checks[1].shell" || e.Msg != `unknown field "shell"` {
+		t.Errorf("shell: %v", e)
 	}
 }
 

@@ -43,7 +43,9 @@
 //	budget     {max_duration}       no        duration for the whole run; 0 or absent = none
 //	profiles   map name → profile   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 64
 //
-// Settings (in defaults, in each check, and in profile check overrides):
+// Settings (in defaults and in each check; a profile check override may
+// set only pull, timeout, output_limit, network, workspace, resources,
+// tmpfs, allow_root and mounts, see Profiles):
 //
 //	field         type              built-in default  notes
 //	runtime       docker|process    docker            docker requires image (error at checks[i].image)
@@ -93,22 +95,28 @@
 //
 // # Profiles
 //
-// A profile is {extends, checks, approval, budget}. Parse(file, data, P)
-// resolves P's extends chain root-first (base ← ancestor ← … ← P); each
-// layer overlays checks by id with the same merge rules as above (run,
-// dir and every setting may be overridden; criteria, depends_on and
-// evidence may not). A profile cannot drop a check: there is no field for
-// it. Refused, with the path of the offending field: an unknown profile
-// (the known names are listed), an extends cycle (named), an unknown or
+// A profile is {extends, checks, approval, budget}. A workflow, which a
+// pull request can edit, chooses the profile, so a profile must never
+// weaken a check: a profile tunes limits and tightens isolation; it cannot
+// change run, dir, runtime, image, env, criteria, depends_on or evidence.
+// Setting any of those in a profile check is refused with its path
+// (profiles.quick.checks[0].run: a profile cannot change run: ...), even
+// when the value equals the base's. Parse(file, data, P) resolves P's
+// extends chain root-first (base ← ancestor ← … ← P); each layer overlays
+// checks by id with the same merge rules as above for pull, timeout,
+// output_limit, network, workspace, resources, tmpfs, allow_root and
+// mounts. A profile cannot drop a check: there is no field for it.
+// Refused, with the path of the offending field: an unknown profile (the
+// known names are listed), an extends cycle (named), an unknown or
 // twice-overridden check id, and anything looser than the base contract:
 // approval.required below the base's, roles outside the base's,
-// allow_commit_authors when the base forbids it, and per check runtime
-// docker → process, network none → host, allow_root false → true,
-// workspace none → readonly/copy (readonly and copy are equally strict,
-// both keep writes off the host; none is stricter than both), and any
-// mount that the base check does not declare, or declares read-only,
-// made writable. Looseness is judged against the base, not the parent
-// profile. Timeouts, resources, budget and images may change either way.
+// allow_commit_authors when the base forbids it, and per check network
+// none → host, allow_root false → true, workspace none → readonly/copy
+// (readonly and copy are equally strict, both keep writes off the host;
+// none is stricter than both), and any mount that the base check does not
+// declare, or declares read-only, made writable. Looseness is judged
+// against the base, not the parent profile. Timeouts, output limits,
+// resources, tmpfs, pull and budget may change either way.
 // Every profile is resolved and checked on every Parse, whichever profile
 // was asked for; Resolved.Profile is the profile name ("" for the base).
 //

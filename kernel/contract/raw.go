@@ -16,19 +16,27 @@ type rawContract struct {
 	Profiles map[string]rawProfile `json:"profiles"`
 }
 
+// rawSettings are the settings of defaults and of a check: what the check
+// runs in (runtime, image, env) and the tunable limits and isolation.
 type rawSettings struct {
-	Runtime     *string           `json:"runtime"`
-	Image       *string           `json:"image"`
-	Pull        *string           `json:"pull"`
-	Timeout     *string           `json:"timeout"`
-	OutputLimit json.RawMessage   `json:"output_limit"`
-	Network     *string           `json:"network"`
-	Workspace   *string           `json:"workspace"`
-	Resources   *rawResources     `json:"resources"`
-	Tmpfs       json.RawMessage   `json:"tmpfs"`
-	Env         map[string]string `json:"env"`
-	AllowRoot   *bool             `json:"allow_root"`
-	Mounts      *[]rawMount       `json:"mounts"`
+	Runtime *string           `json:"runtime"`
+	Image   *string           `json:"image"`
+	Env     map[string]string `json:"env"`
+	rawTunables
+}
+
+// rawTunables are the settings a profile may also set: limits, which may
+// change either way, and isolation, which may only tighten.
+type rawTunables struct {
+	Pull        *string         `json:"pull"`
+	Timeout     *string         `json:"timeout"`
+	OutputLimit json.RawMessage `json:"output_limit"`
+	Network     *string         `json:"network"`
+	Workspace   *string         `json:"workspace"`
+	Resources   *rawResources   `json:"resources"`
+	Tmpfs       json.RawMessage `json:"tmpfs"`
+	AllowRoot   *bool           `json:"allow_root"`
+	Mounts      *[]rawMount     `json:"mounts"`
 }
 
 type rawResources struct {
@@ -53,11 +61,13 @@ type rawCheck struct {
 	rawSettings
 }
 
+// rawProfileCheck overrides one base check, found by id. It has no field
+// for what the check runs (run, dir, runtime, image, env) nor for its
+// criteria, dependencies or evidence mode: a workflow, which a pull request
+// can edit, chooses the profile, so a profile must never weaken a check.
 type rawProfileCheck struct {
-	ID  string   `json:"id"`
-	Run []string `json:"run"`
-	Dir *string  `json:"dir"`
-	rawSettings
+	ID string `json:"id"`
+	rawTunables
 }
 
 type rawApproval struct {

@@ -227,8 +227,8 @@ func (p *parser) checkDependencyCycles(checks []Check, index map[string]int) err
 	return nil
 }
 
-// applySettings overlays the fields set in s onto c. env overlays key by
-// key, resources field by field; mounts replace the list.
+// applySettings overlays the fields set in s (defaults or a check) onto c.
+// env overlays key by key; the tunables as in applyTunables.
 func (p *parser) applySettings(c *Check, s *rawSettings, at fieldPath) error {
 	if s.Runtime != nil {
 		c.Runtime = *s.Runtime
@@ -236,6 +236,27 @@ func (p *parser) applySettings(c *Check, s *rawSettings, at fieldPath) error {
 	if s.Image != nil {
 		c.Image = *s.Image
 	}
+	if s.Env != nil {
+		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+			if strings.IndexByte(s.Env[k], 0) >= 0 {
+				return p.errf(at.key("env").key(k), "contains a NUL byte")
+			}
+		}
+		if c.Env == nil {
+			c.Env = map[string]string{}
+		}
+		maps.Copy(c.Env, s.Env)
+		if len(c.Env) == 0 {
+			c.Env = nil
+		}
+	}
+	return p.applyTunables(c, &s.rawTunables, at)
+}
+
+// applyTunables overlays the limits and isolation settings set in s onto c:
+// resources field by field; mounts replace the list. Defaults, checks and
+// profile checks all share it.
+func (p *parser) applyTunables(c *Check, s *rawTunables, at fieldPath) error {
 	if s.Pull != nil {
 		c.Pull = *s.Pull
 	}
@@ -289,20 +310,6 @@ func (p *parser) applySettings(c *Check, s *rawSettings, at fieldPath) error {
 			return err
 		}
 		c.Tmpfs = v
-	}
-	if s.Env != nil {
-		for _, k := range slices.Sorted(maps.Keys(s.Env)) {
-			if strings.IndexByte(s.Env[k], 0) >= 0 {
-				return p.errf(at.key("env").key(k), "contains a NUL byte")
-			}
-		}
-		if c.Env == nil {
-			c.Env = map[string]string{}
-		}
-		maps.Copy(c.Env, s.Env)
-		if len(c.Env) == 0 {
-			c.Env = nil
-		}
 	}
 	if s.AllowRoot != nil {
 		c.AllowRoot = *s.AllowRoot
@@ -515,21 +522,11 @@ func (p *parser) resolveProfile(base *Resolved, profiles map[string]rawProfile, 
 				return nil, p.errf(cp.key("id"), "check %q is already overridden at %s", pc.ID, lp.key("checks").idx(k))
 			}
 			seen[pc.ID] = j
+			// rawProfileCheck has no field for run, dir, runtime,
+			// image, env, criteria, depends_on or evidence: only the
+			// tunables can change, and isolation only tighten.
 			c := &r.Checks[i]
-			if err := p.applySettings(c, &pc.rawSettings, cp); err != nil {
-				return nil, err
-			}
-			if pc.Run != nil {
-				if err := p.setRun(c, pc.Run, cp.key("run")); err != nil {
-					return nil, err
-				}
-			}
-			if pc.Dir != nil {
-				if err := p.setDir(c, *pc.Dir, cp.key("dir")); err != nil {
-					return nil, err
-				}
-			}
-			if err := p.checkImage(c, cp); err != nil {
+			if err := p.applyTunables(c, &pc.rawTunables, cp); err != nil {
 				return nil, err
 			}
 			if err := p.checkNotLooser(base.Checks[i], *c, cp); err != nil {
@@ -558,13 +555,10 @@ func (p *parser) resolveProfile(base *Resolved, profiles map[string]rawProfile, 
 var workspaceExposure = map[string]int{"none": 0, "readonly": 1, "copy": 1}
 
 // checkNotLooser refuses a profile check whose isolation is weaker than the
-// base check's: process instead of docker, host network, root, a workspace
-// the base did not expose, or a mount the base did not declare (or declared
-// read-only).
+// base check's: host network, root, a workspace the base did not expose, or
+// a mount the base did not declare (or declared read-only). The runtime
+// cannot differ: a profile has no field for it.
 func (p *parser) checkNotLooser(base, c Check, at fieldPath) error {
-	if base.Runtime == "docker" && c.Runtime != "docker" {
-		return p.errf(at.key("runtime"), "%q is looser than the base check's %q: a profile cannot drop the sandbox", c.Runtime, base.Runtime)
-	}
 	if base.Network == "none" && c.Network != "none" {
 		return p.errf(at.key("network"), "%q is looser than the base check's %q: a profile cannot open the network", c.Network, base.Network)
 	}

@@ -134,6 +134,14 @@ func defName(schemaURL string) string {
 	return name
 }
 
+// profileFixed are the check fields a profile cannot set. A workflow, which
+// a pull request can edit, chooses the profile, so a profile must never
+// change what a check runs or what it proves.
+var profileFixed = []string{"run", "dir", "runtime", "image", "env", "criteria", "depends_on", "evidence"}
+
+// profileRule explains profileFixed in error messages.
+const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, criteria, depends_on or evidence"
+
 // schemaError turns one leaf validation error into a contract *Error with a
 // plain message, and returns the JSON pointer it is located at.
 func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Error, string) {
@@ -154,6 +162,9 @@ func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Err
 			}
 		}
 		kt := append(loc[:len(loc):len(loc)], best)
+		if def == "profileCheck" && slices.Contains(profileFixed, best) {
+			return p.errf(path.key(best), "a profile cannot change %s: %s", best, profileRule), pointer(kt)
+		}
 		return p.errf(path.key(best), "unknown field %q", best), pointer(kt)
 	case *kind.Required:
 		missing := append([]string(nil), k.Missing...)
