@@ -3,6 +3,7 @@ module github.com/proofgate/proofgate
 go 1.26.0
 
 require (
+	github.com/containerd/errdefs v1.0.0
 	github.com/google/go-github/v62 v62.0.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/in-toto/attestation v1.2.0
@@ -20,7 +21,6 @@ require (
 
 require (
 	github.com/Microsoft/go-winio v0.6.2 // indirect
-	github.com/containerd/errdefs v1.0.0 // indirect
 	github.com/containerd/errdefs/pkg v0.3.0 // indirect
 	github.com/distribution/reference v0.6.0 // indirect
 	github.com/docker/go-connections v0.8.2 // indirect

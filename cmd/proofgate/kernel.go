@@ -28,7 +28,7 @@ import (
 // addKernelCommands registers the run lifecycle verbs.
 func addKernelCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), statusCmd(g, "status"), statusCmd(g, "audit"),
-		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), versionCmd(g))
+		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), gcCmd(g), versionCmd(g))
 	ev := eventsCmd(root)
 	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
 }
@@ -136,14 +136,18 @@ func (p *planFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&p.contextFile, "context-file", "", "JSON context snapshot(s) to verify and attach")
 }
 
-func (p *planFlags) plan(ctx context.Context, g *globals, supersedes string) (*run.Run, error) {
-	repo, err := repoDir(ctx)
-	if err != nil {
-		return nil, err
-	}
+func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
 	c, err := contract.Load(g.contract, p.profile)
 	if err != nil {
 		return nil, usageErr(err)
+	}
+	return c, nil
+}
+
+func (p *planFlags) plan(ctx context.Context, g *globals, c *contract.Resolved, supersedes string) (*run.Run, error) {
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return nil, err
 	}
 	var snaps []run.Snapshot
 	if p.contextFile != "" {
@@ -190,21 +194,33 @@ func (e *execFlags) register(c *cobra.Command) {
 
 // execute runs a planned run and reports it; the exit code follows the state.
 func (e *execFlags) execute(ctx context.Context, g *globals, r *run.Run) error {
+	progress := e.progress(g)
+	p, err := connect(ctx, r.Contract, progress)
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	return e.executeWith(ctx, g, r, p)
+}
+
+func (e *execFlags) progress(g *globals) io.Writer {
+	if e.quiet {
+		return nil
+	}
+	return g.stderr
+}
+
+// executeWith runs a planned run with connected providers.
+func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *providers) error {
 	repo, err := repoDir(ctx)
 	if err != nil {
 		return err
 	}
-	rts, unavailable, closeAll, err := runtimesFor(ctx, r.Contract)
-	if err != nil {
-		return err
-	}
-	defer closeAll()
-	var progress io.Writer
-	if !e.quiet {
-		progress = g.stderr
+	progress := e.progress(g)
+	if progress != nil {
 		fmt.Fprintf(progress, "run %s: %d checks, --jobs %d\n", r.ID, len(r.Contract.Checks), e.jobs)
 	}
-	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: rts, Unavailable: unavailable, Jobs: e.jobs, Progress: progress}); err != nil {
+	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.runtimes, Jobs: e.jobs, Progress: progress}); err != nil {
 		return classify(err)
 	}
 	return report(g, r.Report(), e.asJSON, e.quiet)
@@ -266,7 +282,11 @@ freeze contract.json and record run.planned. Execute it with 'proofgate exec'.`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			r, err := pf.plan(ctx, g, "")
+			c, err := pf.load(g)
+			if err != nil {
+				return err
+			}
+			r, err := pf.plan(ctx, g, c, "")
 			if err != nil {
 				return err
 			}
@@ -299,12 +319,21 @@ otherwise it is BLOCKED (exit 1). Progress goes to stderr, one line per check.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			r, err := pf.plan(ctx, g, "")
+			c, err := pf.load(g)
+			if err != nil {
+				return err
+			}
+			p, err := connect(ctx, c, ef.progress(g))
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			r, err := pf.plan(ctx, g, c, "")
 			if err != nil {
 				return err
 			}
 			defer r.Close()
-			return ef.execute(ctx, g, r)
+			return ef.executeWith(ctx, g, r, p)
 		},
 	}
 	pf.register(c)
@@ -559,7 +588,16 @@ gone (unlock it first with 'proofgate events unlock').`,
 			if st := old.State(); !run.Retryable(st) {
 				return refusedErr(&run.StateError{State: st, Action: "retry"})
 			}
-			r, err := pf.plan(ctx, g, old.ID)
+			c, err := pf.load(g)
+			if err != nil {
+				return err
+			}
+			p, err := connect(ctx, c, ef.progress(g))
+			if err != nil {
+				return err
+			}
+			defer p.Close()
+			r, err := pf.plan(ctx, g, c, old.ID)
 			if err != nil {
 				return err
 			}
@@ -571,7 +609,7 @@ gone (unlock it first with 'proofgate events unlock').`,
 			if !ef.quiet {
 				fmt.Fprintf(g.stderr, "run %s supersedes %s\n", r.ID, old.ID)
 			}
-			return ef.execute(ctx, g, r)
+			return ef.executeWith(ctx, g, r, p)
 		},
 	}
 	pf.register(c)

@@ -2,14 +2,81 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/runtime/docker"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
-// runtimesFor connects the providers the contract's checks use.
-func runtimesFor(ctx context.Context, c *contract.Resolved) (map[string]runtime.Runtime, map[string]string, func(), error) {
-	rts := map[string]runtime.Runtime{"process": process.New()}
-	return rts, map[string]string{}, func() {}, nil
+// providers are the runtimes a run's checks use, connected before planning
+// so that a missing Docker daemon is an environment error (exit 4) and not
+// a half-made run.
+type providers struct {
+	runtimes map[string]runtime.Runtime
+	docker   *docker.Runtime
+}
+
+func (p *providers) Close() {
+	if p.docker != nil {
+		p.docker.Close()
+	}
+}
+
+// connect opens the providers c needs and removes containers that a
+// crashed harness left behind (reported on progress).
+func connect(ctx context.Context, c *contract.Resolved, progress io.Writer) (*providers, error) {
+	p := &providers{runtimes: map[string]runtime.Runtime{"process": process.New()}}
+	needDocker := false
+	for _, ch := range c.Checks {
+		needDocker = needDocker || ch.Runtime == "docker"
+	}
+	if !needDocker {
+		return p, nil
+	}
+	d, err := docker.New(ctx)
+	if err != nil {
+		return nil, envErr(fmt.Errorf("the contract runs checks in Docker, but %w (set DOCKER_HOST, or start a daemon)", err))
+	}
+	p.docker = d
+	p.runtimes["docker"] = d
+	if removed, err := d.GC(ctx); err == nil && len(removed) > 0 && progress != nil {
+		fmt.Fprintf(progress, "gc: removed %d container(s) left by a crashed harness\n", len(removed))
+	}
+	return p, nil
+}
+
+func gcCmd(g *globals) *cobra.Command {
+	return &cobra.Command{
+		Use:   "gc",
+		Short: "Remove sandbox containers left behind by a crashed harness",
+		Long: `Remove ProofGate containers (labelled io.proofgate.run) whose harness is
+provably dead on this host, or that are older than 24h. Live checks of
+running harnesses are never touched.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			d, err := docker.New(cmd.Context())
+			if err != nil {
+				if errors.Is(err, docker.ErrNoDaemon) {
+					return envErr(err)
+				}
+				return envErr(err)
+			}
+			defer d.Close()
+			removed, err := d.GC(cmd.Context())
+			if err != nil {
+				return envErr(err)
+			}
+			for _, id := range removed {
+				fmt.Fprintln(g.stdout, "removed", id)
+			}
+			fmt.Fprintf(g.stdout, "%d container(s) removed\n", len(removed))
+			return nil
+		},
+	}
 }

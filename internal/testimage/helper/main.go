@@ -1,0 +1,188 @@
+// Command helper is the single static binary inside ProofGate's test image.
+// Each subcommand exercises one thing a sandbox must allow or refuse; the
+// exit status reports whether the attempt succeeded (0) or failed (1), and a
+// one-line explanation goes to stdout so tests can assert on it.
+//
+//	helper true | exit N | sleep SECONDS
+//	helper out N | err N            write N bytes to stdout / stderr
+//	helper alloc MIB                allocate and touch MIB MiB
+//	helper forkbomb                 spawn sleeping children until refused
+//	helper connect ADDR             TCP dial (2 s)
+//	helper lookup NAME              DNS lookup
+//	helper write PATH [BYTES]       create PATH with BYTES bytes (default 1)
+//	helper cat PATH                 copy PATH to stdout
+//	helper env                      environment as a JSON object
+//	helper id                       uid/gid/euid/egid
+//	helper exec PATH ARGS...        execve PATH
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		fail("usage: helper COMMAND [ARGS]")
+	}
+	cmd, args := os.Args[1], os.Args[2:]
+	switch cmd {
+	case "true":
+		os.Exit(0)
+	case "exit":
+		os.Exit(atoi(arg(args, 0)))
+	case "sleep":
+		d, err := strconv.ParseFloat(arg(args, 0), 64)
+		if err != nil {
+			fail("sleep: %v", err)
+		}
+		time.Sleep(time.Duration(d * float64(time.Second)))
+	case "out", "err":
+		w := os.Stdout
+		if cmd == "err" {
+			w = os.Stderr
+		}
+		writeN(w, int64(atoi(arg(args, 0))))
+	case "alloc":
+		mib := atoi(arg(args, 0))
+		var keep [][]byte
+		for i := 0; i < mib; i++ {
+			b := make([]byte, 1<<20)
+			for j := 0; j < len(b); j += 4096 {
+				b[j] = 1
+			}
+			keep = append(keep, b)
+		}
+		fmt.Printf("allocated %d MiB\n", len(keep))
+	case "forkbomb":
+		forkbomb()
+	case "connect":
+		c, err := net.DialTimeout("tcp", arg(args, 0), 2*time.Second)
+		if err != nil {
+			fail("connect: %v", err)
+		}
+		c.Close()
+		fmt.Println("connected")
+	case "lookup":
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		addrs, err := net.DefaultResolver.LookupHost(ctx, arg(args, 0))
+		if err != nil {
+			fail("lookup: %v", err)
+		}
+		fmt.Println("resolved", strings.Join(addrs, ","))
+	case "write":
+		n := 1
+		if len(args) > 1 {
+			n = atoi(args[1])
+		}
+		f, err := os.OpenFile(arg(args, 0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fail("write: %v", err)
+		}
+		bw := bufio.NewWriterSize(f, 1<<16)
+		writeN(bw, int64(n))
+		if err := bw.Flush(); err != nil {
+			fail("write: %v", err)
+		}
+		if err := f.Close(); err != nil {
+			fail("write: %v", err)
+		}
+		fmt.Println("wrote", n)
+	case "cat":
+		f, err := os.Open(arg(args, 0))
+		if err != nil {
+			fail("cat: %v", err)
+		}
+		if _, err := io.Copy(os.Stdout, f); err != nil {
+			fail("cat: %v", err)
+		}
+	case "env":
+		m := map[string]string{}
+		for _, kv := range os.Environ() {
+			k, v, _ := strings.Cut(kv, "=")
+			m[k] = v
+		}
+		b, _ := json.Marshal(m)
+		fmt.Println(string(b))
+	case "id":
+		fmt.Printf("uid=%d gid=%d euid=%d egid=%d\n", os.Getuid(), os.Getgid(), os.Geteuid(), os.Getegid())
+	case "exec":
+		p := arg(args, 0)
+		if err := syscall.Exec(p, args, os.Environ()); err != nil {
+			fail("exec: %v", err)
+		}
+	default:
+		fail("unknown command %q", cmd)
+	}
+}
+
+// forkbomb starts children that sleep, as fast as it can, until the kernel
+// refuses 200 times; then it reports how many it got and exits 3. Children
+// are never reaped: the container's death takes them.
+func forkbomb() {
+	self, err := os.Executable()
+	if err != nil {
+		self = "/proc/self/exe"
+	}
+	started, refused := 0, 0
+	var last error
+	for refused < 200 && started < 100000 {
+		c := exec.Command(self, "sleep", "600")
+		if err := c.Start(); err != nil {
+			refused++
+			last = err
+			continue
+		}
+		started++
+	}
+	fmt.Printf("forkbomb started=%d refused=%d last=%v\n", started, refused, last)
+	os.Exit(3)
+}
+
+func writeN(w io.Writer, n int64) {
+	buf := make([]byte, 64<<10)
+	for i := range buf {
+		buf[i] = 'a' + byte(i%26)
+	}
+	for n > 0 {
+		k := int64(len(buf))
+		if n < k {
+			k = n
+		}
+		if _, err := w.Write(buf[:k]); err != nil {
+			os.Exit(1)
+		}
+		n -= k
+	}
+}
+
+func arg(args []string, i int) string {
+	if i >= len(args) {
+		fail("missing argument %d", i+1)
+	}
+	return args[i]
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		fail("bad number %q", s)
+	}
+	return n
+}
+
+func fail(format string, a ...any) {
+	fmt.Printf(format+"\n", a...)
+	os.Exit(1)
+}

@@ -1,0 +1,227 @@
+// Package testimage builds the container images that ProofGate's Docker tests
+// run, without a registry: it compiles the static helper in ./helper
+// (CGO_ENABLED=0), lays it out in a FROM-scratch root filesystem tar and
+// imports that tar through the Engine API under a content-addressed tag.
+//
+// Any package's tests (and the CLI's testscripts) call Ensure to get the
+// helper image reference; Import builds other small images the same way.
+package testimage
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"sort"
+	"strings"
+	"sync"
+
+	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/client"
+)
+
+// HelperRepo is the repository name of the helper image; its tag is the
+// first 16 hex digits of the SHA-256 of the image's root filesystem tar.
+const HelperRepo = "proofgate-test/helper"
+
+// File is one entry of an image's root filesystem.
+type File struct {
+	Path string // absolute path in the image
+	Mode os.FileMode
+	UID  int
+	GID  int
+	Body []byte // nil for directories (Mode.IsDir())
+}
+
+var (
+	helperOnce sync.Once
+	helperBin  []byte
+	helperErr  error
+)
+
+// HelperBinary compiles the static helper once per process and returns its
+// bytes.
+func HelperBinary(ctx context.Context) ([]byte, error) {
+	helperOnce.Do(func() {
+		helperBin, helperErr = buildHelper(ctx)
+	})
+	return helperBin, helperErr
+}
+
+// BuildStatic compiles the main package in dir (an absolute directory inside
+// this module) to a static linux binary and returns its bytes.
+func BuildStatic(ctx context.Context, dir string) ([]byte, error) {
+	tmp, err := os.MkdirTemp("", "proofgate-testimage-")
+	if err != nil {
+		return nil, fmt.Errorf("testimage: %w", err)
+	}
+	defer os.RemoveAll(tmp)
+	out := filepath.Join(tmp, "bin")
+	cmd := exec.CommandContext(ctx, "go", "build", "-trimpath", "-buildvcs=false", "-ldflags=-s -w", "-o", out, ".")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0", "GOOS=linux", "GOARCH="+goruntime.GOARCH, "GOFLAGS=-mod=mod")
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("testimage: go build %s: %w: %s", dir, err, msg)
+	}
+	return os.ReadFile(out)
+}
+
+func buildHelper(ctx context.Context) ([]byte, error) {
+	_, self, _, ok := goruntime.Caller(0)
+	if !ok {
+		return nil, errors.New("testimage: cannot locate helper source")
+	}
+	return BuildStatic(ctx, filepath.Join(filepath.Dir(self), "helper"))
+}
+
+// HelperFiles is the helper image's root filesystem: /bin/helper, a
+// setuid-root copy at /bin/suid-helper (mode 04755, owner 0), /tmp (1777),
+// /etc/passwd and /etc/group with root and nobody, and /etc/marker holding
+// "proofgate-test-image\n".
+func HelperFiles(helper []byte) []File {
+	return []File{
+		{Path: "/bin", Mode: os.ModeDir | 0o755},
+		{Path: "/bin/helper", Mode: 0o755, Body: helper},
+		{Path: "/bin/suid-helper", Mode: 0o755 | os.ModeSetuid, Body: helper},
+		{Path: "/etc", Mode: os.ModeDir | 0o755},
+		{Path: "/etc/passwd", Mode: 0o644, Body: []byte("root:x:0:0:root:/root:/bin/helper\nnobody:x:65534:65534:nobody:/nonexistent:/bin/helper\n")},
+		{Path: "/etc/group", Mode: 0o644, Body: []byte("root:x:0:\nnogroup:x:65534:\n")},
+		{Path: "/etc/marker", Mode: 0o644, Body: []byte("proofgate-test-image\n")},
+		{Path: "/tmp", Mode: os.ModeDir | os.ModeSticky | 0o777},
+	}
+}
+
+// DevRef is a stable tag that Ensure also points at the helper image, for
+// examples/docker/contract.yaml. Tests use the content-addressed reference.
+const DevRef = HelperRepo + ":dev"
+
+// Ensure makes sure the helper image is present on the daemon named by the
+// environment (DOCKER_HOST) and returns its reference. It is idempotent: an
+// image already present under the content-addressed tag is not re-imported.
+func Ensure(ctx context.Context) (string, error) {
+	bin, err := HelperBinary(ctx)
+	if err != nil {
+		return "", err
+	}
+	ref, err := Import(ctx, HelperRepo, HelperFiles(bin))
+	if err != nil {
+		return "", err
+	}
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return "", fmt.Errorf("testimage: %w", err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageTag(ctx, client.ImageTagOptions{Source: ref, Target: DevRef}); err != nil {
+		return "", fmt.Errorf("testimage: tag %s: %w", DevRef, err)
+	}
+	return ref, nil
+}
+
+// Import builds a root filesystem tar from files and imports it as
+// repo:<content hash> unless that tag already exists. It returns the
+// reference.
+func Import(ctx context.Context, repo string, files []File) (string, error) {
+	layer, err := Tar(files)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(layer)
+	ref := repo + ":" + hex.EncodeToString(sum[:])[:16]
+
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		return "", fmt.Errorf("testimage: %w", err)
+	}
+	defer cli.Close()
+	if _, err := cli.ImageInspect(ctx, ref); err == nil {
+		return ref, nil
+	} else if !IsNotFound(err) {
+		return "", fmt.Errorf("testimage: inspect %s: %w", ref, err)
+	}
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref, client.ImageImportOptions{Message: "proofgate test image"})
+	if err != nil {
+		return "", fmt.Errorf("testimage: import %s: %w", ref, err)
+	}
+	msg, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	rc.Close()
+	if err != nil {
+		return "", fmt.Errorf("testimage: import %s: %w", ref, err)
+	}
+	if bytes.Contains(msg, []byte(`"error"`)) {
+		return "", fmt.Errorf("testimage: import %s: %s", ref, strings.TrimSpace(string(msg)))
+	}
+	if _, err := cli.ImageInspect(ctx, ref); err != nil {
+		return "", fmt.Errorf("testimage: import %s: image absent afterwards: %w", ref, err)
+	}
+	return ref, nil
+}
+
+// Tar returns a deterministic tar of files (sorted by path, zero mtimes),
+// with parent directories created as needed.
+func Tar(files []File) ([]byte, error) {
+	byPath := map[string]File{}
+	for _, f := range files {
+		if !strings.HasPrefix(f.Path, "/") {
+			return nil, fmt.Errorf("testimage: path %q is not absolute", f.Path)
+		}
+		p := filepath.Clean(f.Path)
+		byPath[p] = f
+		for d := filepath.Dir(p); d != "/"; d = filepath.Dir(d) {
+			if _, ok := byPath[d]; !ok {
+				byPath[d] = File{Path: d, Mode: os.ModeDir | 0o755}
+			}
+		}
+	}
+	paths := make([]string, 0, len(byPath))
+	for p := range byPath {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, p := range paths {
+		f := byPath[p]
+		mode := int64(f.Mode.Perm())
+		if f.Mode&os.ModeSetuid != 0 {
+			mode |= 0o4000
+		}
+		if f.Mode&os.ModeSetgid != 0 {
+			mode |= 0o2000
+		}
+		if f.Mode&os.ModeSticky != 0 {
+			mode |= 0o1000
+		}
+		h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: mode, Uid: f.UID, Gid: f.GID, Format: tar.FormatPAX}
+		if f.Mode.IsDir() {
+			h.Typeflag = tar.TypeDir
+			h.Name += "/"
+		} else {
+			h.Typeflag = tar.TypeReg
+			h.Size = int64(len(f.Body))
+		}
+		if err := tw.WriteHeader(h); err != nil {
+			return nil, fmt.Errorf("testimage: %w", err)
+		}
+		if _, err := tw.Write(f.Body); err != nil {
+			return nil, fmt.Errorf("testimage: %w", err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return nil, fmt.Errorf("testimage: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// IsNotFound reports whether err is the daemon's "no such object" answer.
+func IsNotFound(err error) bool {
+	return cerrdefs.IsNotFound(err)
+}

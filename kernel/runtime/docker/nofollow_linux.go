@@ -1,0 +1,5 @@
+package docker
+
+import "syscall"
+
+const noFollow = syscall.O_NOFOLLOW

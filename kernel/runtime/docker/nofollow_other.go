@@ -1,0 +1,5 @@
+//go:build !linux
+
+package docker
+
+const noFollow = 0

@@ -1,0 +1,350 @@
+package docker
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+
+	"github.com/proofgate/proofgate/kernel/runtime"
+)
+
+// SpecError is a spec the provider refuses to run (bad field, a mount of
+// the Docker socket, a path that escapes the workspace). Run reports it as
+// Outcome Error with the message as Detail.
+type SpecError struct {
+	Field string
+	Msg   string
+}
+
+func (e *SpecError) Error() string { return "docker: " + e.Field + ": " + e.Msg }
+
+// plan is everything needed to create one container, plus the profile that
+// describes it.
+type plan struct {
+	config  *container.Config
+	host    *container.HostConfig
+	profile map[string]any
+	copyWS  bool // copy the workspace into the /workspace volume
+	uid     int
+	gid     int
+}
+
+// effective returns the sandbox with defaults applied.
+func (r *Runtime) effective(sb runtime.Sandbox) runtime.Sandbox {
+	if sb.Pull == "" {
+		sb.Pull = "never"
+	}
+	if sb.Network == "" {
+		sb.Network = "none"
+	}
+	if sb.Workspace == "" {
+		sb.Workspace = "readonly"
+	}
+	if sb.Memory == 0 {
+		sb.Memory = DefaultMemory
+	}
+	if sb.Pids == 0 {
+		sb.Pids = DefaultPids
+	}
+	if sb.Tmpfs == 0 {
+		sb.Tmpfs = DefaultTmpfs
+	}
+	if sb.NanoCPUs == 0 {
+		sb.NanoCPUs = r.defaultCPUs
+	}
+	return sb
+}
+
+// validate checks the spec's fields that do not need the filesystem.
+func validate(spec runtime.Spec, sb runtime.Sandbox) error {
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return &SpecError{"argv", "empty command"}
+	}
+	if sb.Image == "" {
+		return &SpecError{"image", "no image"}
+	}
+	switch sb.Pull {
+	case "never", "missing", "always":
+	default:
+		return &SpecError{"pull", fmt.Sprintf("%q is not never, missing or always", sb.Pull)}
+	}
+	switch sb.Network {
+	case "none", "host":
+	default:
+		return &SpecError{"network", fmt.Sprintf("%q is not none or host", sb.Network)}
+	}
+	switch sb.Workspace {
+	case "readonly", "copy", "none":
+	default:
+		return &SpecError{"workspace", fmt.Sprintf("%q is not readonly, copy or none", sb.Workspace)}
+	}
+	if sb.Memory < 6<<20 || sb.Pids < 0 || sb.NanoCPUs < 0 || sb.Tmpfs < 0 {
+		return &SpecError{"resources", "memory below 6MiB or a negative limit"}
+	}
+	if spec.Timeout < 0 {
+		return &SpecError{"timeout", "negative"}
+	}
+	if spec.Dir != "" && (filepath.IsAbs(spec.Dir) || !filepath.IsLocal(spec.Dir)) {
+		return &SpecError{"dir", fmt.Sprintf("%q is not a relative path inside the workspace", spec.Dir)}
+	}
+	if sb.Workspace == "none" && spec.Dir != "" && spec.Dir != "." {
+		return &SpecError{"dir", "set with workspace none"}
+	}
+	for k, v := range spec.Env {
+		if k == "" || strings.ContainsAny(k, "=\x00") || strings.ContainsRune(v, 0) {
+			return &SpecError{"env", fmt.Sprintf("invalid variable %q", k)}
+		}
+	}
+	return nil
+}
+
+// build turns a spec into a container configuration and its profile.
+// imageID is the resolved image ID the container is created from.
+func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (*plan, error) {
+	p := &plan{uid: 65534, gid: 65534}
+	user := SandboxUser
+	if sb.AllowRoot {
+		user, p.uid, p.gid = "0:0", 0, 0
+	}
+	tmpOpts := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", sb.Tmpfs)
+	homeOpts := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", sb.Tmpfs, p.uid, p.gid)
+
+	env := map[string]string{}
+	for k, v := range spec.Env {
+		env[k] = v
+	}
+	if _, ok := env["HOME"]; !ok {
+		env["HOME"] = Home
+	}
+	keys := make([]string, 0, len(env))
+	for k := range env {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	envList := make([]string, 0, len(keys))
+	for _, k := range keys {
+		envList = append(envList, k+"="+env[k])
+	}
+
+	var mounts []mount.Mount
+	var wsProfile map[string]any
+	workdir := "/"
+	switch sb.Workspace {
+	case "readonly", "copy":
+		if spec.Workspace == "" || !filepath.IsAbs(spec.Workspace) {
+			return nil, &SpecError{"workspace", fmt.Sprintf("workspace path %q is not absolute", spec.Workspace)}
+		}
+		fi, err := os.Stat(spec.Workspace)
+		if err != nil || !fi.IsDir() {
+			return nil, &SpecError{"workspace", fmt.Sprintf("workspace %q is not a directory", spec.Workspace)}
+		}
+		workdir = WorkspaceTarget
+		if spec.Dir != "" && spec.Dir != "." {
+			workdir = WorkspaceTarget + "/" + filepath.ToSlash(filepath.Clean(spec.Dir))
+		}
+		if sb.Workspace == "readonly" {
+			src, err := r.hostSource("workspace", spec.Workspace)
+			if err != nil {
+				return nil, err
+			}
+			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: WorkspaceTarget, ReadOnly: true,
+				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+		} else {
+			p.copyWS = true
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: WorkspaceTarget,
+				VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner}}})
+		}
+		wsProfile = map[string]any{"mode": sb.Workspace, "target": WorkspaceTarget, "workdir": workdir, "writable": sb.Workspace == "copy", "reaches_host": false}
+		if sb.Workspace == "copy" {
+			wsProfile["storage"] = "anonymous-volume-removed-with-container"
+			wsProfile["symlinks_leaving_workspace"] = "skipped"
+		}
+	default:
+		wsProfile = map[string]any{"mode": "none"}
+	}
+
+	var mountProfile []any
+	for i, m := range sb.Mounts {
+		field := fmt.Sprintf("mounts[%d]", i)
+		src := m.Source
+		if !filepath.IsAbs(src) {
+			if spec.Workspace == "" || !filepath.IsLocal(src) {
+				return nil, &SpecError{field + ".source", fmt.Sprintf("%q is neither absolute nor inside the workspace", m.Source)}
+			}
+			src = filepath.Join(spec.Workspace, src)
+		}
+		tgt := filepath.Clean(m.Target)
+		if !filepath.IsAbs(m.Target) || tgt == "/" || tgt == WorkspaceTarget || under(tgt, "/proc") || under(tgt, "/sys") || under(tgt, "/dev") {
+			return nil, &SpecError{field + ".target", fmt.Sprintf("%q is not an allowed container path", m.Target)}
+		}
+		if _, err := os.Stat(src); err != nil {
+			return nil, &SpecError{field + ".source", fmt.Sprintf("%q: %v", m.Source, err)}
+		}
+		host, err := r.hostSource(field+".source", src)
+		if err != nil {
+			return nil, err
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: host, Target: tgt, ReadOnly: !m.Writable,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+		mountProfile = append(mountProfile, map[string]any{"source": m.Source, "target": tgt, "writable": m.Writable})
+	}
+	if mountProfile == nil {
+		mountProfile = []any{}
+	}
+
+	pids := sb.Pids
+	p.config = &container.Config{
+		Image:        imageID,
+		Cmd:          spec.Argv,
+		Entrypoint:   []string{},
+		Env:          envList,
+		User:         user,
+		WorkingDir:   workdir,
+		AttachStdout: true,
+		AttachStderr: true,
+		Labels:       map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner},
+	}
+	netMode := container.NetworkMode(sb.Network)
+	p.host = &container.HostConfig{
+		NetworkMode:    netMode,
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Privileged:     false,
+		Tmpfs:          map[string]string{"/tmp": tmpOpts, Home: homeOpts},
+		Mounts:         mounts,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:     sb.Memory,
+			MemorySwap: sb.Memory,
+			NanoCPUs:   sb.NanoCPUs,
+			PidsLimit:  &pids,
+		},
+	}
+	p.profile = map[string]any{
+		"provider":        Provider,
+		"pull":            sb.Pull,
+		"network":         sb.Network,
+		"readonly_rootfs": true,
+		"cap_drop":        []any{"ALL"},
+		"security_opt":    []any{"no-new-privileges"},
+		"privileged":      false,
+		"user":            user,
+		"allow_root":      sb.AllowRoot,
+		"memory":          sb.Memory,
+		"memory_swap":     sb.Memory,
+		"nano_cpus":       sb.NanoCPUs,
+		"pids":            sb.Pids,
+		"tmpfs":           map[string]any{"/tmp": tmpOpts, Home: homeOpts},
+		"home":            env["HOME"],
+		"workspace":       wsProfile,
+		"mounts":          mountProfile,
+		"env_keys":        stringsToAny(keys),
+		"docker_socket":   "refused",
+		"log_driver":      "none",
+		"timeout":         spec.Timeout.String(),
+		"image_pinned_by": "id",
+	}
+	return p, nil
+}
+
+func stringsToAny(s []string) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
+
+// under reports whether p is dir or lies beneath it (both clean, absolute).
+func under(p, dir string) bool {
+	if dir == "/" {
+		return true
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// socketPaths lists the paths at which the daemon socket may be reached:
+// the unix socket named by the client's host plus the conventional
+// locations, each also in its symlink-resolved form.
+func socketPaths(daemonHost string) []string {
+	cands := []string{"/var/run/docker.sock", "/run/docker.sock"}
+	if s, ok := strings.CutPrefix(daemonHost, "unix://"); ok && s != "" {
+		cands = append(cands, s)
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, c := range cands {
+		for _, p := range []string{filepath.Clean(c), resolve(c)} {
+			if p != "" && !seen[p] {
+				seen[p] = true
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+func resolve(p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return r
+}
+
+// refuseSocket fails when src (a local path) is, resolves to, or contains a
+// path at which the daemon socket is reachable, or is any unix socket.
+func refuseSocket(field, src string, sockets []string) error {
+	cands := []string{filepath.Clean(src)}
+	if r := resolve(src); r != "" {
+		cands = append(cands, r)
+		if fi, err := os.Stat(r); err == nil && fi.Mode()&os.ModeSocket != 0 {
+			return &SpecError{field, fmt.Sprintf("%q is a unix socket: the Docker socket is never mounted", src)}
+		}
+	}
+	for _, c := range cands {
+		for _, s := range sockets {
+			if under(s, c) {
+				return &SpecError{field, fmt.Sprintf("%q exposes the Docker socket %s: refused", src, s)}
+			}
+		}
+	}
+	return nil
+}
+
+// hostSource checks a local bind source against the socket rule and, inside
+// a container action, translates it to the daemon host's path.
+func (r *Runtime) hostSource(field, src string) (string, error) {
+	if err := refuseSocket(field, src, r.sockets); err != nil {
+		return "", err
+	}
+	local := resolve(src)
+	if local == "" {
+		local = filepath.Clean(src)
+	}
+	if r.self == nil {
+		return local, nil
+	}
+	host, ok := TranslatePath(r.self, local)
+	if !ok {
+		return "", &SpecError{field, fmt.Sprintf("%q is not under any mount of the harness container, so the daemon cannot see it", src)}
+	}
+	// The host side is checked again against the conventional socket paths.
+	for _, s := range []string{"/var/run/docker.sock", "/run/docker.sock"} {
+		if under(s, host) {
+			return "", &SpecError{field, fmt.Sprintf("%q maps to host path %q, which exposes the Docker socket: refused", src, host)}
+		}
+	}
+	return host, nil
+}
+
+func ownerLabel(pid int, host string) string {
+	return strconv.Itoa(pid) + "/" + procStart(pid) + "/" + host
+}

@@ -1,0 +1,296 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/moby/moby/api/pkg/stdcopy"
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/runtime"
+)
+
+// cleanupTimeout bounds each daemon call made after the check (kill,
+// inspect, remove), which run on a context detached from the caller's.
+const cleanupTimeout = 30 * time.Second
+
+// streamGrace is how long output may keep arriving after the container
+// exited before the attach stream is cut.
+const streamGrace = 5 * time.Second
+
+// Run runs one check in a fresh container and always returns a Result. The
+// container is force-removed (with its anonymous volumes) before Run
+// returns, also when ctx is cancelled or something panics.
+func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *runtime.Capture) (res runtime.Result) {
+	sb := r.effective(spec.Sandbox)
+	res.Started = time.Now().UTC()
+	res.Attestation = runtime.Attestation{
+		Provider:      Provider,
+		Sandboxed:     true,
+		DaemonVersion: r.daemonVersion,
+		APIVersion:    r.apiVersion,
+		ImageRef:      sb.Image,
+	}
+	fail := func(format string, a ...any) runtime.Result {
+		res.Outcome = runtime.Error
+		res.ExitCode = -1
+		res.Detail = fmt.Sprintf(format, a...)
+		res.Finished = time.Now().UTC()
+		return res
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			res = fail("docker: internal panic: %v", p)
+		}
+	}()
+	if err := validate(spec, sb); err != nil {
+		return fail("%v", err)
+	}
+
+	imageID, err := r.resolveImage(ctx, sb)
+	if err != nil {
+		return fail("%v", err)
+	}
+	res.Attestation.ImageID = imageID
+
+	p, err := r.build(spec, sb, imageID)
+	if err != nil {
+		return fail("%v", err)
+	}
+	res.Attestation.Profile = p.profile
+	if h, err := canon.Digest(p.profile); err == nil {
+		res.Attestation.ProfileHash = h
+	} else {
+		return fail("docker: profile hash: %v", err)
+	}
+
+	// Calls after this point run on a context that the caller's cancellation
+	// does not cut short; cancellation is observed explicitly and kills.
+	bg := context.WithoutCancel(ctx)
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: p.config, HostConfig: p.host})
+	if err != nil {
+		return fail("docker: create container from %s (%s): %v", sb.Image, imageID, err)
+	}
+	id := created.ID
+	defer func() {
+		cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+		defer cancel()
+		if _, err := r.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) && res.Outcome != runtime.Error {
+			res.Outcome = runtime.Error
+			res.Detail = fmt.Sprintf("docker: remove container %s: %v", id, err)
+		}
+	}()
+
+	if p.copyWS {
+		if err := r.copyWorkspace(ctx, id, spec.Workspace, p.uid, p.gid); err != nil {
+			return fail("%v", err)
+		}
+	}
+
+	att, err := r.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	if err != nil {
+		return fail("docker: attach: %v", err)
+	}
+	defer att.Close()
+
+	waitCtx, stopWait := context.WithCancel(bg)
+	defer stopWait()
+	wait := r.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+
+	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+		return fail("docker: start: %v", err)
+	}
+	res.Started = time.Now().UTC()
+
+	streamDone := make(chan error, 1)
+	go func() {
+		// Overflow does not stop the copy: the rest is drained and
+		// discarded (Full triggers the kill), because a stream nobody
+		// reads keeps the daemon from finishing the container's exit.
+		_, err := stdcopy.StdCopy(drainOnFull{stdout}, drainOnFull{stderr}, att.Reader)
+		streamDone <- err
+	}()
+
+	var timeout <-chan time.Time
+	if spec.Timeout > 0 {
+		t := time.NewTimer(spec.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	var (
+		killed     runtime.Outcome
+		killDetail string
+		exited     bool
+		streamEnd  bool
+		streamErr  error
+		waitErr    error
+		grace      <-chan time.Time
+		hardStop   <-chan time.Time
+		outFull    = stdout.Full()
+		errFull    = stderr.Full()
+		done       = ctx.Done()
+	)
+	kill := func(o runtime.Outcome, detail string) {
+		if killed == "" {
+			killed, killDetail = o, detail
+		}
+		kctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+		defer cancel()
+		_, _ = r.cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGKILL"})
+		if hardStop == nil {
+			hardStop = time.After(cleanupTimeout)
+		}
+	}
+	for !(exited && streamEnd) {
+		select {
+		case err := <-streamDone:
+			streamEnd, streamDone = true, nil
+			if err != nil && !errors.Is(err, io.EOF) && killed == "" && !exited {
+				streamErr = err
+				kill(runtime.Error, fmt.Sprintf("output stream: %v", err))
+			}
+		case w := <-wait.Result:
+			exited, wait.Result, wait.Error = true, nil, nil
+			if w.Error != nil && w.Error.Message != "" {
+				waitErr = errors.New(w.Error.Message)
+			}
+			if !streamEnd {
+				grace = time.After(streamGrace)
+			}
+		case err := <-wait.Error:
+			exited, wait.Result, wait.Error = true, nil, nil
+			waitErr = err
+			if !streamEnd {
+				grace = time.After(streamGrace)
+			}
+		case <-outFull:
+			outFull = nil
+			kill(runtime.OutputLimit, "stdout exceeded its limit")
+		case <-errFull:
+			errFull = nil
+			kill(runtime.OutputLimit, "stderr exceeded its limit")
+		case <-timeout:
+			timeout = nil
+			kill(runtime.Timeout, fmt.Sprintf("timed out after %s", spec.Timeout))
+		case <-done:
+			done = nil
+			kill(runtime.Error, fmt.Sprintf("cancelled: %v", ctx.Err()))
+		case <-grace:
+			grace = nil
+			att.Close()
+		case <-hardStop:
+			att.Close()
+			return fail("docker: container %s did not stop after kill", id)
+		}
+	}
+	res.Finished = time.Now().UTC()
+
+	ictx, cancel := context.WithTimeout(bg, cleanupTimeout)
+	defer cancel()
+	ins, err := r.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return fail("docker: inspect container: %v", err)
+	}
+	st := ins.Container.State
+	if st == nil {
+		return fail("docker: inspect container: no state")
+	}
+	res.ExitCode = st.ExitCode
+	if ins.Container.Image != imageID {
+		return fail("docker: container ran image %s, not the resolved %s", ins.Container.Image, imageID)
+	}
+	// The reference must still name the image that ran.
+	if after, err := r.cli.ImageInspect(ictx, sb.Image); err != nil || after.ID != imageID {
+		got := "nothing"
+		if err == nil {
+			got = after.ID
+		}
+		return fail("docker: image %s changed during the run: resolved %s before start, %s after", sb.Image, imageID, got)
+	}
+	switch {
+	case killed != "" && streamErr != nil:
+		return fail("docker: %s", killDetail)
+	case killed != "":
+		res.Outcome, res.Detail = killed, killDetail
+	case st.OOMKilled:
+		res.Outcome, res.Detail = runtime.OOM, fmt.Sprintf("killed by the kernel OOM killer (memory limit %d bytes)", sb.Memory)
+	case waitErr != nil:
+		return fail("docker: wait: %v", waitErr)
+	case stdout.Err() != nil || stderr.Err() != nil:
+		return fail("docker: output sink: %v", errors.Join(stdout.Err(), stderr.Err()))
+	case st.ExitCode == 0:
+		res.Outcome = runtime.Passed
+	default:
+		res.Outcome = runtime.Failed
+	}
+	return res
+}
+
+// resolveImage applies the pull policy and returns the image ID.
+func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (string, error) {
+	if sb.Pull == "always" {
+		if err := r.pull(ctx, sb.Image); err != nil {
+			return "", err
+		}
+	}
+	img, err := r.cli.ImageInspect(ctx, sb.Image)
+	if err != nil && isNotFound(err) && sb.Pull == "missing" {
+		if err := r.pull(ctx, sb.Image); err != nil {
+			return "", err
+		}
+		img, err = r.cli.ImageInspect(ctx, sb.Image)
+	}
+	if err != nil {
+		if isNotFound(err) {
+			return "", fmt.Errorf("docker: image %s is not present (pull: %s)", sb.Image, sb.Pull)
+		}
+		return "", fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
+	}
+	if img.ID == "" {
+		return "", fmt.Errorf("docker: image %s has no id", sb.Image)
+	}
+	return img.ID, nil
+}
+
+func (r *Runtime) pull(ctx context.Context, ref string) error {
+	rc, err := r.cli.ImagePull(ctx, ref, client.ImagePullOptions{})
+	if err != nil {
+		return fmt.Errorf("docker: pull %s: %w", ref, err)
+	}
+	if err := drain(rc); err != nil {
+		return fmt.Errorf("docker: pull %s: %w", ref, err)
+	}
+	return nil
+}
+
+// copyWorkspace streams the workspace into the container's /workspace
+// volume before start.
+func (r *Runtime) copyWorkspace(ctx context.Context, id, dir string, uid, gid int) error {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(writeWorkspaceTar(pw, dir, uid, gid, r.copyLimit))
+	}()
+	_, err := r.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: WorkspaceTarget, Content: pr})
+	pr.CloseWithError(errors.New("copy finished"))
+	if err != nil {
+		return fmt.Errorf("docker: copy workspace: %w", err)
+	}
+	return nil
+}
+
+// drainOnFull writes into a Capture and, once the Capture is full, accepts
+// and discards the rest so the attach stream keeps draining. Sink errors
+// still stop the copy.
+type drainOnFull struct{ c *runtime.Capture }
+
+func (d drainOnFull) Write(p []byte) (int, error) {
+	if _, err := d.c.Write(p); err != nil && !errors.Is(err, runtime.ErrOutputLimit) {
+		return 0, err
+	}
+	return len(p), nil
+}
