@@ -84,7 +84,7 @@ approval: {required: %d}
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh := run.Freshness{RepoDir: repo, StateDir: state, ContractFile: cfile}
+	fresh := run.Freshness{RepoDir: repo, StateDir: state}
 	for _, a := range o.approve {
 		if err := r.Decide(ctx, run.DecisionOptions{Actor: a, Fresh: fresh}); err != nil {
 			t.Fatal(err)

@@ -469,7 +469,8 @@ func writeFileAtomic(p string, b []byte) error {
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	if _, err := f.Write(b); err == nil {
+	_, err = f.Write(b)
+	if err == nil {
 		err = f.Chmod(0o644)
 	}
 	if err == nil {

@@ -367,7 +367,7 @@ func freshness(ctx context.Context, g *globals) (run.Freshness, error) {
 	if err != nil {
 		return run.Freshness{}, err
 	}
-	return run.Freshness{RepoDir: repo, StateDir: g.state, ContractFile: g.contract}, nil
+	return run.Freshness{RepoDir: repo, StateDir: g.state}, nil
 }
 
 func statusCmd(g *globals, verb string) *cobra.Command {

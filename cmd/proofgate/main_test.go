@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +14,9 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/proofgate/proofgate/internal/testimage"
+	"github.com/proofgate/proofgate/kernel/runtime/docker"
 )
 
 func TestMain(m *testing.M) {
@@ -41,13 +46,16 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
+		Condition: dockerCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile": cmdWaitfile,
-			"exits":    cmdExits,
-			"replace":  cmdReplace,
-			"flipbyte": cmdFlipbyte,
-			"dropline": cmdDropline,
-			"rundir":   cmdRundir,
+			"waitfile":  cmdWaitfile,
+			"exits":     cmdExits,
+			"replace":   cmdReplace,
+			"flipbyte":  cmdFlipbyte,
+			"dropline":  cmdDropline,
+			"rundir":    cmdRundir,
+			"testimage": cmdTestimage,
+			"example":   cmdExample,
 		},
 	})
 }
@@ -160,4 +168,73 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Logf("[stdout]\n%s[stderr]\n%s", ts.ReadFile("stdout"), ts.ReadFile("stderr"))
 		ts.Fatalf("%s exited %d, want %d", args[1], got, want)
 	}
+}
+
+// testimage imports the sandbox test image (internal/testimage) and sets
+// $HELPER_IMAGE. Scripts guard it with [docker].
+func cmdTestimage(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 0 {
+		ts.Fatalf("usage: testimage")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	ref, err := testimage.Ensure(ctx)
+	if err != nil {
+		ts.Fatalf("the test image is unavailable: %v", err)
+	}
+	ts.Setenv("HELPER_IMAGE", ref)
+	// The sandbox user (65534) reads the bind-mounted work tree.
+	ts.Check(os.Chmod(ts.MkAbs("."), 0o755))
+}
+
+// example NAME copies the repository's examples/NAME into $WORK/examples/NAME.
+func cmdExample(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: example name")
+	}
+	src := filepath.Join(repoRoot, "examples", args[0])
+	dst := ts.MkAbs(filepath.Join("examples", args[0]))
+	ts.Check(filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	}))
+}
+
+// repoRoot is the repository root, two levels above this package.
+var repoRoot = func() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		panic(err)
+	}
+	return filepath.Clean(filepath.Join(wd, "..", ".."))
+}()
+
+// dockerCondition answers [docker]: whether a Docker daemon answers. With
+// PROOFGATE_REQUIRE_DOCKER=1 a missing daemon is an error, never a skip: CI
+// must not report a skipped Docker scenario as passing.
+func dockerCondition(cond string) (bool, error) {
+	if cond != "docker" {
+		return false, fmt.Errorf("unknown condition %q", cond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	d, err := docker.New(ctx)
+	if err != nil {
+		if os.Getenv("PROOFGATE_REQUIRE_DOCKER") == "1" {
+			return false, fmt.Errorf("PROOFGATE_REQUIRE_DOCKER=1 but %w", err)
+		}
+		return false, nil
+	}
+	d.Close()
+	return true, nil
 }

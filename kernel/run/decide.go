@@ -13,13 +13,12 @@ import (
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
-// Freshness tells how to recheck the code and contract a run is bound to.
+// Freshness tells where to recheck the code a run is bound to. A contract
+// that came from a file (origin "file:<path>", relative to the repository
+// root or absolute) is re-read from that file.
 type Freshness struct {
 	RepoDir  string
 	StateDir string
-	// ContractFile is the contract path to re-read when the run's contract
-	// came from the work tree ("" skips the contract check).
-	ContractFile string
 }
 
 // staleReasons compares the planned work tree with the observed one.
@@ -52,8 +51,11 @@ func checkFresh(ctx context.Context, planned PlannedData, f Freshness) error {
 		return err
 	}
 	reasons := staleReasons(planned.Worktree, st)
-	if f.ContractFile != "" && strings.HasPrefix(planned.Contract.Origin, "file:") {
-		c, err := contract.Load(f.ContractFile, planned.Contract.Profile)
+	if path, ok := strings.CutPrefix(planned.Contract.Origin, "file:"); ok {
+		if !filepath.IsAbs(path) {
+			path = filepath.Join(f.RepoDir, filepath.FromSlash(path))
+		}
+		c, err := contract.Load(path, planned.Contract.Profile)
 		if err != nil {
 			reasons = append(reasons, "the contract no longer loads: "+err.Error())
 		} else if h, err := c.Hash(); err != nil || h != planned.Contract.Hash {

@@ -55,7 +55,9 @@ type StateError struct {
 	Action string
 }
 
-func (e *StateError) Error() string { return fmt.Sprintf("cannot %s a run that is %s", e.Action, e.State) }
+func (e *StateError) Error() string {
+	return fmt.Sprintf("cannot %s a run that is %s", e.Action, e.State)
+}
 
 func listShort(s []string) string {
 	if len(s) > 5 {

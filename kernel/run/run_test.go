@@ -230,7 +230,10 @@ func TestStaleness(t *testing.T) {
 		"tracked edit": func(t *testing.T, repo string) { os.WriteFile(filepath.Join(repo, "README.md"), []byte("x"), 0o644) },
 		"untracked":    func(t *testing.T, repo string) { os.WriteFile(filepath.Join(repo, "new.txt"), []byte("x"), 0o644) },
 		"commit":       func(t *testing.T, repo string) { git(t, repo, "commit", "-q", "--allow-empty", "-m", "x") },
-		"staged":       func(t *testing.T, repo string) { os.WriteFile(filepath.Join(repo, "README.md"), []byte("y"), 0o644); git(t, repo, "add", "README.md") },
+		"staged": func(t *testing.T, repo string) {
+			os.WriteFile(filepath.Join(repo, "README.md"), []byte("y"), 0o644)
+			git(t, repo, "add", "README.md")
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, twoChecks)
