@@ -40,3 +40,20 @@ func TestQuickstartExample(t *testing.T) {
 		t.Fatalf("approve: %s", out.String())
 	}
 }
+
+// TestExampleContractsValidate checks every example contract through the CLI.
+func TestExampleContractsValidate(t *testing.T) {
+	for _, f := range []string{
+		"../../examples/quickstart/.proofgate/contract.yaml",
+		"../../examples/docker/contract.yaml",
+		"../../examples/go-repo/contract.yaml",
+	} {
+		var out, errb bytes.Buffer
+		if code := Main([]string{"contract", "check", "--contract", f, "--json"}, &out, &errb); code != exitOK {
+			t.Errorf("%s: exit %d: %s", f, code, errb.String())
+		}
+		if !strings.Contains(out.String(), `"contract_hash": "sha256:`) {
+			t.Errorf("%s: no hash in %s", f, out.String())
+		}
+	}
+}

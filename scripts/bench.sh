@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# bench.sh: the figures in the README's performance section, each a ratio
+# against the obvious baseline measured in the same run, interleaved:
+#   1. events verify on a 100 000-event log   vs sha256sum of the same file
+#   2. event appends with fsync                 (events/s, go test -bench)
+#   3. process runtime, per trivial check       vs running /bin/true directly
+#   4. docker runtime, per trivial check        vs docker run --rm --network none
+#   5. 20 docker checks --jobs 2                vs --jobs 1
+#   6. bundle export / verify of 100 MiB output vs sha256sum of the same bytes
+# Usage: bash scripts/bench.sh [ROUNDS]   (default 5; needs root for Docker)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${1:-5}
+
+bash scripts/docker-up.sh >/dev/null
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/proofgate" ./cmd/proofgate
+go build -o "$work/benchgen" ./internal/benchgen
+PG="$work/proofgate"
+IMAGE=$(go run ./internal/testimage/cmd/ensure)
+
+now() { date +%s%N; }
+# elapsed_ms CMD...: run once, print wall milliseconds (output discarded;
+# exit codes 0 and 3 — awaiting approval — are expected).
+elapsed_ms() {
+	local t0 t1 rc=0
+	t0=$(now)
+	"$@" >/dev/null 2>&1 || rc=$?
+	t1=$(now)
+	if [ "$rc" -ne 0 ] && [ "$rc" -ne 3 ]; then echo "bench: '$*' exited $rc" >&2; exit 1; fi
+	echo $(((t1 - t0) / 1000000))
+}
+median() { tr ' ' '\n' | grep . | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+row() { printf '| %-58s | %10s | %10s | %6s× |\n' "$1" "$2" "$3" "$(ratio "$2" "$3")"; }
+
+mkrepo() { # mkrepo DIR CONTRACT
+	mkdir -p "$1/.proofgate"
+	printf '%s\n' "$2" >"$1/.proofgate/contract.yaml"
+	printf '.proofgate/runs/\n' >"$1/.gitignore"
+	chmod 755 "$1"
+	git -C "$1" init -q .
+	git -C "$1" add -A
+	git -C "$1" -c user.name=b -c user.email=b@x.invalid commit -q -m init
+}
+checks() { # checks N ARGV-YAML
+	for i in $(seq 1 "$1"); do printf '  - {id: c%d, run: %s}\n' "$i" "$2"; done
+}
+pgrun() { (cd "$1" && shift && "$PG" run --quiet "$@"); }
+
+echo "ProofGate benchmarks: $(nproc) cores, $ROUNDS rounds each, medians in ms"
+echo
+printf '| %-58s | %10s | %10s | %7s |\n' "measurement" "ProofGate" "baseline" "ratio"
+printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..60})" "------------" "------------" "---------"
+
+# 1. events verify vs sha256sum
+state="$work/events"
+id=$("$work/benchgen" -state "$state" -events 100000)
+log="$state/runs/$id/events.ndjson"
+a="" b=""
+for _ in $(seq "$ROUNDS"); do
+	a="$a $(elapsed_ms "$PG" --state "$state" events verify "$id")"
+	b="$b $(elapsed_ms sha256sum "$log")"
+done
+row "events verify, 100 000 events ($(($(stat -c %s "$log") / 1048576)) MiB) vs sha256sum" "$(echo $a | median)" "$(echo $b | median)"
+
+# 3. process runtime per check: (run of 21 checks - run of 1) / 20 vs /bin/true
+p1="$work/p1" p21="$work/p21"
+mkrepo "$p1" "$(printf 'version: 1\nname: b\ndefaults: {runtime: process}\nchecks:\n%s' "$(checks 1 '[/bin/true]')")"
+mkrepo "$p21" "$(printf 'version: 1\nname: b\ndefaults: {runtime: process}\nchecks:\n%s' "$(checks 21 '[/bin/true]')")"
+a="" b=""
+for _ in $(seq "$ROUNDS"); do
+	t1=$(elapsed_ms pgrun "$p1" --jobs 1)
+	t21=$(elapsed_ms pgrun "$p21" --jobs 1)
+	a="$a $(((t21 - t1) / 20))"
+	b="$b $(elapsed_ms sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /bin/true; done')"
+done
+row "process runtime, per trivial check vs /bin/true (×20 each)" "$(echo $a | median)" "$(awk -v x="$(echo $b | median)" 'BEGIN {printf "%.1f", x / 20}')"
+
+# 4. docker runtime per check vs docker run --rm --network none
+d1="$work/d1" d21="$work/d21"
+dc="version: 1\nname: b\ndefaults: {runtime: docker, image: \"$IMAGE\", workspace: none, resources: {memory: 64MiB, cpus: 1, pids: 32}}\nchecks:\n"
+mkrepo "$d1" "$(printf "$dc%s" "$(checks 1 '[/bin/helper, "true"]')")"
+mkrepo "$d21" "$(printf "$dc%s" "$(checks 21 '[/bin/helper, "true"]')")"
+a="" b=""
+for _ in $(seq "$ROUNDS"); do
+	t1=$(elapsed_ms pgrun "$d1" --jobs 1)
+	t21=$(elapsed_ms pgrun "$d21" --jobs 1)
+	a="$a $(((t21 - t1) / 20))"
+	b="$b $(elapsed_ms docker run --rm --network none "$IMAGE" /bin/helper true)"
+done
+row "docker runtime, per trivial check vs docker run --rm" "$(echo $a | median)" "$(echo $b | median)"
+
+# 5. 20 docker checks, --jobs 2 vs --jobs 1
+d20="$work/d20"
+mkrepo "$d20" "$(printf "$dc%s" "$(checks 20 '[/bin/helper, "true"]')")"
+a="" b=""
+for _ in $(seq "$ROUNDS"); do
+	a="$a $(elapsed_ms pgrun "$d20" --jobs 2)"
+	b="$b $(elapsed_ms pgrun "$d20" --jobs 1)"
+done
+row "20 docker checks, --jobs 2 vs --jobs 1" "$(echo $a | median)" "$(echo $b | median)"
+
+# 6. bundle export / verify of 100 MiB of check output vs sha256sum
+big="$work/big"
+mkrepo "$big" "$(printf 'version: 1\nname: b\ndefaults: {runtime: process, output_limit: 128MiB, timeout: 5m}\nchecks:\n  - {id: big, run: [head, -c, "104857600", /dev/urandom]}\n')"
+pgrun "$big" >/dev/null 2>&1 || true
+(cd "$big" && "$PG" approve latest --actor bench >/dev/null)
+"$PG" keygen -o "$work/key.pem" >/dev/null
+"$PG" trust add --store "$work/trust.json" --public-key "$work/key.pub.pem" >/dev/null
+blob=$(find "$big/.proofgate/runs" -path '*blobs/sha256/*' -size +50M | head -n 1)
+a="" b="" c="" d=""
+for i in $(seq "$ROUNDS"); do
+	a="$a $(elapsed_ms sh -c "cd '$big' && '$PG' bundle export latest --key '$work/key.pem' -o '$work/b$i.tar.gz'")"
+	b="$b $(elapsed_ms sha256sum "$blob")"
+	c="$c $(elapsed_ms "$PG" bundle verify "$work/b$i.tar.gz" --trust "$work/trust.json")"
+	d="$d $(elapsed_ms sha256sum "$work/b$i.tar.gz")"
+	rm -f "$work/b$i.tar.gz"
+done
+row "bundle export, 100 MiB of output vs sha256sum of it" "$(echo $a | median)" "$(echo $b | median)"
+row "bundle verify, 100 MiB bundle vs sha256sum of it" "$(echo $c | median)" "$(echo $d | median)"
+
+echo
+echo "event appends with fsync (go test -bench):"
+go test -run '^$' -bench 'BenchmarkAppend$' -benchtime 2000x ./kernel/eventlog | grep -E '^Benchmark' || true
