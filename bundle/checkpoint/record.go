@@ -12,8 +12,6 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
-	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -36,62 +34,26 @@ type Recorded struct {
 
 // Record signs a checkpoint of the run in stateDir at its current head,
 // writes it to <run>/checkpoints/<length>.dsse.json and records a
-// checkpoint.signed event. It holds the run's writer lock while it reads
-// the head and appends, then lets the kernel bring run.json up to date.
+// checkpoint.signed event through the kernel, which holds the run's writer
+// lock, replays the event and keeps run.json current.
 func Record(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
-	store := run.NewStore(stateDir)
-	id, err := store.Resolve(id)
-	if err != nil {
-		return nil, err
-	}
-	dir := store.Path(id)
-	rec, err := recordLocked(dir, id, s, now)
-	if err != nil {
-		return nil, err
-	}
-	// run.Open repairs the projection that now lags one event behind.
 	r, err := run.Open(stateDir, id)
 	if err != nil {
-		return nil, fmt.Errorf("checkpoint recorded, but the run does not reopen: %w", err)
-	}
-	if err := r.Close(); err != nil {
 		return nil, err
 	}
-	return rec, nil
-}
-
-func recordLocked(dir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
-	lk, err := lock.Acquire(filepath.Join(dir, run.LockFile))
-	if err != nil {
-		return nil, err
-	}
-	defer lk.Release()
-	lg, err := eventlog.Open(filepath.Join(dir, run.EventsFile))
-	if err != nil {
-		return nil, err
-	}
-	defer lg.Close()
-	if lg.Damaged() {
-		return nil, fmt.Errorf("checkpoint: %s ends in a torn line; run proofgate status %s first", run.EventsFile, id)
-	}
-	if lg.Len() == 0 {
-		return nil, fmt.Errorf("checkpoint: run %s has no events", id)
-	}
-	c := Checkpoint{V: Version, Run: lg.Binding().Run, Length: lg.Len(), Head: lg.Head(),
-		Time: now.UTC().Format(time.RFC3339Nano)}
-	if c.Run != id {
-		return nil, fmt.Errorf("checkpoint: the log in %s belongs to run %s", dir, c.Run)
-	}
+	defer r.Close()
+	head, length := r.Head()
+	c := Checkpoint{V: Version, Run: r.ID, Length: length, Head: head, Time: now.UTC().Format(time.RFC3339Nano)}
 	env, err := Sign(s, c)
 	if err != nil {
 		return nil, err
 	}
 	rel := filepath.ToSlash(filepath.Join(Dir, FileName(c.Length)))
-	p := filepath.Join(dir, Dir, FileName(c.Length))
+	p := filepath.Join(r.Dir, Dir, FileName(c.Length))
 	if err := writeAtomic(p, env); err != nil {
 		return nil, err
 	}
-	if _, err := lg.Append(run.TypeCheckpoint, SignedData{Length: c.Length, Head: c.Head, KeyID: s.ID, Time: c.Time, File: rel}); err != nil {
+	if _, err := r.Append(run.TypeCheckpoint, SignedData{Length: c.Length, Head: c.Head, KeyID: s.ID, Time: c.Time, File: rel}); err != nil {
 		return nil, err
 	}
 	return &Recorded{Checkpoint: c, KeyID: s.ID, Path: p, Envelope: env}, nil
