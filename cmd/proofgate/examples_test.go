@@ -3,29 +3,36 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// TestQuickstartExample runs the README's quick start against the real
-// examples/quickstart contract: it must await approval (exit 3), then
-// complete on approval.
+// TestQuickstartExample runs the README's quick start — `proofgate run` in
+// examples/quickstart, then approve — on a fresh git repository holding a
+// copy of examples/quickstart at the same path (the live checkout may be
+// changing under other tests, which would rightly make the run STALE).
 func TestQuickstartExample(t *testing.T) {
-	dir, err := filepath.Abs("../../examples/quickstart")
-	if err != nil {
-		t.Fatal(err)
+	repo := t.TempDir()
+	dir := filepath.Join(repo, "examples", "quickstart")
+	copyTree(t, "../../examples/quickstart", dir)
+	for _, args := range [][]string{{"init", "-q", "."}, {"add", "-A"}, {"commit", "-q", "-m", "quickstart"}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = repo
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x.invalid", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@x.invalid", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
 	}
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
 	if err := os.Chdir(dir); err != nil {
 		t.Fatal(err)
 	}
-	state := t.TempDir()
 	var out, errb bytes.Buffer
-	// --allow-dirty: a developer's tree may hold uncommitted work; CI's
-	// clean clone exercises the same path.
-	code := Main([]string{"run", "--state", state, "--allow-dirty"}, &out, &errb)
+	code := Main([]string{"run"}, &out, &errb)
 	if code != exitAwaiting {
 		t.Fatalf("run exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, exitAwaiting, out.String(), errb.String())
 	}
@@ -33,11 +40,35 @@ func TestQuickstartExample(t *testing.T) {
 		t.Fatalf("unexpected output:\n%s\n%s", out.String(), errb.String())
 	}
 	out.Reset()
-	if code := Main([]string{"approve", "latest", "--state", state, "--actor", "you"}, &out, &errb); code != exitOK {
+	if code := Main([]string{"approve", "latest", "--actor", "you"}, &out, &errb); code != exitOK {
 		t.Fatalf("approve exit %d: %s", code, errb.String())
 	}
 	if !strings.Contains(out.String(), "COMPLETE") {
 		t.Fatalf("approve: %s", out.String())
+	}
+}
+
+func copyTree(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		if d.IsDir() {
+			if d.Name() == "runs" {
+				return filepath.SkipDir
+			}
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
