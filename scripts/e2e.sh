@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# End-to-end test of the GitHub Action, run the way the runner runs a
+# container action. Builds the proofgate binary (static) and an offline action
+# image (Dockerfile.offline: FROM scratch + the binary + the host's CA bundle
+# + the host's git and its libraries; no registry needed), then runs the Go
+# driver ci/action/e2e_test.go, which starts the fake GitHub on 127.0.0.1 and
+# `docker run`s the image with the runner's mounts and environment (host
+# networking, only so that loopback reaches the fake).
+# Prints the image size and the wall time.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+start=$(date +%s)
+
+bash scripts/docker-up.sh >&2
+
+ctx=$(mktemp -d)
+tag=""
+cleanup() {
+  rm -rf "$ctx"
+  # The image is rebuilt on every run; keep it only when asked to.
+  if [ -n "$tag" ] && [ "${PROOFGATE_E2E_KEEP:-0}" != 1 ]; then docker rmi "$tag" >/dev/null 2>&1 || true; fi
+}
+trap cleanup EXIT
+root="$ctx/rootfs"
+mkdir -p "$root/tmp" "$root/etc/ssl/certs" "$root/github/workspace"
+chmod 1777 "$root/tmp"
+
+echo "== build proofgate (static)" >&2
+CGO_ENABLED=0 go build -trimpath -ldflags="-s -w" -o "$root/proofgate" ./cmd/proofgate
+
+echo "== stage git and CA certificates from the host" >&2
+cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/"
+git_bin=$(command -v git)
+copy() { mkdir -p "$root$(dirname "$1")"; cp -L "$1" "$root$1"; }
+copy "$git_bin"
+# Every absolute path ldd prints: the libraries and the dynamic loader.
+for lib in $(ldd "$git_bin" | grep -o '/[^ ]*'); do
+  if [ -e "$lib" ]; then copy "$lib"; fi
+done
+# git only runs builtins here (rev-parse, status, diff, ls-files, cat-file,
+# show); the workspace is owned by another user, so trust it (protected
+# system config, as the real Dockerfile does).
+printf '[safe]\n\tdirectory = *\n' >"$root/etc/gitconfig"
+printf 'root:x:0:0:root:/root:/sbin/nologin\n' >"$root/etc/passwd"
+cp Dockerfile.offline "$ctx/Dockerfile"
+
+tag="proofgate-e2e/action:$(sha256sum "$root/proofgate" | cut -c1-16)"
+echo "== docker build $tag (FROM scratch, offline)" >&2
+DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx" >/dev/null
+size=$(docker image inspect -f '{{.Size}}' "$tag")
+
+echo "== e2e scenario" >&2
+PROOFGATE_E2E_IMAGE="$tag" go test -count=1 -run '^TestE2E' -v ./ci/action
+
+end=$(date +%s)
+mib=$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }')
+printf 'e2e: image %s size %d bytes (%s MiB); wall time %ds\n' "$tag" "$size" "$mib" "$((end - start))"
