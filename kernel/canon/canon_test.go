@@ -3,6 +3,7 @@ package canon
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"math"
 	"testing"
 )
 
@@ -13,7 +14,7 @@ func TestMarshalIsRFC8785(t *testing.T) {
 	}{
 		{map[string]any{"b": 1, "a": "x", "é": true, "A": nil}, `{"A":null,"a":"x","b":1,"é":true}`},
 		{map[string]any{"html": "<&>"}, `{"html":"<&>"}`}, // encoding/json's \u003c escapes undone
-		{[]any{1.0, 1e21, 0.000001, -0.0}, `[1,1e+21,0.000001,0]`},
+		{[]any{1.0, 1e21, 0.000001, math.Copysign(0, -1)}, `[1,1e+21,0.000001,0]`},
 		{map[string]any{"\u20ac": 1, "\U0001F600": 2, "\ufb01": 3}, `{"€":1,"😀":2,"ﬁ":3}`}, // UTF-16 order
 		{"line\nbreak\u2028", `"line\nbreak` + "\u2028" + `"`},
 	} {
