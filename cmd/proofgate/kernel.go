@@ -675,27 +675,24 @@ type eventsResult struct {
 
 func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 	res := eventsResult{RunID: id}
-	f, err := os.Open(dir + "/" + run.EventsFile)
-	if err != nil {
-		res.Reason, res.Detail = "unreadable", err.Error()
+	if (cpFile == "") != (trustFile == "") {
+		res.usage = errors.New("--checkpoint and --trust go together")
 		return res
 	}
-	defer f.Close()
-	cb, err := os.ReadFile(dir + "/" + run.ContractFile)
-	if err != nil {
-		res.Reason, res.Detail = "unreadable", err.Error()
-		return res
-	}
-	want := &eventlog.Binding{Run: id, Contract: sumBytes(cb)}
-	events, err := eventlog.Read(f, nil)
-	var ce *eventlog.ChainError
-	if err == nil && len(events) > 0 {
-		want.Source = events[0].Source
-		if _, err = f.Seek(0, io.SeekStart); err == nil {
-			events, err = eventlog.Read(f, want)
+	var events []eventlog.Event
+	var sum eventlog.Summary
+	var err error
+	if cpFile != "" {
+		events, err = run.ReadLog(dir)
+		sum.Len = len(events)
+		if len(events) > 0 {
+			sum.Head = events[len(events)-1].Hash
 		}
+	} else {
+		sum, err = run.VerifyLog(dir)
 	}
 	if err != nil {
+		var ce *eventlog.ChainError
 		if errors.As(err, &ce) {
 			res.Reason, res.Line, res.Detail = string(ce.Reason), ce.Line, ce.Detail
 		} else {
@@ -703,15 +700,8 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 		}
 		return res
 	}
-	res.OK, res.Length = true, len(events)
-	if len(events) > 0 {
-		res.Head = events[len(events)-1].Hash
-	}
-	if cpFile != "" || trustFile != "" {
-		if cpFile == "" || trustFile == "" {
-			res.OK, res.usage = false, errors.New("--checkpoint and --trust go together")
-			return res
-		}
+	res.OK, res.Length, res.Head = true, sum.Len, sum.Head
+	if cpFile != "" {
 		if reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events); uerr != nil {
 			res.OK, res.usage, res.Reason, res.Detail = false, uerr, "unusable-input", uerr.Error()
 		} else if reason != "" {

@@ -3,8 +3,6 @@ package main
 import (
 	"errors"
 	"path/filepath"
-
-	"github.com/proofgate/proofgate/kernel/canon"
 )
 
 // absReal returns p as an absolute path with symlinks resolved.
@@ -27,5 +25,3 @@ func relLocal(root, p string) (string, error) {
 	}
 	return filepath.ToSlash(rel), nil
 }
-
-func sumBytes(b []byte) string { return canon.SumBytes(b) }
