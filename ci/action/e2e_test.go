@@ -3,8 +3,6 @@ package action
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"os"
 	"os/exec"
@@ -50,18 +48,14 @@ func e2eImage(t *testing.T) string {
 // dockerRun runs the action image as the runner runs a container action:
 // the socket, workspace, file-commands and workflow mounts, INPUT_*,
 // GITHUB_* and ACTIONS_* variables with paths rewritten to container paths.
-// Two deliberate differences: --network host, only so that the container
-// reaches the fake GitHub on 127.0.0.1 (this machine has no bridge network);
-// and --name/--hostname set to the same value, because with host networking
-// the hostname is no longer the container id that the Docker runtime uses to
-// find its own mounts (on a runner's bridge network it is).
+// One deliberate difference: --network host, only so that the container
+// reaches the fake GitHub on 127.0.0.1 (this machine has no bridge network).
+// The hostname is then the host's, not the container id: the Docker runtime
+// finds its own container by id (mountinfo, cgroup), not by hostname.
 func (fx *fixture) dockerRun(image string, args ...string) int {
 	fx.t.Helper()
 	fx.resetFiles()
-	var rb [6]byte
-	rand.Read(rb[:])
-	name := "proofgate-e2e-" + hex.EncodeToString(rb[:])
-	cmdArgs := []string{"run", "--rm", "--name", name, "--hostname", name, "--network", "host",
+	cmdArgs := []string{"run", "--rm", "--network", "host",
 		"--workdir", "/github/workspace",
 		"-v", "/var/run/docker.sock:/var/run/docker.sock",
 		"-v", fx.ws + ":/github/workspace",

@@ -1,11 +1,19 @@
 package docker
 
 import (
+	"context"
 	"io"
+	"net/http"
+	"os"
 	"os/exec"
+	"regexp"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/moby/moby/client"
 
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -21,27 +29,37 @@ func trivial(b *testing.B, r *Runtime, ref string) {
 // BenchmarkTrivialCheckVsCLI runs, interleaved in each iteration, one
 // trivial check through the provider and one `docker run --rm --network none`
 // of the same image through the CLI, and reports both per-check times and
-// their ratio.
+// their ratio: for network none in its own namespace (the default) and in
+// Docker's none sandbox (the fallback inside a container action).
 func BenchmarkTrivialCheckVsCLI(b *testing.B) {
-	r, ref := sandbox(b)
+	shared, ref := sandbox(b)
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		b.Skip("docker CLI absent")
 	}
-	var prov, cli time.Duration
-	for b.Loop() {
-		t0 := time.Now()
-		trivial(b, r, ref)
-		t1 := time.Now()
-		if out, err := exec.Command(docker, "run", "--rm", "--network", "none", ref, "/bin/helper", "true").CombinedOutput(); err != nil {
-			b.Fatalf("%v %s", err, out)
-		}
-		prov += t1.Sub(t0)
-		cli += time.Since(t1)
+	fallback := *shared
+	fallback.hostsFile = ""
+	for _, c := range []struct {
+		name string
+		r    *Runtime
+	}{{"private-netns", shared}, {"docker-none", &fallback}} {
+		b.Run(c.name, func(b *testing.B) {
+			var prov, cli time.Duration
+			for b.Loop() {
+				t0 := time.Now()
+				trivial(b, c.r, ref)
+				t1 := time.Now()
+				if out, err := exec.Command(docker, "run", "--rm", "--network", "none", ref, "/bin/helper", "true").CombinedOutput(); err != nil {
+					b.Fatalf("%v %s", err, out)
+				}
+				prov += t1.Sub(t0)
+				cli += time.Since(t1)
+			}
+			b.ReportMetric(float64(prov.Nanoseconds())/float64(b.N), "provider-ns/check")
+			b.ReportMetric(float64(cli.Nanoseconds())/float64(b.N), "cli-ns/check")
+			b.ReportMetric(float64(prov)/float64(cli), "provider/cli")
+		})
 	}
-	b.ReportMetric(float64(prov.Nanoseconds())/float64(b.N), "provider-ns/check")
-	b.ReportMetric(float64(cli.Nanoseconds())/float64(b.N), "cli-ns/check")
-	b.ReportMetric(float64(prov)/float64(cli), "provider/cli")
 }
 
 // BenchmarkTwentyChecksJobs2VsSerial runs 20 trivial checks two at a time
@@ -75,4 +93,126 @@ func BenchmarkTwentyChecksJobs2VsSerial(b *testing.B) {
 	b.ReportMetric(float64(par.Nanoseconds())/float64(b.N), "jobs2-ns/20checks")
 	b.ReportMetric(float64(ser.Nanoseconds())/float64(b.N), "jobs1-ns/20checks")
 	b.ReportMetric(float64(par)/float64(ser), "jobs2/jobs1")
+}
+
+// apiStats times every Engine API request (to its response header) by
+// endpoint, with ids and the version prefix folded.
+type apiStats struct {
+	mu sync.Mutex
+	n  map[string]int
+	d  map[string]time.Duration
+}
+
+var apiPathFold = regexp.MustCompile(`/v1\.[0-9]+|/[0-9a-f]{64}|/images/.+/json$`)
+
+func (s *apiStats) reset() {
+	s.mu.Lock()
+	s.n, s.d = map[string]int{}, map[string]time.Duration{}
+	s.mu.Unlock()
+}
+
+func (s *apiStats) option() Option {
+	return WithClientOptions(
+		client.WithHTTPRequestHook(func(r *http.Request) error {
+			r.Header.Set("X-Proofgate-Bench-T0", strconv.FormatInt(time.Now().UnixNano(), 10))
+			return nil
+		}),
+		client.WithHTTPResponseHook(func(r *http.Response) {
+			t0, err := strconv.ParseInt(r.Request.Header.Get("X-Proofgate-Bench-T0"), 10, 64)
+			if err != nil {
+				return
+			}
+			path := apiPathFold.ReplaceAllStringFunc(r.Request.URL.Path, func(m string) string {
+				if strings.HasPrefix(m, "/images/") {
+					return "/images/{ref}/json"
+				}
+				if strings.HasPrefix(m, "/v1.") {
+					return ""
+				}
+				return "/{id}"
+			})
+			k := r.Request.Method + " " + path
+			s.mu.Lock()
+			s.n[k]++
+			s.d[k] += time.Duration(time.Now().UnixNano() - t0)
+			s.mu.Unlock()
+		}))
+}
+
+// cpuJiffies is the machine's busy CPU time (user+nice+system+irq+softirq)
+// in clock ticks, from /proc/stat.
+func cpuJiffies(tb testing.TB) int64 {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		tb.Skip("no /proc/stat")
+	}
+	f := strings.Fields(strings.SplitN(string(b), "\n", 2)[0])
+	var sum int64
+	for _, i := range []int{1, 2, 3, 6, 7} {
+		v, _ := strconv.ParseInt(f[i], 10, 64)
+		sum += v
+	}
+	return sum
+}
+
+// BenchmarkAPICallsPerCheck runs 10 trivial checks one at a time and 10
+// two at a time per iteration, and reports per Engine API endpoint the
+// calls per check and the mean latency (ms) at each concurrency, plus the
+// machine's busy CPU (ms of CPU per check, all processes: daemon, shims,
+// runc and any other load). A latency that doubles at jobs 2 while CPU per
+// check stays flat means the work is CPU-bound, not serialised by a lock.
+func BenchmarkAPICallsPerCheck(b *testing.B) {
+	_, ref := sandbox(b)
+	stats := &apiStats{}
+	stats.reset()
+	r, err := New(context.Background(), stats.option())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	const checks = 10
+	per := map[int]map[string][2]float64{1: {}, 2: {}}
+	var cpu, wall [3]float64
+	for b.Loop() {
+		for _, jobs := range []int{1, 2} {
+			stats.reset()
+			c0, t0 := cpuJiffies(b), time.Now()
+			work := make(chan struct{})
+			var wg sync.WaitGroup
+			for range jobs {
+				wg.Go(func() {
+					for range work {
+						trivial(b, r, ref)
+					}
+				})
+			}
+			for range checks {
+				work <- struct{}{}
+			}
+			close(work)
+			wg.Wait()
+			wall[jobs] += float64(time.Since(t0).Milliseconds()) / checks
+			cpu[jobs] += float64(cpuJiffies(b)-c0) * 10 / checks // 100 ticks/s
+			stats.mu.Lock()
+			for k, n := range stats.n {
+				a := per[jobs][k]
+				a[0] += float64(n) / checks
+				a[1] += float64(stats.d[k].Microseconds()) / 1000 / float64(n)
+				per[jobs][k] = a
+			}
+			stats.mu.Unlock()
+		}
+	}
+	name := strings.NewReplacer("/containers/{id}/", "", "/containers/", "", "/images/{ref}/", "image-", " ", "-").Replace
+	for jobs, m := range per {
+		for k, a := range m {
+			j := "-j" + strconv.Itoa(jobs)
+			if jobs == 1 {
+				b.ReportMetric(a[0]/float64(b.N), name(k)+"-calls/check")
+			}
+			b.ReportMetric(a[1]/float64(b.N), name(k)+j+"-ms")
+		}
+		b.ReportMetric(wall[jobs]/float64(b.N), "wall-j"+strconv.Itoa(jobs)+"-ms/check")
+		b.ReportMetric(cpu[jobs]/float64(b.N), "cpu-j"+strconv.Itoa(jobs)+"-ms/check")
+	}
 }

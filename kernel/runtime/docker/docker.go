@@ -19,12 +19,30 @@
 // host tree; "none" mounts nothing. Symlinks whose target leaves the
 // workspace are skipped in copy mode, never followed.
 //
+// Network "none" gives the container its own network namespace with only
+// loopback, created by runc (Config.NetworkDisabled): Docker's libnetwork
+// sandbox and its prestart hook, which re-executes dockerd, cost about half
+// of a trivial check. Docker then provides no /etc/hosts, so a read-only
+// one naming localhost (as Docker's for "none") is bind-mounted from a
+// private directory that Close removes; where the daemon cannot see that
+// file (inside a container action without a mounted $HOME), Docker's own
+// "none" sandbox is used. The profile records which ("network_namespace":
+// "private" or "docker-none"). /etc/resolv.conf is then the image's own.
+//
 // The tmpfs mounts are nosuid,nodev but not noexec: build tools (go test)
 // execute binaries from /tmp.
 //
 // When the harness itself runs inside a container with the host's socket
 // mounted (a GitHub container action), bind-mount sources are translated to
 // host paths through the harness container's own mounts (TranslatePath).
+// The harness finds its container by id, not by hostname (which is the
+// host's under --network host, or anything under --hostname): first from
+// /proc/self/mountinfo (the sources of the /etc/hostname, /etc/hosts and
+// /etc/resolv.conf bind mounts are <docker root>/containers/<id>/...), then
+// from /proc/self/cgroup (/docker/<id> or docker-<id>.scope), and only then
+// from the hostname. A candidate counts only if the daemon reports it
+// running with a bind or volume mount whose destination is a mount point in
+// the harness's own mount namespace.
 package docker
 
 import (
@@ -33,6 +51,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"time"
@@ -72,8 +91,11 @@ type Runtime struct {
 	apiVersion    string
 	owner         string
 	host          string
+	selfID        string       // the harness container's id; "" outside one
 	self          []MountPoint // the harness container's mounts; nil outside one
 	sockets       []string     // paths that resolve to the daemon socket
+	hostsDir      string       // private dir holding the sandbox's /etc/hosts; removed by Close
+	hostsFile     string       // that file as the daemon sees it; "" to use Docker's none sandbox
 	orphanAge     time.Duration
 	copyLimit     int64
 	defaultCPUs   int64
@@ -149,8 +171,9 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 	}
 	r.defaultCPUs = cpus * 1e9
 	if !o.noSelf {
-		r.self = detectSelf(pctx, cli, host)
+		r.selfID, r.self = detectSelf(pctx, cli, host)
 	}
+	r.hostsDir, r.hostsFile = r.prepareHosts()
 	return r, nil
 }
 
@@ -164,14 +187,60 @@ func (r *Runtime) APIVersion() string { return r.apiVersion }
 // harness container's mounts.
 func (r *Runtime) InContainer() bool { return r.self != nil }
 
+// SelfContainer is the full id of the container the harness runs in, as
+// detected by New, or "" outside one.
+func (r *Runtime) SelfContainer() string { return r.selfID }
+
 // Ping checks that the daemon still answers.
 func (r *Runtime) Ping(ctx context.Context) error {
 	_, err := r.cli.Ping(ctx, client.PingOptions{})
 	return err
 }
 
-// Close releases the client's connections.
-func (r *Runtime) Close() error { return r.cli.Close() }
+// Close releases the client's connections and removes the sandbox hosts
+// file. Run must not be called after Close.
+func (r *Runtime) Close() error {
+	if r.hostsDir != "" {
+		os.RemoveAll(r.hostsDir)
+	}
+	return r.cli.Close()
+}
+
+// sandboxHosts is the /etc/hosts of a network-none sandbox: what Docker
+// writes for network none.
+const sandboxHosts = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+
+// prepareHosts writes the network-none sandbox's /etc/hosts into a fresh
+// private directory and returns the directory and the file's path as the
+// daemon sees it, or "" and "" when that cannot be done (then Docker's own
+// none sandbox is used). Inside a container action the temp dir is rarely a
+// mount the daemon can see, so $HOME (/github/home there) is tried next.
+func (r *Runtime) prepareHosts() (dir, file string) {
+	parents := []string{os.TempDir()}
+	if r.self != nil {
+		if h := os.Getenv("HOME"); filepath.IsAbs(h) {
+			parents = append(parents, h)
+		}
+	}
+	for _, parent := range parents {
+		dir, err := os.MkdirTemp(parent, "proofgate-sandbox-")
+		if err != nil {
+			continue
+		}
+		f := filepath.Join(dir, "hosts")
+		if os.Chmod(dir, 0o755) != nil || os.WriteFile(f, []byte(sandboxHosts), 0o444) != nil {
+			os.RemoveAll(dir)
+			continue
+		}
+		host, err := r.hostSource("hosts", f)
+		if err != nil {
+			os.RemoveAll(dir)
+			continue
+		}
+		return dir, host
+	}
+	return "", ""
+}
 
 var _ runtime.Runtime = (*Runtime)(nil)
 

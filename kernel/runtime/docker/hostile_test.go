@@ -486,7 +486,16 @@ func TestEffectiveConfigAndCancelRemoves(t *testing.T) {
 		cfg.User != SandboxUser || cfg.WorkingDir != WorkspaceTarget || len(hc.Binds) != 0 || hc.Tmpfs["/tmp"] == "" || hc.Tmpfs[Home] == "" {
 		t.Fatalf("effective config not hardened: %+v %+v", hc, cfg)
 	}
-	if len(hc.Mounts) != 1 || hc.Mounts[0].Target != WorkspaceTarget || !hc.Mounts[0].ReadOnly {
+	// The workspace, and (own network namespace) the harness's /etc/hosts,
+	// both read-only; nothing else.
+	wantMounts := 1
+	if r.hostsFile != "" {
+		wantMounts = 2
+		if !cfg.NetworkDisabled || hc.Mounts[1].Target != "/etc/hosts" || hc.Mounts[1].Source != r.hostsFile || !hc.Mounts[1].ReadOnly {
+			t.Fatalf("network-none sandbox without the daemon's network: %v %+v", cfg.NetworkDisabled, hc.Mounts)
+		}
+	}
+	if len(hc.Mounts) != wantMounts || hc.Mounts[0].Target != WorkspaceTarget || !hc.Mounts[0].ReadOnly {
 		t.Fatalf("mounts %+v", hc.Mounts)
 	}
 	if cfg.Labels[LabelCheck] != spec.CheckID || cfg.Labels[LabelOwner] != r.owner || cfg.Image != ins.Container.Image {
@@ -533,5 +542,69 @@ func TestImageRetaggedMidRunIsError(t *testing.T) {
 	assertOutcome(t, res, runtime.Error)
 	if !strings.Contains(res.Detail, "changed during the run") {
 		t.Fatalf("detail %q", res.Detail)
+	}
+}
+
+// TestNetworkNoneOwnNamespace: the network-none sandbox has only loopback,
+// "localhost" resolves (the harness's read-only /etc/hosts), and that file
+// cannot be written from the check.
+func TestNetworkNoneOwnNamespace(t *testing.T) {
+	r, ref := sandbox(t)
+	if r.hostsFile == "" {
+		t.Fatal("no sandbox hosts file outside a container: the fast network-none path is off")
+	}
+	res := check(t, r, helperSpec(ref, "cat", "/proc/net/dev"), 1<<20)
+	assertOutcome(t, res, runtime.Passed)
+	if res.Attestation.Profile["network_namespace"] != "private" {
+		t.Fatalf("profile network_namespace %v", res.Attestation.Profile["network_namespace"])
+	}
+	var ifaces []string
+	for _, l := range strings.Split(res.stdout.String(), "\n")[2:] {
+		if name, _, ok := strings.Cut(strings.TrimSpace(l), ":"); ok {
+			ifaces = append(ifaces, name)
+		}
+	}
+	if strings.Join(ifaces, ",") != "lo" {
+		t.Fatalf("interfaces %v, want lo only:\n%s", ifaces, res.stdout.String())
+	}
+	res = check(t, r, helperSpec(ref, "lookup", "localhost"), 1<<20)
+	assertOutcome(t, res, runtime.Passed)
+	if !strings.Contains(res.stdout.String(), "127.0.0.1") {
+		t.Fatalf("localhost: %q", res.stdout.String())
+	}
+	spec := helperSpec(ref, "write", "/etc/hosts", "1")
+	spec.Sandbox.AllowRoot = true
+	res = check(t, r, spec, 1<<20)
+	assertOutcome(t, res, runtime.Failed)
+	if b, err := os.ReadFile(r.hostsFile); err != nil || string(b) != sandboxHosts {
+		t.Fatalf("hosts file changed: %q %v", b, err)
+	}
+	// A check may not mount over it either.
+	spec = helperSpec(ref, "true")
+	spec.Sandbox.Mounts = []runtime.Mount{{Source: r.hostsFile, Target: "/etc/hosts"}}
+	res = check(t, r, spec, 1<<20)
+	assertOutcome(t, res, runtime.Error)
+}
+
+// The tmpfs mounts must allow exec (go test runs its binaries from /tmp)
+// but never setuid binaries or device files.
+func TestTmpfsExecButNosuidNodev(t *testing.T) {
+	r, ref := sandbox(t)
+	res := check(t, r, helperSpec(ref, "cat", "/proc/self/mountinfo"), 1<<20)
+	assertOutcome(t, res, runtime.Passed)
+	found := 0
+	for _, line := range strings.Split(res.stdout.String(), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || (f[4] != "/tmp" && f[4] != Home) {
+			continue
+		}
+		found++
+		opts := "," + f[5] + ","
+		if strings.Contains(opts, ",noexec,") || !strings.Contains(opts, ",nosuid,") || !strings.Contains(opts, ",nodev,") {
+			t.Errorf("%s mounted %s, want exec,nosuid,nodev", f[4], f[5])
+		}
+	}
+	if found != 2 {
+		t.Fatalf("found %d of the 2 tmpfs mounts in:\n%s", found, res.stdout.String())
 	}
 }

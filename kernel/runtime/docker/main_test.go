@@ -116,3 +116,13 @@ func trim(s string) string {
 	}
 	return s
 }
+
+// TestMain closes the shared provider (removing its sandbox hosts file)
+// after the tests.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		shared.Close()
+	}
+	os.Exit(code)
+}

@@ -112,8 +112,8 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 	if sb.AllowRoot {
 		user, p.uid, p.gid = "0:0", 0, 0
 	}
-	tmpOpts := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=1777", sb.Tmpfs)
-	homeOpts := fmt.Sprintf("rw,nosuid,nodev,size=%d,mode=0700,uid=%d,gid=%d", sb.Tmpfs, p.uid, p.gid)
+	tmpOpts := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=1777", sb.Tmpfs)
+	homeOpts := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=0700,uid=%d,gid=%d", sb.Tmpfs, p.uid, p.gid)
 
 	env := map[string]string{}
 	for k, v := range spec.Env {
@@ -180,7 +180,7 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 			src = filepath.Join(spec.Workspace, src)
 		}
 		tgt := filepath.Clean(m.Target)
-		if !filepath.IsAbs(m.Target) || tgt == "/" || tgt == WorkspaceTarget || under(tgt, "/proc") || under(tgt, "/sys") || under(tgt, "/dev") {
+		if !filepath.IsAbs(m.Target) || tgt == "/" || tgt == WorkspaceTarget || tgt == "/etc/hosts" || under(tgt, "/proc") || under(tgt, "/sys") || under(tgt, "/dev") {
 			return nil, &SpecError{field + ".target", fmt.Sprintf("%q is not an allowed container path", m.Target)}
 		}
 		if _, err := os.Stat(src); err != nil {
@@ -198,17 +198,36 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 		mountProfile = []any{}
 	}
 
+	// Network none: by default no libnetwork sandbox at all. runc creates
+	// the container's own network namespace with only loopback (up), and
+	// the daemon skips its network setup and the prestart hook that re-execs
+	// dockerd (about half of a trivial check's time). Docker then writes no
+	// /etc/hosts, so the harness's read-only one (localhost only, as
+	// Docker's for network none) is mounted. Where that file cannot be
+	// given to the daemon (a container action whose temp dir is no mount),
+	// the daemon's "none" sandbox is used as before.
+	netns := "docker-none"
+	switch {
+	case sb.Network == "host":
+		netns = "host"
+	case r.hostsFile != "":
+		netns = "private"
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: r.hostsFile, Target: "/etc/hosts", ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+	}
+
 	pids := sb.Pids
 	p.config = &container.Config{
-		Image:        imageID,
-		Cmd:          spec.Argv,
-		Entrypoint:   []string{},
-		Env:          envList,
-		User:         user,
-		WorkingDir:   workdir,
-		AttachStdout: true,
-		AttachStderr: true,
-		Labels:       map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner},
+		Image:           imageID,
+		Cmd:             spec.Argv,
+		Entrypoint:      []string{},
+		Env:             envList,
+		User:            user,
+		WorkingDir:      workdir,
+		AttachStdout:    true,
+		AttachStderr:    true,
+		NetworkDisabled: netns == "private",
+		Labels:          map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner},
 	}
 	netMode := container.NetworkMode(sb.Network)
 	p.host = &container.HostConfig{
@@ -228,28 +247,29 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 		},
 	}
 	p.profile = map[string]any{
-		"provider":        Provider,
-		"pull":            sb.Pull,
-		"network":         sb.Network,
-		"readonly_rootfs": true,
-		"cap_drop":        []any{"ALL"},
-		"security_opt":    []any{"no-new-privileges"},
-		"privileged":      false,
-		"user":            user,
-		"allow_root":      sb.AllowRoot,
-		"memory":          sb.Memory,
-		"memory_swap":     sb.Memory,
-		"nano_cpus":       sb.NanoCPUs,
-		"pids":            sb.Pids,
-		"tmpfs":           map[string]any{"/tmp": tmpOpts, Home: homeOpts},
-		"home":            env["HOME"],
-		"workspace":       wsProfile,
-		"mounts":          mountProfile,
-		"env_keys":        stringsToAny(keys),
-		"docker_socket":   "refused",
-		"log_driver":      "none",
-		"timeout":         spec.Timeout.String(),
-		"image_pinned_by": "id",
+		"provider":          Provider,
+		"pull":              sb.Pull,
+		"network":           sb.Network,
+		"network_namespace": netns,
+		"readonly_rootfs":   true,
+		"cap_drop":          []any{"ALL"},
+		"security_opt":      []any{"no-new-privileges"},
+		"privileged":        false,
+		"user":              user,
+		"allow_root":        sb.AllowRoot,
+		"memory":            sb.Memory,
+		"memory_swap":       sb.Memory,
+		"nano_cpus":         sb.NanoCPUs,
+		"pids":              sb.Pids,
+		"tmpfs":             map[string]any{"/tmp": tmpOpts, Home: homeOpts},
+		"home":              env["HOME"],
+		"workspace":         wsProfile,
+		"mounts":            mountProfile,
+		"env_keys":          stringsToAny(keys),
+		"docker_socket":     "refused",
+		"log_driver":        "none",
+		"timeout":           spec.Timeout.String(),
+		"image_pinned_by":   "id",
 	}
 	return p, nil
 }

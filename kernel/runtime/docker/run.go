@@ -92,15 +92,20 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		}
 	}
 
+	// Attach and wait are both registered before start (so no output and
+	// no exit can be missed); the two requests go out concurrently.
+	waitCtx, stopWait := context.WithCancel(bg)
+	defer stopWait()
+	waitReady := make(chan client.ContainerWaitResult, 1)
+	go func() {
+		waitReady <- r.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	}()
 	att, err := r.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	wait := <-waitReady
 	if err != nil {
 		return fail("docker: attach: %v", err)
 	}
 	defer att.Close()
-
-	waitCtx, stopWait := context.WithCancel(bg)
-	defer stopWait()
-	wait := r.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 
 	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
 		return fail("docker: start: %v", err)
@@ -192,7 +197,19 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 
 	ictx, cancel := context.WithTimeout(bg, cleanupTimeout)
 	defer cancel()
+	// The image is looked up again (concurrently with the container's
+	// inspect): the reference must still name the image that ran.
+	type imageAfter struct {
+		id  string
+		err error
+	}
+	imgAfter := make(chan imageAfter, 1)
+	go func() {
+		after, err := r.cli.ImageInspect(ictx, sb.Image)
+		imgAfter <- imageAfter{after.ID, err}
+	}()
 	ins, err := r.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	after := <-imgAfter
 	if err != nil {
 		return fail("docker: inspect container: %v", err)
 	}
@@ -204,11 +221,10 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if ins.Container.Image != imageID {
 		return fail("docker: container ran image %s, not the resolved %s", ins.Container.Image, imageID)
 	}
-	// The reference must still name the image that ran.
-	if after, err := r.cli.ImageInspect(ictx, sb.Image); err != nil || after.ID != imageID {
+	if after.err != nil || after.id != imageID {
 		got := "nothing"
-		if err == nil {
-			got = after.ID
+		if after.err == nil {
+			got = after.id
 		}
 		return fail("docker: image %s changed during the run: resolved %s before start, %s after", sb.Image, imageID, got)
 	}

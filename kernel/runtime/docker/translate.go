@@ -1,12 +1,9 @@
 package docker
 
 import (
-	"context"
 	"os"
 	"path"
 	"strings"
-
-	"github.com/moby/moby/client"
 )
 
 // MountPoint is one mount of the harness's own container, as the daemon
@@ -68,22 +65,4 @@ func inContainer() bool {
 	}
 	s := string(b)
 	return strings.Contains(s, "/docker/") || strings.Contains(s, "/docker-") || strings.Contains(s, "containerd")
-}
-
-// detectSelf returns the harness container's mounts when this process runs
-// in a container that the daemon knows under its hostname (the short
-// container id), and nil otherwise.
-func detectSelf(ctx context.Context, cli *client.Client, host string) []MountPoint {
-	if host == "" || !inContainer() {
-		return nil
-	}
-	res, err := cli.ContainerInspect(ctx, host, client.ContainerInspectOptions{})
-	if err != nil || res.Container.Config == nil || res.Container.Config.Hostname != host {
-		return nil
-	}
-	out := []MountPoint{}
-	for _, m := range res.Container.Mounts {
-		out = append(out, MountPoint{Type: string(m.Type), Source: m.Source, Destination: m.Destination})
-	}
-	return out
 }

@@ -33,7 +33,7 @@ func main() {
 			Timeout:   time.Minute,
 			Sandbox:   runtime.Sandbox{Image: os.Getenv("HELPER_IMAGE"), Workspace: mode, Memory: 64 << 20, Pids: 32, Tmpfs: 4 << 20},
 		}, runtime.NewCapture(&out, 1<<20), runtime.NewCapture(&errb, 1<<20))
-		b, _ := json.Marshal(map[string]any{"mode": mode, "in_container": r.InContainer(), "outcome": res.Outcome, "detail": res.Detail, "stdout": out.String(), "stderr": errb.String()})
+		b, _ := json.Marshal(map[string]any{"mode": mode, "in_container": r.InContainer(), "self_container": r.SelfContainer(), "netns": res.Attestation.Profile["network_namespace"], "outcome": res.Outcome, "detail": res.Detail, "stdout": out.String(), "stderr": errb.String()})
 		fmt.Println(string(b))
 	}
 }
