@@ -44,6 +44,7 @@ func classify(err error) error {
 		de  *run.DirtyError
 		cx  *run.ContextError
 		nf  *run.NotFoundError
+		ie  *run.InvalidIDError
 		pe  *fs.PathError
 		ae  *run.AuditError
 		che *eventlog.ChainError
@@ -51,7 +52,7 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &cx), errors.As(err, &nf),
+	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &cx), errors.As(err, &nf), errors.As(err, &ie),
 		errors.Is(err, run.ErrNoRuns), errors.Is(err, source.ErrNotRepository):
 		return usageErr(err)
 	case errors.As(err, &ae), errors.As(err, &che):
@@ -98,7 +99,7 @@ the contract hash: sha256 of the RFC 8785 canonical JSON of the resolved
 contract. Exit 0 valid, 2 invalid (the error names the file and field).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := contract.Load(g.contract, profile)
+			r, err := loadContract(g.contract, profile)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -137,11 +138,20 @@ func (p *planFlags) register(c *cobra.Command) {
 }
 
 func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
-	c, err := contract.Load(g.contract, p.profile)
+	c, err := loadContract(g.contract, p.profile)
 	if err != nil {
 		return nil, usageErr(err)
 	}
 	return c, nil
+}
+
+// loadContract is contract.Load refusing, before it opens the file, a path
+// that is not a regular file: opening a FIFO would wait for a writer.
+func loadContract(path, profile string) (*contract.Resolved, error) {
+	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
+		return nil, &contract.Error{File: path, Msg: "not a regular file"}
+	}
+	return contract.Load(path, profile)
 }
 
 func (p *planFlags) plan(ctx context.Context, g *globals, c *contract.Resolved, supersedes string) (*run.Run, error) {

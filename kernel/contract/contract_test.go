@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -636,5 +637,22 @@ func TestResolvedJSONRoundTrip(t *testing.T) {
 		if !reflect.DeepEqual(&back, r) {
 			t.Fatalf("%s: round trip changed the contract\n%+v\n%+v", f, back, *r)
 		}
+	}
+}
+
+func TestLoadRefusesFIFOWithoutHanging(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "fifo.yaml")
+	if err := syscall.Mkfifo(p, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { _, err := Load(p, ""); done <- err }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "not a regular file") {
+			t.Fatalf("Load(fifo) = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("Load blocked on a FIFO")
 	}
 }

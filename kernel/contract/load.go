@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/proofgate/proofgate/kernel/canon"
@@ -27,7 +28,8 @@ func (p *parser) errf(path fieldPath, format string, args ...any) *Error {
 // base contract). Files larger than MaxFileSize and anything that is not a
 // regular file are refused. Every failure is an *Error naming the file.
 func Load(path, profile string) (*Resolved, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO must not hang before the type check below.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err), Err: err}
 	}

@@ -58,6 +58,13 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *PlannedData, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	// run.json before the log: a live writer appends to the log and then
+	// rewrites run.json, so read in this order run.json can only trail the
+	// log (projection-lagging), never run ahead of it (which is tampering).
+	proj, err := readBounded(fsys, RunFile, maxRunJSON)
+	if err != nil {
+		return nil, nil, err
+	}
 	ef, err := fsys.Open(EventsFile)
 	if err != nil {
 		return nil, nil, &AuditError{Reason: ReasonMissing, Detail: EventsFile + ": " + err.Error()}
@@ -89,7 +96,7 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *PlannedData, error) {
 			return nil, nil, err
 		}
 	}
-	if err := compareProjection(fsys, c, events, rep); err != nil {
+	if err := compareProjectionBytes(proj, c, events, rep); err != nil {
 		return rep, &f.planned, err
 	}
 	return rep, &f.planned, nil
@@ -168,6 +175,11 @@ func compareProjection(fsys fs.FS, c *contract.Resolved, events []eventlog.Event
 	if err != nil {
 		return err
 	}
+	return compareProjectionBytes(b, c, events, rep)
+}
+
+// compareProjectionBytes checks run.json's bytes b against the replay.
+func compareProjectionBytes(b []byte, c *contract.Resolved, events []eventlog.Event, rep *Report) error {
 	var got Report
 	if err := strictJSON(b, &got); err != nil {
 		return &AuditError{Reason: ReasonProjection, Detail: "run.json: " + err.Error()}

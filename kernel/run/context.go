@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 
 	"github.com/proofgate/proofgate/kernel/canon"
 )
@@ -35,11 +36,16 @@ func (e *ContextError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File,
 // LoadContext reads and verifies a context file: one snapshot object or an
 // array of them, each {query, references, provenance, snapshot_hash}.
 func LoadContext(path string) ([]Snapshot, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO must not wait for a writer; anything but
+	// a regular file is then refused.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, &ContextError{path, "", err.Error()}
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+		return nil, &ContextError{path, "", "not a regular file"}
+	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxContextFile+1))
 	if err != nil {
 		return nil, &ContextError{path, "", err.Error()}

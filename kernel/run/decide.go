@@ -55,7 +55,14 @@ func checkFresh(ctx context.Context, planned PlannedData, f Freshness) error {
 		if !filepath.IsAbs(path) {
 			path = filepath.Join(f.RepoDir, filepath.FromSlash(path))
 		}
-		c, err := contract.Load(path, planned.Contract.Profile)
+		var c *contract.Resolved
+		// contract.Load opens before it checks the file type; a FIFO put in
+		// the contract's place would block status and approve forever.
+		if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
+			err = fmt.Errorf("%s: not a regular file", path)
+		} else {
+			c, err = contract.Load(path, planned.Contract.Profile)
+		}
 		if err != nil {
 			reasons = append(reasons, "the contract no longer loads: "+err.Error())
 		} else if h, err := c.Hash(); err != nil || h != planned.Contract.Hash {
@@ -129,14 +136,14 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.fold
-	if !o.Reject && f.approvals[o.Actor] {
+	if !o.Reject && f.approvedBy(o.Actor, o.GitHub) {
 		return &RefusedError{Why: fmt.Sprintf("%s already approved this run", o.Actor)}
 	}
 	next := AwaitingApproval
 	decision := "approved"
 	if o.Reject {
 		next, decision = Rejected, "rejected"
-	} else if len(f.approvals)+1 >= r.Contract.Approval.Required {
+	} else if f.approvers+1 >= r.Contract.Approval.Required {
 		next = Complete
 	}
 	d := ApprovalData{

@@ -62,11 +62,21 @@ func (r *Run) Exec(ctx context.Context, opts ExecOptions) error {
 		}(c)
 	}
 	wg.Wait()
+	// A run that cannot finish its verification says why in its own log
+	// (best effort: the log itself may be what failed), rather than stay
+	// VERIFYING with the reason only on a terminal that is gone.
 	if err := s.firstErr(); err != nil {
+		if terr := r.transition(Blocked, StateData{Reason: "harness error: " + err.Error()}); terr != nil {
+			return errors.Join(err, terr)
+		}
 		return err
 	}
 	if ctx.Err() != nil {
-		return fmt.Errorf("run %s interrupted: %w", r.ID, ctx.Err())
+		err := fmt.Errorf("run %s interrupted: %w", r.ID, ctx.Err())
+		if terr := r.transition(Cancelled, StateData{Reason: "interrupted: " + ctx.Err().Error()}); terr != nil {
+			return errors.Join(err, terr)
+		}
+		return err
 	}
 	budgetHit := budget > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	if budgetHit {

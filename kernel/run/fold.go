@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
+	"strconv"
+	"strings"
 
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -52,10 +55,40 @@ type folder struct {
 	state     State
 	pending   map[string]bool // started, not finished
 	results   map[string]CheckReport
-	approvals map[string]bool // actors that approved since the verification
+	approvals map[string]bool // approver identities (see approverKeys) since the verification
+	approvers int             // distinct approving persons
 	rejected  bool
+	verified  bool   // a verification.completed was replayed
+	worktree  string // the work-tree digest it recorded
+	budgetHit bool   // a budget.exceeded was replayed
 	blobs     map[string]bool
 	planned   PlannedData
+}
+
+// digestRE is the only shape a blob reference may have: anything else could
+// name a path outside blobs/ or crash a reader slicing off the prefix.
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// approverKeys are the identities a decision speaks for: its actor, case
+// folded (GitHub logins are case-insensitive), and for a GitHub review the
+// reviewer's immutable numeric id (a login can be renamed). One person
+// counts once however many of these it shows.
+func approverKeys(actor string, gh *GitHubReview) []string {
+	keys := []string{"actor:" + strings.ToLower(strings.TrimSpace(actor))}
+	if gh != nil {
+		keys = append(keys, "github-id:"+strconv.FormatInt(gh.UserID, 10), "actor:"+strings.ToLower(strings.TrimSpace(gh.Login)))
+	}
+	return keys
+}
+
+// approvedBy reports whether any identity of the decision already approved.
+func (f *folder) approvedBy(actor string, gh *GitHubReview) bool {
+	for _, k := range approverKeys(actor, gh) {
+		if f.approvals[k] {
+			return true
+		}
+	}
+	return false
 }
 
 func newFolder(c *contract.Resolved) *folder {
@@ -84,6 +117,22 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		if f.planned.Contract.Hash != e.Contract {
 			return bad(line, ReasonContract, "run.planned names contract %s, the line is bound to %s", f.planned.Contract.Hash, e.Contract)
 		}
+		if w := f.planned.Worktree; w.Commit != e.Source.Commit || w.Tree != e.Source.Tree {
+			return bad(line, ReasonBadEvent, "run.planned binds commit %s tree %s, the log is bound to commit %s tree %s", w.Commit, w.Tree, e.Source.Commit, e.Source.Tree)
+		}
+		if f.planned.Worktree.Dirty && !f.planned.AllowDirty {
+			return bad(line, ReasonBadEvent, "run.planned on a dirty work tree without allow_dirty")
+		}
+		if f.planned.Contract.Profile != f.c.Profile {
+			return bad(line, ReasonContract, "run.planned names profile %q, contract.json is profile %q", f.planned.Contract.Profile, f.c.Profile)
+		}
+		ids := make([]string, len(f.c.Checks))
+		for i, c := range f.c.Checks {
+			ids[i] = c.ID
+		}
+		if !slices.Equal(f.planned.Checks, ids) {
+			return bad(line, ReasonContract, "run.planned lists checks %v, contract.json has %v", f.planned.Checks, ids)
+		}
 		f.r.Repo, f.r.Profile = f.planned.Repo, f.planned.Contract.Profile
 		return f.move(line, Planned)
 	case TypeState:
@@ -100,7 +149,8 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		if err := strictJSON(e.Data, &d); err != nil {
 			return bad(line, ReasonBadEvent, "check.started: %v", err)
 		}
-		if _, ok := f.c.Check(d.Check); !ok {
+		chk, ok := f.c.Check(d.Check)
+		if !ok {
 			return bad(line, ReasonBadEvent, "check %q is not in the contract", d.Check)
 		}
 		if f.state != Verifying {
@@ -109,13 +159,19 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		if _, done := f.results[d.Check]; done || f.pending[d.Check] {
 			return bad(line, ReasonBadEvent, "check %q started twice", d.Check)
 		}
+		for _, dep := range chk.DependsOn {
+			if r, ok := f.results[dep]; !ok || r.Outcome != runtime.Passed {
+				return bad(line, ReasonBadEvent, "check %q started before its dependency %q passed", d.Check, dep)
+			}
+		}
 		f.pending[d.Check] = true
 	case TypeCheckFinished:
 		var d CheckFinishedData
 		if err := strictJSON(e.Data, &d); err != nil {
 			return bad(line, ReasonBadEvent, "check.finished: %v", err)
 		}
-		if _, ok := f.c.Check(d.Check); !ok {
+		chk, ok := f.c.Check(d.Check)
+		if !ok {
 			return bad(line, ReasonBadEvent, "check %q is not in the contract", d.Check)
 		}
 		if f.state != Verifying {
@@ -130,9 +186,17 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		if !f.pending[d.Check] && d.Outcome != runtime.Skipped {
 			return bad(line, ReasonBadEvent, "check %q finished without check.started", d.Check)
 		}
+		if d.Outcome == runtime.Passed {
+			if why := passedInconsistency(chk, d); why != "" {
+				return bad(line, ReasonBadEvent, "check %q passed, but %s", d.Check, why)
+			}
+		}
 		delete(f.pending, d.Check)
 		for _, s := range []*runtime.Stream{d.Stdout, d.Stderr} {
 			if s != nil {
+				if !digestRE.MatchString(s.Digest) {
+					return bad(line, ReasonBadEvent, "check %q: evidence digest %q is not sha256:<64 hex>", d.Check, s.Digest)
+				}
 				f.blobs[s.Digest] = true
 			}
 		}
@@ -145,6 +209,9 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		}
 		if f.state != Verifying {
 			return bad(line, ReasonIllegalTransition, "verification completed while %s", f.state)
+		}
+		if f.verified {
+			return bad(line, ReasonBadEvent, "verification completed twice")
 		}
 		if len(f.pending) > 0 || len(f.results) != len(f.c.Checks) {
 			return bad(line, ReasonBadEvent, "verification completed with %d of %d checks finished", len(f.results), len(f.c.Checks))
@@ -165,6 +232,7 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 			return bad(line, ReasonDigest, "recorded passed=%v, the outcomes say %v", d.Passed, passed)
 		}
 		f.r.VerificationDigest = d.Digest
+		f.verified, f.worktree = true, d.Worktree
 	case TypeApproval:
 		var d ApprovalData
 		if err := strictJSON(e.Data, &d); err != nil {
@@ -183,13 +251,27 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		case d.Actor == "":
 			return bad(line, ReasonDecision, "decision without actor")
 		}
+		var next State
 		switch d.Decision {
 		case "approved":
-			f.approvals[d.Actor] = true
+			if !f.approvedBy(d.Actor, d.GitHub) {
+				f.approvers++
+			}
+			for _, k := range approverKeys(d.Actor, d.GitHub) {
+				f.approvals[k] = true
+			}
+			next = AwaitingApproval
+			if !f.rejected && f.approvers >= f.c.Approval.Required {
+				next = Complete
+			}
 		case "rejected":
 			f.rejected = true
+			next = Rejected
 		default:
 			return bad(line, ReasonDecision, "decision %q", d.Decision)
+		}
+		if d.State != next {
+			return bad(line, ReasonDecision, "decision says it moves the run to %s, the replay says %s", d.State, next)
 		}
 		f.r.Decisions = append(f.r.Decisions, Decision{Decision: d.Decision, Actor: d.Actor, Time: e.Time, Reason: d.Reason, GitHub: d.GitHub})
 	case TypeContext:
@@ -200,8 +282,13 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		if f.state != Planned {
 			return bad(line, ReasonBadEvent, "context attached while %s", f.state)
 		}
+		if !digestRE.MatchString(d.Blob) {
+			return bad(line, ReasonBadEvent, "context blob %q is not sha256:<64 hex>", d.Blob)
+		}
 		f.blobs[d.Blob] = true
-	case TypeLockBroken, TypeBudget, TypeCheckpoint, TypeRecovered:
+	case TypeBudget:
+		f.budgetHit = true
+	case TypeLockBroken, TypeCheckpoint, TypeRecovered:
 		// Recorded facts that change no state.
 	default:
 		return bad(line, ReasonUnknownEvent, "event type %q", e.Type)
@@ -215,8 +302,8 @@ func (f *folder) move(line int, to State) error {
 	}
 	switch to {
 	case Complete:
-		if f.rejected || len(f.approvals) < f.c.Approval.Required {
-			return bad(line, ReasonDecision, "COMPLETE with %d of %d approvals", len(f.approvals), f.c.Approval.Required)
+		if f.rejected || f.approvers < f.c.Approval.Required {
+			return bad(line, ReasonDecision, "COMPLETE with %d of %d approvals", f.approvers, f.c.Approval.Required)
 		}
 	case Rejected:
 		if !f.rejected {
@@ -226,6 +313,12 @@ func (f *folder) move(line int, to State) error {
 		if f.r.VerificationDigest == "" {
 			return bad(line, ReasonIllegalTransition, "AWAITING_APPROVAL before verification")
 		}
+		if f.worktree != f.planned.Worktree.Digest {
+			return bad(line, ReasonIllegalTransition, "AWAITING_APPROVAL, but the verification saw work tree %s, the run was planned on %s", f.worktree, f.planned.Worktree.Digest)
+		}
+		if f.budgetHit {
+			return bad(line, ReasonIllegalTransition, "AWAITING_APPROVAL after budget.exceeded")
+		}
 		for _, c := range f.r.Checks {
 			if c.Outcome != runtime.Passed {
 				return bad(line, ReasonIllegalTransition, "AWAITING_APPROVAL with check %q %s", c.ID, c.Outcome)
@@ -234,6 +327,36 @@ func (f *folder) move(line int, to State) error {
 	}
 	f.state = to
 	return nil
+}
+
+// passedInconsistency says why a check.finished claiming "passed" cannot be
+// true of check c, or "" when it can: passed means exit 0, observed by the
+// runtime the contract names, and for structured evidence a proving report.
+func passedInconsistency(c contract.Check, d CheckFinishedData) string {
+	switch {
+	case d.ExitCode != 0:
+		return fmt.Sprintf("exit code %d", d.ExitCode)
+	case d.Attestation == nil:
+		return "no runtime attestation"
+	case d.Attestation.Provider != c.Runtime:
+		return fmt.Sprintf("the attestation names runtime %q, the contract %q", d.Attestation.Provider, c.Runtime)
+	}
+	for _, s := range []*runtime.Stream{d.Stdout, d.Stderr} {
+		if s != nil && s.Truncated {
+			return "its output was truncated"
+		}
+	}
+	if c.Evidence == "structured" {
+		if d.Structured == nil || d.Structured.Status != "passed" {
+			return "structured evidence without a passing report"
+		}
+		for _, want := range c.Criteria {
+			if !slices.Contains(d.Structured.Criteria, want) {
+				return fmt.Sprintf("the report does not cover criterion %q", want)
+			}
+		}
+	}
+	return ""
 }
 
 // collect orders the results by the contract's check order.

@@ -333,11 +333,11 @@ func TestFoldRefusesIllegalHistories(t *testing.T) {
 		{"approval bound to another verification", ReasonDecision, func(t *testing.T, l *eventlog.Log, p PlannedData) {
 			mustAppend(t, l, TypeState, StateData{From: Planned, To: Verifying})
 			mustAppend(t, l, TypeCheckStarted, CheckStartedData{Check: "a"})
-			mustAppend(t, l, TypeCheckFinished, CheckFinishedData{Check: "a", Outcome: runtime.Passed})
+			mustAppend(t, l, TypeCheckFinished, CheckFinishedData{Check: "a", Outcome: runtime.Passed, Attestation: &runtime.Attestation{Provider: "process"}})
 			rep := &Report{RunID: l.Binding().Run, ContractHash: p.Contract.Hash, Source: eventlog.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree},
-				Checks: []CheckReport{{ID: "a", Outcome: runtime.Passed}}}
+				Checks: []CheckReport{{ID: "a", Outcome: runtime.Passed, Attestation: &runtime.Attestation{Provider: "process"}}}}
 			d, _ := VerificationDigest(rep)
-			mustAppend(t, l, TypeVerification, VerificationData{Digest: d, Passed: true})
+			mustAppend(t, l, TypeVerification, VerificationData{Digest: d, Passed: true, Worktree: p.Worktree.Digest})
 			mustAppend(t, l, TypeState, StateData{From: Verifying, To: AwaitingApproval})
 			mustAppend(t, l, TypeApproval, ApprovalData{Decision: "approved", Actor: "x", State: Complete, VerificationDigest: "sha256:" + strings.Repeat("1", 64),
 				Contract: p.Contract.Hash, Source: Source{p.Worktree.Commit, p.Worktree.Tree}})

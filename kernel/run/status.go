@@ -106,6 +106,11 @@ func isTorn(err error) bool {
 
 // auditComplete audits the complete lines of a log whose tail is torn.
 func auditComplete(dir string) (*Report, *PlannedData, error) {
+	// run.json before the log, as in auditFS: it may trail, never lead.
+	proj, err := readBounded(os.DirFS(dir), RunFile, maxRunJSON)
+	if err != nil {
+		return nil, nil, err
+	}
 	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
 		return nil, nil, err
@@ -114,19 +119,19 @@ func auditComplete(dir string) (*Report, *PlannedData, error) {
 	for i > 0 && b[i-1] != '\n' {
 		i--
 	}
-	fsys := overlayFS{dir: dir, name: EventsFile, data: b[:i]}
+	fsys := overlayFS{dir: dir, files: map[string][]byte{EventsFile: b[:i], RunFile: proj}}
 	return auditFS(fsys)
 }
 
-// overlayFS serves one file from memory and the rest from a directory.
+// overlayFS serves some files from memory and the rest from a directory.
 type overlayFS struct {
-	dir, name string
-	data      []byte
+	dir   string
+	files map[string][]byte
 }
 
 func (o overlayFS) Open(name string) (fs.File, error) {
-	if name == o.name {
-		return &memFile{Reader: bytes.NewReader(o.data), name: name, size: int64(len(o.data))}, nil
+	if data, ok := o.files[name]; ok {
+		return &memFile{Reader: bytes.NewReader(data), name: name, size: int64(len(data))}, nil
 	}
 	return os.DirFS(o.dir).Open(name)
 }

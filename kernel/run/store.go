@@ -50,6 +50,14 @@ type NotFoundError struct{ ID string }
 
 func (e *NotFoundError) Error() string { return fmt.Sprintf("run %q not found", e.ID) }
 
+// InvalidIDError is a RUN argument that is neither a run id nor "latest"
+// (bad input: it never names a path).
+type InvalidIDError struct{ ID string }
+
+func (e *InvalidIDError) Error() string {
+	return fmt.Sprintf("%q is not a run id (want e.g. 20261129T210005.123Z-1a2b3c4d, or latest)", e.ID)
+}
+
 // List returns the run ids, oldest first.
 func (s *Store) List() ([]string, error) {
 	ents, err := os.ReadDir(s.Dir)
@@ -82,7 +90,7 @@ func (s *Store) Resolve(id string) (string, error) {
 		return ids[len(ids)-1], nil
 	}
 	if !ValidID(id) {
-		return "", fmt.Errorf("%q is not a run id (want e.g. 20261129T210005.123Z-1a2b3c4d, or latest)", id)
+		return "", &InvalidIDError{ID: id}
 	}
 	if _, err := os.Stat(filepath.Join(s.Dir, id, EventsFile)); err != nil {
 		return "", &NotFoundError{ID: id}

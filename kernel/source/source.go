@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,8 +27,10 @@ type State struct {
 	Tree   string `json:"tree"`
 	Dirty  bool   `json:"dirty"`
 	// Digest covers `git status --porcelain`, the binary diff of tracked
-	// files against HEAD, and the path and content digest of every
-	// untracked, non-ignored file, with the excluded paths left out.
+	// files against HEAD, the path and content digest of every untracked,
+	// non-ignored file, the content of every skip-worktree or
+	// assume-unchanged file, and each checked-out submodule's own State,
+	// with the excluded paths left out. Git-ignored files are not covered.
 	Digest string `json:"worktree_digest"`
 	// Changes lists up to 20 changed paths, for humans.
 	Changes []string `json:"changes,omitempty"`
@@ -89,21 +92,96 @@ func Inspect(ctx context.Context, dir string, exclude ...string) (State, error) 
 		}
 		fmt.Fprintf(h, "untracked %q %s\n", p, d)
 	}
+	// Index entries git was told not to look at (update-index
+	// --skip-worktree or --assume-unchanged) hide their edits from status
+	// and diff: a check would read bytes that are not the commit's. Their
+	// work-tree content is hashed and, when present, counts as a change.
+	flagged, err := gitRaw(ctx, top, append([]string{"ls-files", "-v", "-z"}, spec...)...)
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	var changes []string
+	for _, p := range hiddenEntries(flagged) {
+		d, err := fileDigest(filepath.Join(top, filepath.FromSlash(p)))
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(h, "hidden %q absent\n", p) // a sparse checkout leaves it out
+			continue
+		}
+		if err != nil {
+			return State{}, fmt.Errorf("source: %w", err)
+		}
+		fmt.Fprintf(h, "hidden %q %s\n", p, d)
+		changes = append(changes, p+" (skip-worktree/assume-unchanged)")
+	}
+	// Submodules: status shows a dirty submodule as one line however its
+	// content changes further, so each checked-out submodule's own state
+	// (commit, tree, digest, recursively) is part of this one.
+	stage, err := gitRaw(ctx, top, append([]string{"ls-files", "-s", "-z"}, spec...)...)
+	if err != nil {
+		return State{}, fmt.Errorf("source: %w", err)
+	}
+	for _, p := range gitlinks(stage) {
+		sub := filepath.Join(top, filepath.FromSlash(p))
+		if _, err := os.Lstat(filepath.Join(sub, ".git")); err != nil {
+			fmt.Fprintf(h, "submodule %q absent\n", p) // not checked out
+			continue
+		}
+		ss, err := Inspect(ctx, sub)
+		if err != nil {
+			return State{}, fmt.Errorf("source: submodule %s: %w", p, err)
+		}
+		fmt.Fprintf(h, "submodule %q %s %s %s\n", p, ss.Commit, ss.Tree, ss.Digest)
+		if ss.Dirty {
+			changes = append(changes, p+" (submodule)")
+		}
+	}
 	st := State{
 		Commit: strings.TrimSpace(commit),
 		Tree:   strings.TrimSpace(tree),
-		Dirty:  len(status) > 0,
+		Dirty:  len(status) > 0 || len(changes) > 0,
 		Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
 	}
 	for _, rec := range splitZ(status) {
-		if len(st.Changes) == 20 {
-			break
-		}
 		if len(rec) > 3 && rec[2] == ' ' {
 			st.Changes = append(st.Changes, rec[3:])
 		}
 	}
+	st.Changes = append(st.Changes, changes...)
+	if len(st.Changes) > 20 {
+		st.Changes = st.Changes[:20]
+	}
 	return st, nil
+}
+
+// hiddenEntries returns the paths `git ls-files -v -z` tags as
+// skip-worktree (S, s) or assume-unchanged (a lowercase tag), sorted and
+// without duplicates (a conflicted path has several stages).
+func hiddenEntries(b []byte) []string {
+	var out []string
+	for _, rec := range splitZ(b) {
+		if len(rec) < 3 || rec[1] != ' ' {
+			continue
+		}
+		if tag := rec[0]; tag == 'S' || (tag >= 'a' && tag <= 'z') {
+			out = append(out, rec[2:])
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
+}
+
+// gitlinks returns the submodule paths in `git ls-files -s -z` output
+// ("<mode> <object> <stage>\t<path>" with mode 160000), sorted.
+func gitlinks(b []byte) []string {
+	var out []string
+	for _, rec := range splitZ(b) {
+		meta, p, ok := strings.Cut(rec, "\t")
+		if ok && strings.HasPrefix(meta, "160000 ") {
+			out = append(out, p)
+		}
+	}
+	sort.Strings(out)
+	return slices.Compact(out)
 }
 
 // Root returns the top directory of the repository containing dir.

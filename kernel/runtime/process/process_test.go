@@ -124,7 +124,7 @@ func gone(pid int) bool {
 func killStray(pid int) {
 	cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 	if err == nil && (bytes.HasPrefix(cmd, []byte(helper+"\x00")) || bytes.HasPrefix(cmd, []byte("sleep\x001000"))) {
-		killStray(pid)
+		syscall.Kill(pid, syscall.SIGKILL)
 	}
 }
 
