@@ -302,7 +302,7 @@ func (r *Run) writeProjectionLocked() error {
 	if err != nil {
 		return err
 	}
-	return writeFileAtomic(filepath.Join(r.Dir, RunFile), append(b, '\n'), 0o644)
+	return replaceFile(filepath.Join(r.Dir, RunFile), append(b, '\n'), 0o644)
 }
 
 func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error) {
