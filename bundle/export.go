@@ -1,7 +1,6 @@
 package bundle
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -21,6 +20,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -176,36 +176,14 @@ func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*Exp
 // ExportFile exports to path atomically: nothing is left at path unless
 // the whole bundle was written and fsynced.
 func ExportFile(runDir, outPath string, s *key.Signer, opts ExportOptions) (*ExportResult, error) {
-	dir := filepath.Dir(outPath)
-	f, err := os.CreateTemp(dir, ".bundle-*.tmp")
+	var res *ExportResult
+	err := durable.Write(outPath, 0o644, func(w io.Writer) error {
+		var err error
+		res, err = Export(runDir, s, w, opts)
+		return err
+	})
 	if err != nil {
 		return nil, err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	bw := bufio.NewWriterSize(f, 1<<20)
-	res, err := Export(runDir, s, bw, opts)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := os.Rename(tmp, outPath); err != nil {
-		return nil, err
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return res, nil
 }

@@ -22,11 +22,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // MaxPEMSize bounds a key file.
@@ -233,34 +234,8 @@ func Generate(privPath string) (id string, err error) {
 // writeExclusive writes b to a temp file in the target directory, fsyncs it
 // and links it into place, failing if the target exists.
 func writeExclusive(path string, b []byte, mode os.FileMode) error {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".key-*")
-	if err != nil {
-		return fmt.Errorf("key: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(mode); err != nil {
-		f.Close()
-		return fmt.Errorf("key: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
+	if err := durable.CreateExclusive(path, b, mode); err != nil {
 		return fmt.Errorf("key %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("key %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("key %s: %w", path, err)
-	}
-	if err := os.Link(tmp, path); err != nil {
-		return fmt.Errorf("key: %w", err)
-	}
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
 	}
 	return nil
 }

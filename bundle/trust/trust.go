@@ -17,12 +17,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"sort"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // Version is the trust.json format version.
@@ -339,38 +339,8 @@ func (s *Store) Save(path string) error {
 	if err != nil {
 		return err
 	}
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, ".trust-*.json")
-	if err != nil {
-		return fmt.Errorf("trust store: %w", err)
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	if err := f.Chmod(0o644); err != nil {
-		f.Close()
-		return fmt.Errorf("trust store: %w", err)
-	}
-	if _, err := f.Write(b); err != nil {
-		f.Close()
+	if err := durable.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("trust store %s: %w", path, err)
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return fmt.Errorf("trust store %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("trust store %s: %w", path, err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return fmt.Errorf("trust store: %w", err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("trust store: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("trust store: %w", err)
 	}
 	return nil
 }

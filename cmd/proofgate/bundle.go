@@ -5,13 +5,13 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/spf13/cobra"
 )
@@ -439,7 +439,7 @@ removed before that point.`,
 				return classify(err)
 			}
 			if out != "" {
-				if err := writeFileAtomic(out, rec.Envelope); err != nil {
+				if err := durable.WriteFile(out, rec.Envelope, 0o644); err != nil {
 					return envErr(err)
 				}
 			}
@@ -455,32 +455,4 @@ removed before that point.`,
 	c.Flags().StringVarP(&out, "output", "o", "", "also write the checkpoint to FILE")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
-}
-
-// writeFileAtomic writes b to p via a temp file, fsync and rename.
-func writeFileAtomic(p string, b []byte) error {
-	dir := "."
-	if i := strings.LastIndexByte(p, '/'); i >= 0 {
-		dir = p[:i+1]
-	}
-	f, err := os.CreateTemp(dir, ".proofgate-*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer os.Remove(tmp)
-	_, err = f.Write(b)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return err
-	}
-	return os.Rename(tmp, p)
 }

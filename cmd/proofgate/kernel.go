@@ -99,7 +99,7 @@ the contract hash: sha256 of the RFC 8785 canonical JSON of the resolved
 contract. Exit 0 valid, 2 invalid (the error names the file and field).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			r, err := loadContract(g.contract, profile)
+			r, err := contract.Load(g.contract, profile)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -138,20 +138,11 @@ func (p *planFlags) register(c *cobra.Command) {
 }
 
 func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
-	c, err := loadContract(g.contract, p.profile)
+	c, err := contract.Load(g.contract, p.profile)
 	if err != nil {
 		return nil, usageErr(err)
 	}
 	return c, nil
-}
-
-// loadContract is contract.Load refusing, before it opens the file, a path
-// that is not a regular file: opening a FIFO would wait for a writer.
-func loadContract(path, profile string) (*contract.Resolved, error) {
-	if fi, err := os.Stat(path); err == nil && !fi.Mode().IsRegular() {
-		return nil, &contract.Error{File: path, Msg: "not a regular file"}
-	}
-	return contract.Load(path, profile)
 }
 
 func (p *planFlags) plan(ctx context.Context, g *globals, c *contract.Resolved, supersedes string) (*run.Run, error) {
@@ -172,6 +163,25 @@ func (p *planFlags) plan(ctx context.Context, g *globals, c *contract.Resolved, 
 	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
 		AllowDirty: p.allowDirty, Context: snaps, Supersedes: supersedes})
 	return r, classify(err)
+}
+
+// planConnected loads the contract, connects its runtimes (a missing Docker
+// daemon fails here, before anything is recorded) and plans the run.
+func (p *planFlags) planConnected(ctx context.Context, g *globals, ef execFlags, supersedes string) (*run.Run, *providers, error) {
+	c, err := p.load(g)
+	if err != nil {
+		return nil, nil, err
+	}
+	prov, err := connect(ctx, c, ef.progress(g))
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := p.plan(ctx, g, c, supersedes)
+	if err != nil {
+		prov.Close()
+		return nil, nil, err
+	}
+	return r, prov, nil
 }
 
 func contractOrigin(repo, file string) (string, error) {
@@ -329,19 +339,11 @@ otherwise it is BLOCKED (exit 1). Progress goes to stderr, one line per check.
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
-			c, err := pf.load(g)
-			if err != nil {
-				return err
-			}
-			p, err := connect(ctx, c, ef.progress(g))
+			r, p, err := pf.planConnected(ctx, g, ef, "")
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			r, err := pf.plan(ctx, g, c, "")
-			if err != nil {
-				return err
-			}
 			defer r.Close()
 			return ef.executeWith(ctx, g, r, p)
 		},
@@ -598,19 +600,11 @@ gone (unlock it first with 'proofgate events unlock').`,
 			if st := old.State(); !run.Retryable(st) {
 				return refusedErr(&run.StateError{State: st, Action: "retry"})
 			}
-			c, err := pf.load(g)
-			if err != nil {
-				return err
-			}
-			p, err := connect(ctx, c, ef.progress(g))
+			r, p, err := pf.planConnected(ctx, g, ef, old.ID)
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			r, err := pf.plan(ctx, g, c, old.ID)
-			if err != nil {
-				return err
-			}
 			defer r.Close()
 			if err := old.Supersede(r.ID, actor); err != nil {
 				return classify(err)

@@ -1,0 +1,98 @@
+// Package durable writes files the way every ProofGate file that matters is
+// written: into a temporary file in the target's directory, fsynced, then
+// renamed (or linked) into place, so a reader sees the old content or the
+// new one and never a part, and nothing is left behind on failure.
+package durable
+
+import (
+	"bufio"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// WriteFile replaces path with b (mode applied) and fsyncs the directory,
+// so the new content survives a crash once WriteFile returns.
+func WriteFile(path string, b []byte, mode os.FileMode) error {
+	return Write(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+}
+
+// ReplaceFile is WriteFile without the directory fsync: after a crash the
+// previous file may come back, never a partial one. For derived files
+// (run.json) that a later writer repairs.
+func ReplaceFile(path string, b []byte, mode os.FileMode) error {
+	tmp, err := stage(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	return os.Rename(tmp, path)
+}
+
+// Write streams the new content of path through write (buffered), then
+// renames it into place and fsyncs the directory. When write fails,
+// nothing at path changes.
+func Write(path string, mode os.FileMode, write func(io.Writer) error) error {
+	tmp, err := stage(path, mode, write)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Rename(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// CreateExclusive writes b to path only if path does not exist: the staged
+// file is linked into place, which fails with fs.ErrExist instead of
+// replacing anything (the O_EXCL guarantee without a half-written file).
+func CreateExclusive(path string, b []byte, mode os.FileMode) error {
+	tmp, err := stage(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	if err := os.Link(tmp, path); err != nil {
+		return err
+	}
+	return SyncDir(filepath.Dir(path))
+}
+
+// SyncDir fsyncs a directory, making renames and links in it durable.
+func SyncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// stage writes a fsynced temporary file next to path and returns its name.
+func stage(path string, mode os.FileMode, write func(io.Writer) error) (string, error) {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	tmp := f.Name()
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(mode)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return "", err
+	}
+	return tmp, nil
+}
