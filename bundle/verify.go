@@ -49,6 +49,7 @@ const (
 	CheckpointForeignRun  Reason = Reason(checkpoint.ForeignRun)
 	CommitMismatch        Reason = "commit-mismatch"
 	TreeMismatch          Reason = "tree-mismatch"
+	RepoMismatch          Reason = "repo-mismatch"
 	InsufficientApprovals Reason = "insufficient-approvals"
 )
 
@@ -71,6 +72,9 @@ func (e *VerifyError) Unwrap() error { return e.Err }
 type VerifyOptions struct {
 	Commit string // the run's source commit must equal it
 	Tree   string // the run's source tree must equal it
+	// Repo, when set, is the repository (owner/name, compared without
+	// case, as GitHub does) the run must have been made for.
+	Repo string
 	// RequireApprovals is the minimum number of distinct approving actors.
 	RequireApprovals int
 	// Limits bounds the archive; nil means archive.DefaultLimits.
@@ -133,6 +137,12 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	var st Statement
 	if err := envelope.StrictJSON(payload, &st); err != nil {
 		return nil, refuse(Malformed, "statement: "+err.Error(), "", err)
+	}
+	// The signed bytes must be the canonical form of what was decoded:
+	// duplicate keys (Go keeps the last), keys matched case-insensitively
+	// or other spellings would read differently in another verifier.
+	if c, err := canon.Marshal(&st); err != nil || !bytes.Equal(c, payload) {
+		return nil, refuse(Malformed, "statement: the payload is not the canonical JSON of the statement (duplicate, unknown-case or non-canonical keys)", "", err)
 	}
 	if st.Type != StatementType || st.PredicateType != PredicateType {
 		return nil, refuse(Malformed, fmt.Sprintf("statement: _type %q / predicateType %q", clip(st.Type), clip(st.PredicateType)), "", nil)
@@ -275,6 +285,10 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 		return nil, refuse(TreeMismatch, fmt.Sprintf("the run verified tree %s, not %s", rep.Source.Tree, opts.Tree), id, nil)
 	}
 
+	if opts.Repo != "" && !strings.EqualFold(opts.Repo, rep.Repo) {
+		return nil, refuse(RepoMismatch, fmt.Sprintf("the run was made for repository %q, not %q", rep.Repo, opts.Repo), id, nil)
+	}
+
 	// 8. Approvals.
 	res.Approvals = countApprovals(rep.Decisions)
 	if res.Approvals < opts.RequireApprovals {
@@ -283,20 +297,53 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	return res, nil
 }
 
-// countApprovals counts distinct approving actors (a GitHub reviewer by
-// numeric user id) that no later decision of theirs withdrew.
+// countApprovals counts distinct approving people that no later decision
+// of theirs withdrew. A person is known by the same identities the kernel's
+// replay uses (kernel/run approverKeys): the actor and the GitHub login,
+// each trimmed and case-folded, and the GitHub numeric user id; decisions
+// sharing any identity are one person, so one reviewer cannot count twice
+// under another spelling or login.
 func countApprovals(ds []run.Decision) int {
-	last := map[string]string{}
+	type person struct {
+		keys map[string]bool
+		last string
+	}
+	var people []*person
 	for _, d := range ds {
-		who := "actor:" + d.Actor
+		keys := []string{"actor:" + strings.ToLower(strings.TrimSpace(d.Actor))}
 		if d.GitHub != nil {
-			who = "github:" + strconv.FormatInt(d.GitHub.UserID, 10)
+			keys = append(keys, "github-id:"+strconv.FormatInt(d.GitHub.UserID, 10),
+				"actor:"+strings.ToLower(strings.TrimSpace(d.GitHub.Login)))
 		}
-		last[who] = d.Decision
+		var p *person
+		for _, q := range people {
+			for _, k := range keys {
+				if q.keys[k] {
+					if p == nil {
+						p = q
+					} else if p != q {
+						// The decision links two people: merge them.
+						for k := range q.keys {
+							p.keys[k] = true
+						}
+						q.keys = map[string]bool{}
+					}
+					break
+				}
+			}
+		}
+		if p == nil {
+			p = &person{keys: map[string]bool{}}
+			people = append(people, p)
+		}
+		for _, k := range keys {
+			p.keys[k] = true
+		}
+		p.last = d.Decision
 	}
 	n := 0
-	for _, v := range last {
-		if v == "approved" {
+	for _, p := range people {
+		if len(p.keys) > 0 && p.last == "approved" {
 			n++
 		}
 	}

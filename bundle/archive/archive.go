@@ -8,8 +8,8 @@
 // export costs no more than a copy (artifact upload compresses anyway).
 //
 // Reading: only regular files; absolute paths, "..", ".", empty or
-// backslashed segments, links, devices, directories and duplicate names
-// are refused (ErrUnsafe); an entry or total above the bounds, too many
+// backslashed segments, links, devices, directories, sparse entries and
+// duplicate names are refused (ErrUnsafe); an entry or total above the bounds, too many
 // entries, or a decompression ratio bomb is refused (ErrTooLarge); a
 // truncated or corrupt stream or trailing data is ErrMalformed.
 package archive
@@ -236,6 +236,14 @@ func ReadKeep(r io.Reader, lim Limits, keep func(name string) bool) ([]File, err
 			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "device or fifo entry"}
 		default:
 			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: fmt.Sprintf("entry type %q is not a regular file", hdr.Typeflag)}
+		}
+		for k := range hdr.PAXRecords {
+			// archive/tar expands GNU sparse entries with zero holes that
+			// never pass through the decompressor (past the ratio bound),
+			// and readers that ignore the map see other bytes.
+			if strings.HasPrefix(k, "GNU.sparse.") {
+				return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "sparse entry"}
+			}
 		}
 		if seen[name] {
 			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "duplicate entry"}

@@ -309,7 +309,12 @@ func (k *Key) CheckAt(signedAt time.Time, identity string) error {
 		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
 			Detail: fmt.Sprintf("signed at %s, after not_after %s", at, k.NotAfter.Format(time.RFC3339Nano))}
 	}
-	if k.Status == Retired && k.RetiredAt != nil && signedAt.After(*k.RetiredAt) {
+	if k.Status == Retired && k.RetiredAt == nil {
+		// No retirement time (a hand-edited store): nothing it signed is
+		// known to predate retirement.
+		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID, Detail: "retired, with no retired_at"}
+	}
+	if k.Status == Retired && signedAt.After(*k.RetiredAt) {
 		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
 			Detail: fmt.Sprintf("signed at %s, after the key was retired at %s", at, k.RetiredAt.Format(time.RFC3339Nano))}
 	}

@@ -204,3 +204,24 @@ func FuzzTrustStore(f *testing.F) {
 		}
 	})
 }
+
+// TestRetiredWithoutTimeRefusesEverySignature: a hand-edited store that
+// says "retired" without retired_at must not leave the key valid forever
+// (SPEC: accepted iff not retired, or T <= retired_at).
+func TestRetiredWithoutTimeRefusesEverySignature(t *testing.T) {
+	s := New()
+	_, pub := newKey(t)
+	id, _ := s.Add(pub, "", nil, nil)
+	b, _ := s.Marshal()
+	b = []byte(strings.Replace(string(b), `"status": "active"`, `"status": "retired"`, 1))
+	st, err := Parse(b, "trust.json")
+	if err != nil {
+		// Refusing the store is fail-closed too.
+		return
+	}
+	for _, at := range []string{"2000-01-01T00:00:00Z", "2026-01-01T00:00:00Z", "2100-01-01T00:00:00Z"} {
+		if _, err := st.Check(id, ts(at), ""); reason(err) != KeyNotValidAtTime {
+			t.Fatalf("retired key without retired_at, signature at %s: %v", at, err)
+		}
+	}
+}

@@ -185,7 +185,9 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 		}
 	}
 
-	opts := bundle.VerifyOptions{RequireApprovals: in.approvals}
+	// The gate releases this repository: a bundle signed for another one
+	// (a key trusted without an identity) does not count.
+	opts := bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: o.Getenv("GITHUB_REPOSITORY")}
 	if in.match == verifyMatchCommt {
 		opts.Commit = in.commit
 	} else {

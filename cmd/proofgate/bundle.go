@@ -343,11 +343,11 @@ type verdict struct {
 }
 
 func verifyBundleCmd(g *globals) *cobra.Command {
-	var trustPath, commit, tree string
+	var trustPath, commit, tree, repo string
 	var approvals int
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json [--commit SHA | --tree SHA] [--require-approvals N] [--json]",
+		Use:   "verify FILE --trust trust.json [--commit SHA | --tree SHA] [--repo OWNER/NAME] [--require-approvals N] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
@@ -377,7 +377,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 				return usageErr(err)
 			}
 			defer f.Close()
-			res, err := bundle.Verify(f, store, bundle.VerifyOptions{Commit: commit, Tree: tree, RequireApprovals: approvals})
+			res, err := bundle.Verify(f, store, bundle.VerifyOptions{Commit: commit, Tree: tree, Repo: repo, RequireApprovals: approvals})
 			v := verdict{Verdict: "accepted"}
 			var ve *bundle.VerifyError
 			switch {
@@ -412,6 +412,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 	c.Flags().StringVar(&trustPath, "trust", "", "trust store (trust.json)")
 	c.Flags().StringVar(&commit, "commit", "", "require the run's source commit")
 	c.Flags().StringVar(&tree, "tree", "", "require the run's source tree (merge/squash commits)")
+	c.Flags().StringVar(&repo, "repo", "", "require the run's repository (owner/name, compared without case)")
 	c.Flags().IntVar(&approvals, "require-approvals", 1, "minimum distinct approvals")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
