@@ -40,6 +40,7 @@ func classify(err error) error {
 	}
 	var (
 		ee  *exitError
+		he  *lock.HeldError
 		ce  *contract.Error
 		de  *run.DirtyError
 		cx  *run.ContextError
@@ -52,6 +53,8 @@ func classify(err error) error {
 	switch {
 	case errors.As(err, &ee):
 		return err
+	case errors.As(err, &he):
+		return refusedErr(fmt.Errorf("%w: another proofgate is writing this run; wait for it, or if 'proofgate status RUN' says its writer is dead, run 'proofgate events unlock RUN --actor NAME --older-than DUR' first", err))
 	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &cx), errors.As(err, &nf), errors.As(err, &ie),
 		errors.Is(err, run.ErrNoRuns), errors.Is(err, source.ErrNotRepository):
 		return usageErr(err)
@@ -101,7 +104,7 @@ contract. Exit 0 valid, 2 invalid (the error names the file and field).`,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			r, err := contract.Load(g.contract, profile)
 			if err != nil {
-				return usageErr(err)
+				return usageErr(contractLoadErr(err))
 			}
 			h, err := r.Hash()
 			if err != nil {
@@ -140,9 +143,17 @@ func (p *planFlags) register(c *cobra.Command) {
 func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
 	c, err := contract.Load(g.contract, p.profile)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, usageErr(contractLoadErr(err))
 	}
 	return c, nil
+}
+
+// contractLoadErr adds what to do when there is no contract file at all.
+func contractLoadErr(err error) error {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (the path is relative to the current directory: cd to where .proofgate/ is, pass --contract FILE, or write one as README \"The contract\" shows)", err)
+	}
+	return err
 }
 
 func (p *planFlags) plan(ctx context.Context, g *globals, c *contract.Resolved, supersedes string) (*run.Run, error) {
@@ -210,6 +221,12 @@ func (e *execFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&e.jobs, "jobs", goruntime.NumCPU(), "checks to run in parallel")
 	c.Flags().BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 	c.Flags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress on stderr")
+	c.PreRunE = func(*cobra.Command, []string) error {
+		if e.jobs < 1 {
+			return usageErr(fmt.Errorf("--jobs must be at least 1, not %d", e.jobs))
+		}
+		return nil
+	}
 }
 
 // execute runs a planned run and reports it; the exit code follows the state.
@@ -284,8 +301,13 @@ func printReport(w io.Writer, rep *run.Report) {
 	for _, d := range rep.Decisions {
 		fmt.Fprintf(w, "decision %s by %s at %s %s\n", d.Decision, d.Actor, d.Time, d.Reason)
 	}
-	if rep.State == run.AwaitingApproval {
+	switch rep.State {
+	case run.AwaitingApproval:
 		fmt.Fprintf(w, "next: proofgate approve %s --actor NAME\n", rep.RunID)
+	case run.Blocked:
+		fmt.Fprintf(w, "next: 'proofgate output %s CHECK [--stream stderr]' shows why; fix, commit, then 'proofgate retry %s'\n", rep.RunID, rep.RunID)
+	case run.Stale:
+		fmt.Fprintf(w, "next: proofgate retry %s (a new run of the current commit and contract)\n", rep.RunID)
 	}
 }
 
@@ -358,7 +380,11 @@ func execCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "exec RUN",
 		Short: "Execute a planned run",
-		Args:  cobra.ExactArgs(1),
+		Long: `Execute the checks of a run made with 'proofgate plan' (PLANNED), in
+dependency order, --jobs at a time, with the contract frozen at planning.
+Like 'proofgate run': exit 3 when every check passed and the run awaits
+approval, 1 when it is BLOCKED. RUN is a run id or "latest".`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
@@ -427,7 +453,7 @@ STALE. RUN is a run id or "latest".`,
 
 func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 	for _, c := range st.Interrupted {
-		fmt.Fprintf(w, "interrupted: check %s started and never finished (the writer is gone); recover with 'proofgate events unlock %s --actor NAME --older-than 0s' then 'proofgate retry %s' or 'proofgate cancel'\n", c, st.RunID, st.RunID)
+		fmt.Fprintf(w, "interrupted: check %s started and never finished (the writer is gone); recover with 'proofgate events unlock %s --actor NAME --older-than 0s' (if its lock is still there) then 'proofgate retry %s' or 'proofgate cancel %s --actor NAME --reason TEXT'\n", c, st.RunID, st.RunID, st.RunID)
 	}
 	if st.TornTail {
 		fmt.Fprintln(w, "torn tail: the log ends in a partial line (a writer was killed mid-append); the next writer records its recovery")
@@ -455,7 +481,11 @@ func listCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List runs, newest last, each reconciled",
-		Args:  cobra.NoArgs,
+		Long: `List the runs in the state directory, oldest first, each with its state as
+reconciled from its event log (without the freshness check 'status' does, so
+a run whose code changed since is not shown STALE here). A run that does not
+reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ids, err := run.NewStore(g.state).List()
 			if err != nil {
@@ -556,10 +586,16 @@ func cancelCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "cancel RUN --actor NAME --reason TEXT",
 		Short: "Cancel a run that has not ended",
-		Args:  cobra.ExactArgs(1),
+		Long: `Move RUN to CANCELLED, recording --actor and --reason. Refused (exit 1) for
+a run that already ended (COMPLETE, REJECTED, CANCELLED, SUPERSEDED) and
+while another process holds the run's writer lock.`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if actor == "" || reason == "" {
-				return usageErr(errors.New("cancel needs --actor and --reason"))
+			if actor == "" {
+				return usageErr(errors.New("--actor is required"))
+			}
+			if reason == "" {
+				return usageErr(errors.New("--reason is required"))
 			}
 			r, err := run.Open(g.state, args[0])
 			if err != nil {
@@ -648,8 +684,10 @@ checkpoint (entries rewritten or removed after it was exported).`,
 				}
 			} else if res.OK {
 				fmt.Fprintf(g.stdout, "ok: %d events, head %s\n", res.Length, res.Head)
-			} else {
+			} else if res.usage == nil && res.Line > 0 {
 				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
+			} else if res.usage == nil {
+				fmt.Fprintf(g.stdout, "refused: %s: %s\n", res.Reason, res.Detail)
 			}
 			if res.usage != nil {
 				return usageErr(res.usage)
@@ -739,6 +777,9 @@ unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
 				return classify(err)
 			}
 			owner, err := lock.Break(store.Path(id)+"/"+run.LockFile, olderThan, time.Now())
+			if errors.Is(err, fs.ErrNotExist) {
+				return refusedErr(fmt.Errorf("run %s has no writer lock: nothing to unlock (%w)", id, err))
+			}
 			if err != nil {
 				return refusedErr(err)
 			}
@@ -775,7 +816,10 @@ func outputCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "output RUN CHECK [--stream stdout|stderr]",
 		Short: "Print a check's captured output, verified against its recorded digest",
-		Args:  cobra.ExactArgs(2),
+		Long: `Print the stdout (or with --stream stderr, the stderr) a check produced in
+RUN, byte for byte, after checking the evidence blob against the digest the
+event log recorded. CHECK is a check id from 'proofgate status RUN'.`,
+		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if stream != "stdout" && stream != "stderr" {
 				return usageErr(fmt.Errorf("--stream must be stdout or stderr, not %q", stream))

@@ -66,13 +66,15 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&g.state, "state", ".proofgate", "state directory holding runs/")
 	root.PersistentFlags().StringVar(&g.contract, "contract", ".proofgate/contract.yaml", "contract file")
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageErr(err) })
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
 
 	addKernelCommands(root, g)
 	addBundleCommands(root, g)
 	addActionCommands(root, g)
 
-	err := root.Execute()
+	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
 	}
@@ -84,6 +86,10 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 		return ee.code
 	}
 	// cobra's own errors (unknown command, wrong arg count) are usage errors.
-	fmt.Fprintln(stderr, "proofgate:", err)
+	path := "proofgate"
+	if cmd != nil {
+		path = cmd.CommandPath()
+	}
+	fmt.Fprintf(stderr, "proofgate: %v (see '%s --help')\n", err, path)
 	return exitUsage
 }

@@ -31,7 +31,12 @@ type ContextError struct {
 	File, Path, Msg string
 }
 
-func (e *ContextError) Error() string { return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg) }
+func (e *ContextError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("%s: %s", e.File, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg)
+}
 
 // LoadContext reads and verifies a context file: one snapshot object or an
 // array of them, each {query, references, provenance, snapshot_hash}.
