@@ -105,7 +105,17 @@ func TestE2EActionImage(t *testing.T) {
 	c := strings.Replace(dockerContract, "IMAGE", helper, 1)
 	fx := newFixtureBase(t, c, map[string]string{"SECURITY.md": "report to security@example.com\n"}, nil)
 
-	// 1. PR opened, a review on an older commit only: AWAITING_APPROVAL.
+	// 0. PR opened, no review yet: AWAITING_APPROVAL, nothing uploaded.
+	fx.prEvent()
+	wantCode(t, fx, fx.dockerRun(image), ExitAwaiting)
+	if out := fx.outputs(); out["state"] != "AWAITING_APPROVAL" || out["artifact-id"] != "" {
+		t.Fatalf("outputs with no review: %v\n%s", out, fx.log.String())
+	}
+	if sum := fx.summary(); !strings.Contains(sum, "Requires 1 approving review") {
+		t.Fatalf("summary with no review does not say what is missing:\n%s", sum)
+	}
+
+	// 1. A review on an older commit only: still AWAITING_APPROVAL.
 	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.base})
 	fx.prEvent()
 	wantCode(t, fx, fx.dockerRun(image), ExitAwaiting)
