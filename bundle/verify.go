@@ -163,7 +163,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	if err := k.CheckAt(signedAt, identity); err != nil {
 		var ke *trust.KeyError
 		errors.As(err, &ke)
-		return nil, refuse(Reason(ke.Reason), ke.Error(), id, err)
+		return nil, refuse(Reason(ke.Reason), fmt.Sprintf("key %s: %s", ke.KeyID, ke.Detail), id, err)
 	}
 
 	// 3. Subjects: exactly the files, with their digests.
