@@ -28,6 +28,7 @@ type runOpts struct {
 	reject   bool
 	script   string // the check's shell script
 	required int
+	profile  string // the contract profile the run is planned with ("" = base)
 }
 
 func git(t testing.TB, dir string, args ...string) string {
@@ -65,13 +66,20 @@ checks:
   - id: hello
     run: [sh, -c, %q]
 approval: {required: %d}
+profiles:
+  quick:
+    checks:
+      - id: hello
+        timeout: 5s
+  nightly:
+    extends: quick
 `, o.script, o.required)), 0o644)
 	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".proofgate/runs/\n"), 0o644)
 	git(t, repo, "init", "-q", ".")
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "init")
 	state := filepath.Join(repo, ".proofgate")
-	c, err := contract.Load(cfile, "")
+	c, err := contract.Load(cfile, o.profile)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,6 +50,7 @@ const (
 	CommitMismatch        Reason = "commit-mismatch"
 	TreeMismatch          Reason = "tree-mismatch"
 	RepoMismatch          Reason = "repo-mismatch"
+	ProfileMismatch       Reason = "profile-mismatch"
 	InsufficientApprovals Reason = "insufficient-approvals"
 )
 
@@ -75,6 +76,11 @@ type VerifyOptions struct {
 	// Repo, when set, is the repository (owner/name, compared without
 	// case, as GitHub does) the run must have been made for.
 	Repo string
+	// Profile, when non-nil, is the contract profile the run must have
+	// used, compared exactly; "" requires the base contract. Nil accepts
+	// a run under any profile of the contract, including one with shorter
+	// timeouts or smaller limits.
+	Profile *string
 	// RequireApprovals is the minimum number of distinct approving actors.
 	RequireApprovals int
 	// Limits bounds the archive; nil means archive.DefaultLimits.
@@ -99,7 +105,8 @@ var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // a trusted key before anything in the payload is used; the key's status
 // and validity at the signing time; every subject digest, no file missing
 // or extra; run.AuditFS over the files; the predicate against the audit;
-// the checkpoint, if carried; the source binding; the approvals.
+// the checkpoint, if carried; the source, repository and profile binding;
+// the approvals.
 func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error) {
 	lim := archive.DefaultLimits
 	if opts.Limits != nil {
@@ -288,6 +295,9 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	if opts.Repo != "" && !strings.EqualFold(opts.Repo, rep.Repo) {
 		return nil, refuse(RepoMismatch, fmt.Sprintf("the run was made for repository %q, not %q", rep.Repo, opts.Repo), id, nil)
 	}
+	if opts.Profile != nil && *opts.Profile != rep.Profile {
+		return nil, refuse(ProfileMismatch, fmt.Sprintf("the run used %s, not %s", profileName(rep.Profile), profileName(*opts.Profile)), id, nil)
+	}
 
 	// 8. Approvals.
 	res.Approvals = countApprovals(rep.Decisions)
@@ -371,6 +381,14 @@ func diffSummary(a, b *RunSummary) string {
 		}
 	}
 	return "run"
+}
+
+// profileName names a profile for a refusal: the base contract has none.
+func profileName(p string) string {
+	if p == "" {
+		return "the base contract"
+	}
+	return fmt.Sprintf("profile %q", clip(p))
 }
 
 func isBlobName(name string) bool {

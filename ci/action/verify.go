@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -71,9 +72,12 @@ type VerifyResult struct {
 	Outputs  map[string]string
 }
 
+// profileName is the contract's syntax of a profile name.
+var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
 type verifyInputs struct {
-	commit, match, trustStore, artifactName, bundle, token string
-	approvals                                              int
+	commit, match, trustStore, artifactName, bundle, token, profile string
+	approvals                                                       int
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
@@ -92,6 +96,9 @@ type verifyInputs struct {
 // verified with the commit's tree required; the first accepted wins. The
 // name is only a hint: a bundle is accepted because its signed, verified
 // tree equals the release commit's tree, never because of its name.
+//
+// The run must have used exactly the contract profile named by input
+// profile; its default, "", requires the base contract.
 func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	o.fill()
 	f := newWorkflow(o.Getenv, o.Stdout)
@@ -125,6 +132,7 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 		artifactName: f.input("artifact-name"),
 		bundle:       f.input("bundle"),
 		token:        f.input("github-token"),
+		profile:      f.input("profile"),
 		approvals:    1,
 	}
 	f.mask(in.token)
@@ -150,6 +158,9 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 			return usage("input require-approvals: %q is not a number from 0 to 100", v)
 		}
 		in.approvals = n
+	}
+	if in.profile != "" && !profileName.MatchString(in.profile) {
+		return usage("input profile: %q is not a profile name (%s), or empty for the base contract", in.profile, profileName)
 	}
 	if in.artifactName != "" {
 		if err := artifact.ValidateName(in.artifactName); err != nil {
@@ -186,8 +197,11 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	}
 
 	// The gate releases this repository: a bundle signed for another one
-	// (a key trusted without an identity) does not count.
-	opts := bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: o.Getenv("GITHUB_REPOSITORY")}
+	// (a key trusted without an identity) does not count. The profile is
+	// always required: a run under another profile of the contract (a
+	// workflow, which a pull request can edit, picks it) does not count;
+	// the input's default "" requires the base contract.
+	opts := bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile}
 	if in.match == verifyMatchCommt {
 		opts.Commit = in.commit
 	} else {
@@ -414,8 +428,12 @@ func renderVerify(r *VerifyResult) string {
 		fmt.Fprintf(&b, "| detail | %s |\n", cell(r.Detail))
 	}
 	if a := r.Accepted; a != nil {
-		fmt.Fprintf(&b, "| run | %s |\n| source | commit %s, tree %s |\n| repository | %s |\n| approvals | %d |\n| signed | key %s at %s |\n| verification digest | %s |\n",
-			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), code(a.Run.Repo), a.Approvals,
+		profile := "base contract"
+		if a.Run.Profile != "" {
+			profile = code(a.Run.Profile)
+		}
+		fmt.Fprintf(&b, "| run | %s |\n| source | commit %s, tree %s |\n| repository | %s |\n| profile | %s |\n| approvals | %d |\n| signed | key %s at %s |\n| verification digest | %s |\n",
+			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), code(a.Run.Repo), profile, a.Approvals,
 			code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), code(a.Run.VerificationDigest))
 	}
 	if len(r.Attempts) > 0 {

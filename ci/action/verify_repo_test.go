@@ -23,11 +23,18 @@ import (
 // by mallory on the command line, and exports it with the fixture's key.
 func foreignBundle(t *testing.T, fx *fixture, repoFull string) []byte {
 	t.Helper()
+	return profiledBundle(t, fx, repoFull, "")
+}
+
+// profiledBundle is foreignBundle with the run planned under the contract
+// profile ("" = the base contract).
+func profiledBundle(t *testing.T, fx *fixture, repoFull, profile string) []byte {
+	t.Helper()
 	clone := filepath.Join(t.TempDir(), "clone")
 	git(t, fx.tmp, "clone", "-q", fx.ws, clone)
 	git(t, clone, "checkout", "-q", "--detach", fx.merge)
 	state := t.TempDir()
-	c, err := contract.Load(filepath.Join(clone, ".proofgate", "contract.yaml"), "")
+	c, err := contract.Load(filepath.Join(clone, ".proofgate", "contract.yaml"), profile)
 	if err != nil {
 		t.Fatal(err)
 	}

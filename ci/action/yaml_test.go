@@ -88,7 +88,7 @@ func TestActionYAML(t *testing.T) {
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "commit", "github-token", "match", "require-approvals", "trust-store"}
+	wantIn = []string{"artifact-name", "bundle", "commit", "github-token", "match", "profile", "require-approvals", "trust-store"}
 	wantOut = []string{"reason", "run-id", "verdict"}
 	if got := keys(v.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("verify/action.yml inputs %v, want %v", got, wantIn)
@@ -107,6 +107,10 @@ func TestActionYAML(t *testing.T) {
 	}
 	if d := v.Inputs["match"].Default; d == nil || *d != verifyMatchTree {
 		t.Errorf("match default %v", d)
+	}
+	// The strict default: only runs of the base contract are accepted.
+	if d := v.Inputs["profile"].Default; d == nil || *d != "" {
+		t.Errorf("verify profile default %v, want \"\"", d)
 	}
 
 	// Both images carry the entrypoint the action.yml files rely on.

@@ -335,6 +335,7 @@ type verdict struct {
 	Commit     string `json:"commit,omitempty"`
 	Tree       string `json:"tree,omitempty"`
 	Repo       string `json:"repo,omitempty"`
+	Profile    string `json:"profile,omitempty"`
 	State      string `json:"state,omitempty"`
 	Digest     string `json:"verification_digest,omitempty"`
 	ChainHead  string `json:"chain_head,omitempty"`
@@ -343,18 +344,20 @@ type verdict struct {
 }
 
 func verifyBundleCmd(g *globals) *cobra.Command {
-	var trustPath, commit, tree, repo string
+	var trustPath, commit, tree, repo, profile string
 	var approvals int
 	var asJSON bool
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json [--commit SHA | --tree SHA] [--repo OWNER/NAME] [--require-approvals N] [--json]",
+		Use:   "verify FILE --trust trust.json [--commit SHA | --tree SHA] [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
 at the signing time; every subject digest with no file missing or extra; the
 event chain and a full audit of the run from the bundled files; the predicate
-against that audit; the carried checkpoint; --commit or --tree; and at least
---require-approvals distinct approvals (default 1).
+against that audit; the carried checkpoint; --commit or --tree; --repo;
+--profile (exact; --profile "" requires the base contract; without the flag
+any profile is accepted); and at least --require-approvals distinct
+approvals (default 1).
 
 Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 		Args: cobra.ExactArgs(1),
@@ -377,13 +380,17 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 				return usageErr(err)
 			}
 			defer f.Close()
-			res, err := bundle.Verify(f, store, bundle.VerifyOptions{Commit: commit, Tree: tree, Repo: repo, RequireApprovals: approvals})
+			opts := bundle.VerifyOptions{Commit: commit, Tree: tree, Repo: repo, RequireApprovals: approvals}
+			if cmd.Flags().Changed("profile") {
+				opts.Profile = &profile
+			}
+			res, err := bundle.Verify(f, store, opts)
 			v := verdict{Verdict: "accepted"}
 			var ve *bundle.VerifyError
 			switch {
 			case err == nil:
 				v.RunID, v.KeyID, v.SignedAt = res.RunID, res.KeyID, res.SignedAt.Format(time.RFC3339Nano)
-				v.Commit, v.Tree, v.Repo = res.Run.Source.Commit, res.Run.Source.Tree, res.Run.Repo
+				v.Commit, v.Tree, v.Repo, v.Profile = res.Run.Source.Commit, res.Run.Source.Tree, res.Run.Repo, res.Run.Profile
 				v.State, v.Digest, v.ChainHead, v.Approvals = string(res.Run.State), res.Run.VerificationDigest, res.Run.Chain.Head, res.Approvals
 				if res.Checkpoint != nil {
 					v.Checkpoint = res.Checkpoint.Length
@@ -413,6 +420,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 	c.Flags().StringVar(&commit, "commit", "", "require the run's source commit")
 	c.Flags().StringVar(&tree, "tree", "", "require the run's source tree (merge/squash commits)")
 	c.Flags().StringVar(&repo, "repo", "", "require the run's repository (owner/name, compared without case)")
+	c.Flags().StringVar(&profile, "profile", "", `require the run's contract profile (exact; "" = the base contract)`)
 	c.Flags().IntVar(&approvals, "require-approvals", 1, "minimum distinct approvals")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
