@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -119,19 +120,8 @@ type signingKey struct {
 
 func newKey(t testing.TB) *signingKey {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "k.pem")
-	if _, err := key.Generate(p); err != nil {
-		t.Fatal(err)
-	}
-	s, err := key.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := os.ReadFile(key.PublicPath(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &signingKey{s: s, pubPEM: pub, path: p}
+	k := keytest.New(t)
+	return &signingKey{s: k.Signer, pubPEM: k.PubPEM, path: k.Path}
 }
 
 func storeWith(t testing.TB, keys ...*signingKey) *trust.Store {

@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/kernel/canon"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -18,20 +18,12 @@ import (
 
 func setup(t *testing.T) (*key.Signer, *trust.Store) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "k.pem")
-	if _, err := key.Generate(p); err != nil {
-		t.Fatal(err)
-	}
-	s, err := key.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, _ := os.ReadFile(key.PublicPath(p))
+	k := keytest.New(t)
 	st := trust.New()
-	if _, err := st.Add(pub, "", nil, nil); err != nil {
+	if _, err := st.Add(k.PubPEM, "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	return s, st
+	return k.Signer, st
 }
 
 var binding = eventlog.Binding{Run: "20260101T000000.000Z-0000abcd",

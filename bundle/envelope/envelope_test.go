@@ -11,19 +11,13 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 )
 
 func signer(t *testing.T) (*key.Signer, string) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "k.pem")
-	if _, err := key.Generate(p); err != nil {
-		t.Fatal(err)
-	}
-	s, err := key.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, key.PublicPath(p)
+	k := keytest.New(t)
+	return k.Signer, k.PubPath
 }
 
 func TestSignVerifyAndOpenSSLInterop(t *testing.T) {

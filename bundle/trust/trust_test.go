@@ -10,23 +10,13 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 )
 
 func newKey(t *testing.T) (*key.Signer, []byte) {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "k.pem")
-	if _, err := key.Generate(p); err != nil {
-		t.Fatal(err)
-	}
-	s, err := key.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pub, err := os.ReadFile(key.PublicPath(p))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s, pub
+	k := keytest.New(t)
+	return k.Signer, k.PubPEM
 }
 
 func ts(s string) time.Time {
@@ -176,10 +166,7 @@ func jsonString(s string) string {
 
 func FuzzTrustStore(f *testing.F) {
 	s := New()
-	p := filepath.Join(f.TempDir(), "k.pem")
-	key.Generate(p)
-	pub, _ := os.ReadFile(key.PublicPath(p))
-	s.Add(pub, "repo:o/r", nil, nil)
+	s.Add(keytest.New(f).PubPEM, "repo:o/r", nil, nil)
 	good, _ := s.Marshal()
 	f.Add(good)
 	f.Add([]byte(`{"version":1,"keys":[]}`))
