@@ -771,24 +771,12 @@ unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr(errors.New("--older-than is required (e.g. 10m)"))
 			}
-			store := run.NewStore(g.state)
-			id, err := store.Resolve(args[0])
-			if err != nil {
-				return classify(err)
-			}
-			owner, err := lock.Break(store.Path(id)+"/"+run.LockFile, olderThan, time.Now())
-			if errors.Is(err, fs.ErrNotExist) {
-				return refusedErr(fmt.Errorf("run %s has no writer lock: nothing to unlock (%w)", id, err))
-			}
-			if err != nil {
+			id, owner, err := run.Unlock(g.state, args[0], actor, olderThan, time.Now())
+			var refused *lock.BreakRefused
+			switch {
+			case errors.Is(err, run.ErrNoLock), errors.As(err, &refused):
 				return refusedErr(err)
-			}
-			r, err := run.Open(g.state, id)
-			if err != nil {
-				return classify(err)
-			}
-			defer r.Close()
-			if _, err := r.Append(run.TypeLockBroken, run.LockBrokenData{Actor: actor, OwnerPID: owner.PID, Host: owner.Host, Created: owner.Created.UTC().Format(time.RFC3339Nano)}); err != nil {
+			case err != nil:
 				return classify(err)
 			}
 			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", id, owner.PID, owner.Host)

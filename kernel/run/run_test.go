@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -428,4 +429,28 @@ func FuzzParseContext(f *testing.F) {
 			t.Fatal("no snapshots and no error")
 		}
 	})
+}
+
+// Unlock refuses a live writer's lock, says so when there is no lock, and
+// never touches the log in either case.
+func TestUnlockRefusesLiveAndMissingLocks(t *testing.T) {
+	f := newFixture(t, twoChecks)
+	r := f.plan(t)
+	_, _, err := Unlock(f.state, r.ID, "ops", 0, time.Now().Add(time.Hour))
+	var refused *lock.BreakRefused
+	if !errors.As(err, &refused) {
+		t.Fatalf("unlock of a live writer: %v, want *lock.BreakRefused", err)
+	}
+	head, n := r.Head()
+	r.Close()
+	if _, _, err := Unlock(f.state, r.ID, "ops", 0, time.Now()); !errors.Is(err, ErrNoLock) {
+		t.Fatalf("unlock without a lock: %v, want ErrNoLock", err)
+	}
+	if _, _, err := Unlock(f.state, r.ID, "", 0, time.Now()); err == nil {
+		t.Fatal("unlock without an actor accepted")
+	}
+	rep, err := Audit(r.Dir)
+	if err != nil || rep.ChainHead != head || rep.ChainLength != n {
+		t.Fatalf("the log changed: %v %+v", err, rep)
+	}
 }
