@@ -104,16 +104,7 @@ func (h *hist) verified() {
 func writeHostile(t *testing.T, mutate func(*PlannedData), body func(h *hist)) string {
 	t.Helper()
 	f := newFixture(t, hostileContract)
-	r := f.plan(t)
-	planned := r.Planned
-	r.Close()
-	dir := r.Dir
-	os.Remove(filepath.Join(dir, EventsFile))
-	lg, err := eventlog.Create(filepath.Join(dir, EventsFile), eventlog.Binding{Run: r.ID,
-		Source: eventlog.Source{Commit: planned.Worktree.Commit, Tree: planned.Worktree.Tree}, Contract: planned.Contract.Hash})
-	if err != nil {
-		t.Fatal(err)
-	}
+	dir, planned, lg := emptyLog(t, f)
 	if mutate != nil {
 		mutate(&planned)
 	}

@@ -267,19 +267,26 @@ func TestStateDirDoesNotMakeStale(t *testing.T) {
 	}
 }
 
-// appendRaw writes a hand-made log for the fold tests.
-func handLog(t *testing.T, f *fixture, events func(l *eventlog.Log, planned PlannedData)) string {
+// emptyLog plans a run and replaces its log with an empty one under the
+// same binding, for tests that write histories by hand.
+func emptyLog(t *testing.T, f *fixture) (dir string, planned PlannedData, lg *eventlog.Log) {
 	t.Helper()
 	r := f.plan(t)
-	planned := r.Planned
+	planned = r.Planned
 	r.Close()
-	dir := r.Dir
-	os.Remove(filepath.Join(dir, EventsFile))
-	lg, err := eventlog.Create(filepath.Join(dir, EventsFile), eventlog.Binding{Run: r.ID,
+	os.Remove(filepath.Join(r.Dir, EventsFile))
+	lg, err := eventlog.Create(filepath.Join(r.Dir, EventsFile), eventlog.Binding{Run: r.ID,
 		Source: eventlog.Source{Commit: planned.Worktree.Commit, Tree: planned.Worktree.Tree}, Contract: planned.Contract.Hash})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return r.Dir, planned, lg
+}
+
+// handLog writes a hand-made log for the fold tests.
+func handLog(t *testing.T, f *fixture, events func(l *eventlog.Log, planned PlannedData)) string {
+	t.Helper()
+	dir, planned, lg := emptyLog(t, f)
 	if _, err := lg.Append(TypePlanned, planned); err != nil {
 		t.Fatal(err)
 	}
