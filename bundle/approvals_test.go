@@ -88,7 +88,7 @@ func TestApprovalsCountedLikeTheKernel(t *testing.T) {
 	k := newKey(t)
 	st := storeWith(t, k)
 	fs := files(t, export(t, f, k, ExportOptions{}))
-	if _, err := Verify(bytes.NewReader(repack(t, fs)), st, VerifyOptions{RequireApprovals: 2}); err != nil {
+	if _, err := Verify(bytes.NewReader(repack(t, fs)), st, VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 2}); err != nil {
 		t.Fatalf("genuine bundle: %v", err)
 	}
 	cases := map[string]func(d map[string]any){
@@ -102,14 +102,14 @@ func TestApprovalsCountedLikeTheKernel(t *testing.T) {
 	for name, mutate := range cases {
 		t.Run(name, func(t *testing.T) {
 			b := repack(t, withRepeatedApproval(t, fs, k, mutate))
-			res, err := Verify(bytes.NewReader(b), st, VerifyOptions{RequireApprovals: 2})
+			res, err := Verify(bytes.NewReader(b), st, VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 2})
 			if err != nil {
 				t.Fatalf("two real approvers refused: %v", err)
 			}
 			if res.Approvals != 2 {
 				t.Fatalf("counted %d approvals, two people approved", res.Approvals)
 			}
-			if _, err := Verify(bytes.NewReader(b), st, VerifyOptions{RequireApprovals: 3}); reasonOf(err) != InsufficientApprovals {
+			if _, err := Verify(bytes.NewReader(b), st, VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 3}); reasonOf(err) != InsufficientApprovals {
 				t.Fatalf("3 required, 2 people approved: %v", err)
 			}
 		})
@@ -125,7 +125,7 @@ func TestRepoBinding(t *testing.T) {
 	st := storeWith(t, k)
 	good := export(t, f, k, ExportOptions{})
 	for repo, want := range map[string]Reason{"": "", "acme/widget": "", "ACME/Widget": "", "acme/other": RepoMismatch, "acme/widget2": RepoMismatch} {
-		if _, err := Verify(bytes.NewReader(good), st, VerifyOptions{Repo: repo}); reasonOf(err) != want {
+		if _, err := Verify(bytes.NewReader(good), st, VerifyOptions{AnySource: true, AnyContract: true, Repo: repo}); reasonOf(err) != want {
 			t.Errorf("repo %q: %v, want %q", repo, err, want)
 		}
 	}

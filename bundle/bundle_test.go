@@ -127,7 +127,7 @@ func TestExportVerifyAndMutations(t *testing.T) {
 	st := storeWith(t, k, other)
 	good := export(t, f, k, ExportOptions{})
 
-	res, err := Verify(bytes.NewReader(good), st, VerifyOptions{Commit: f.commit, RequireApprovals: 1})
+	res, err := Verify(bytes.NewReader(good), st, VerifyOptions{AnyContract: true, Commit: f.commit, RequireApprovals: 1})
 	if err != nil {
 		t.Fatalf("good bundle refused: %v", err)
 	}
@@ -204,24 +204,24 @@ func TestExportVerifyAndMutations(t *testing.T) {
 		want  Reason // "" = accepted
 	}
 	cases := []tc{
-		{"flip run.json", repack(t, edit(fs, RunFile, flip)), st, VerifyOptions{}, SubjectMismatch},
-		{"flip events.ndjson", repack(t, edit(fs, EventsFile, flip)), st, VerifyOptions{}, SubjectMismatch},
-		{"flip contract.json", repack(t, edit(fs, ContractFile, flip)), st, VerifyOptions{}, SubjectMismatch},
-		{"flip a blob", repack(t, edit(fs, "blob", flip)), st, VerifyOptions{}, SubjectMismatch},
+		{"flip run.json", repack(t, edit(fs, RunFile, flip)), st, anyRun, SubjectMismatch},
+		{"flip events.ndjson", repack(t, edit(fs, EventsFile, flip)), st, anyRun, SubjectMismatch},
+		{"flip contract.json", repack(t, edit(fs, ContractFile, flip)), st, anyRun, SubjectMismatch},
+		{"flip a blob", repack(t, edit(fs, "blob", flip)), st, anyRun, SubjectMismatch},
 		{"flip a signature byte", envEdit(func(e *envelope.Envelope) {
 			sig, _ := base64.StdEncoding.DecodeString(e.Signatures[0].Sig)
 			sig[10] ^= 0x01
 			e.Signatures[0].Sig = base64.StdEncoding.EncodeToString(sig)
-		}), st, VerifyOptions{}, SignatureInvalid},
+		}), st, anyRun, SignatureInvalid},
 		{"flip a payload byte", envEdit(func(e *envelope.Envelope) {
 			p, _ := base64.StdEncoding.DecodeString(e.Payload)
 			p[len(p)/2] ^= 0x01
 			e.Payload = base64.StdEncoding.EncodeToString(p)
-		}), st, VerifyOptions{}, SignatureInvalid},
-		{"attestation not JSON", repack(t, edit(fs, AttestationFile, func(b []byte) []byte { b[0] = '['; return b })), st, VerifyOptions{}, Malformed},
-		{"remove events.ndjson", repack(t, edit(fs, EventsFile, func([]byte) []byte { return nil })), st, VerifyOptions{}, MissingFile},
-		{"remove attestation", repack(t, edit(fs, AttestationFile, func([]byte) []byte { return nil })), st, VerifyOptions{}, MissingFile},
-		{"add a file", repack(t, append(append([]archive.File{}, fs...), archive.File{Name: "extra.txt", Data: []byte("x")})), st, VerifyOptions{}, ExtraFile},
+		}), st, anyRun, SignatureInvalid},
+		{"attestation not JSON", repack(t, edit(fs, AttestationFile, func(b []byte) []byte { b[0] = '['; return b })), st, anyRun, Malformed},
+		{"remove events.ndjson", repack(t, edit(fs, EventsFile, func([]byte) []byte { return nil })), st, anyRun, MissingFile},
+		{"remove attestation", repack(t, edit(fs, AttestationFile, func([]byte) []byte { return nil })), st, anyRun, MissingFile},
+		{"add a file", repack(t, append(append([]archive.File{}, fs...), archive.File{Name: "extra.txt", Data: []byte("x")})), st, anyRun, ExtraFile},
 		{"rename a file", repack(t, func() []archive.File {
 			out := append([]archive.File{}, fs...)
 			for i := range out {
@@ -230,60 +230,60 @@ func TestExportVerifyAndMutations(t *testing.T) {
 				}
 			}
 			return out
-		}()), st, VerifyOptions{}, MissingFile},
+		}()), st, anyRun, MissingFile},
 		{"edit envelope payload", envEdit(func(e *envelope.Envelope) {
 			p, _ := base64.StdEncoding.DecodeString(e.Payload)
 			p = bytes.Replace(p, []byte(`"approved"`), []byte(`"approveD"`), 1)
 			e.Payload = base64.StdEncoding.EncodeToString(p)
-		}), st, VerifyOptions{}, SignatureInvalid},
-		{"signature from another bundle", envEdit(func(e *envelope.Envelope) { e.Signatures[0].Sig = otherSig }), st, VerifyOptions{}, SignatureInvalid},
-		{"keyid changed to another trusted key", envEdit(func(e *envelope.Envelope) { e.Signatures[0].KeyID = other.s.ID }), st, VerifyOptions{}, SignatureInvalid},
-		{"keyid changed to garbage", envEdit(func(e *envelope.Envelope) { e.Signatures[0].KeyID = "00" }), st, VerifyOptions{}, UnknownKey},
-		{"key not in store", good, storeWith(t, other), VerifyOptions{}, UnknownKey},
-		{"signed by an untrusted key", repack(t, resign(t, fs, unknown, func(*Statement) {})), st, VerifyOptions{}, UnknownKey},
-		{"key revoked before signing", good, revokedBefore, VerifyOptions{}, KeyRevoked},
-		{"key revoked after signing", good, revokedAfter, VerifyOptions{}, ""},
-		{"key revoked without time", good, revokedAll, VerifyOptions{}, KeyRevoked},
-		{"key retired after signing", good, retired, VerifyOptions{}, ""},
-		{"key retired before signing", good, retiredBefore, VerifyOptions{}, KeyNotValid},
-		{"signing time outside validity", good, window, VerifyOptions{}, KeyNotValid},
-		{"identity mismatch", good, identity, VerifyOptions{}, IdentityMismatch},
-		{"identity match", good, identityOK, VerifyOptions{}, ""},
-		{"commit mismatch", good, st, VerifyOptions{Commit: strings.Repeat("b", 40)}, CommitMismatch},
-		{"tree match", good, st, VerifyOptions{Tree: f.tree}, ""},
-		{"tree mismatch", good, st, VerifyOptions{Tree: strings.Repeat("c", 40)}, TreeMismatch},
-		{"insufficient approvals", good, st, VerifyOptions{RequireApprovals: 2}, InsufficientApprovals},
-		{"events rechained", rechained, st, VerifyOptions{}, SubjectMismatch},
+		}), st, anyRun, SignatureInvalid},
+		{"signature from another bundle", envEdit(func(e *envelope.Envelope) { e.Signatures[0].Sig = otherSig }), st, anyRun, SignatureInvalid},
+		{"keyid changed to another trusted key", envEdit(func(e *envelope.Envelope) { e.Signatures[0].KeyID = other.s.ID }), st, anyRun, SignatureInvalid},
+		{"keyid changed to garbage", envEdit(func(e *envelope.Envelope) { e.Signatures[0].KeyID = "00" }), st, anyRun, UnknownKey},
+		{"key not in store", good, storeWith(t, other), anyRun, UnknownKey},
+		{"signed by an untrusted key", repack(t, resign(t, fs, unknown, func(*Statement) {})), st, anyRun, UnknownKey},
+		{"key revoked before signing", good, revokedBefore, anyRun, KeyRevoked},
+		{"key revoked after signing", good, revokedAfter, anyRun, ""},
+		{"key revoked without time", good, revokedAll, anyRun, KeyRevoked},
+		{"key retired after signing", good, retired, anyRun, ""},
+		{"key retired before signing", good, retiredBefore, anyRun, KeyNotValid},
+		{"signing time outside validity", good, window, anyRun, KeyNotValid},
+		{"identity mismatch", good, identity, anyRun, IdentityMismatch},
+		{"identity match", good, identityOK, anyRun, ""},
+		{"commit mismatch", good, st, VerifyOptions{AnyContract: true, Commit: strings.Repeat("b", 40)}, CommitMismatch},
+		{"tree match", good, st, VerifyOptions{AnyContract: true, Tree: f.tree}, ""},
+		{"tree mismatch", good, st, VerifyOptions{AnyContract: true, Tree: strings.Repeat("c", 40)}, TreeMismatch},
+		{"insufficient approvals", good, st, VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 2}, InsufficientApprovals},
+		{"events rechained", rechained, st, anyRun, SubjectMismatch},
 		{"events rechained and re-signed by trusted key", repack(t, resign(t, edit(fs, EventsFile, func(b []byte) []byte { return rechainEvents(t, b) }), k, func(s *Statement) {
 			s.Subject = subjectsFor(edit(fs, EventsFile, func(b []byte) []byte { return rechainEvents(t, b) }))
-		})), st, VerifyOptions{}, AuditFailed},
+		})), st, anyRun, AuditFailed},
 		{"predicate lies about approvals", repack(t, resign(t, fs, k, func(s *Statement) {
 			s.Predicate.Run.Decisions = append(s.Predicate.Run.Decisions, s.Predicate.Run.Decisions[0])
 			s.Predicate.Run.Decisions[1].Actor = "bob"
-		})), st, VerifyOptions{}, PredicateMismatch},
-		{"predicate lies about chain", repack(t, resign(t, fs, k, func(s *Statement) { s.Predicate.Run.Chain.Length++ })), st, VerifyOptions{}, ChainMismatch},
-		{"predicate lies about commit", repack(t, resign(t, fs, k, func(s *Statement) { s.Predicate.Run.Source.Commit = strings.Repeat("d", 40) })), st, VerifyOptions{Commit: strings.Repeat("d", 40)}, PredicateMismatch},
+		})), st, anyRun, PredicateMismatch},
+		{"predicate lies about chain", repack(t, resign(t, fs, k, func(s *Statement) { s.Predicate.Run.Chain.Length++ })), st, anyRun, ChainMismatch},
+		{"predicate lies about commit", repack(t, resign(t, fs, k, func(s *Statement) { s.Predicate.Run.Source.Commit = strings.Repeat("d", 40) })), st, VerifyOptions{AnyContract: true, Commit: strings.Repeat("d", 40)}, PredicateMismatch},
 		{"blob dropped from subjects and archive", repack(t, resign(t, edit(fs, "blob", func([]byte) []byte { return nil }), k, func(s *Statement) {
 			s.Subject = subjectsFor(edit(fs, "blob", func([]byte) []byte { return nil }))
-		})), st, VerifyOptions{}, MissingFile},
+		})), st, anyRun, MissingFile},
 		{"path ../x", repack(t, fs, func(tw *tar.Writer) {
 			tw.WriteHeader(&tar.Header{Name: "../x", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
 			tw.Write([]byte("x"))
-		}), st, VerifyOptions{}, ArchiveUnsafe},
+		}), st, anyRun, ArchiveUnsafe},
 		{"path /etc/x", repack(t, fs, func(tw *tar.Writer) {
 			tw.WriteHeader(&tar.Header{Name: "/etc/x", Typeflag: tar.TypeReg, Size: 1, Mode: 0o644})
 			tw.Write([]byte("x"))
-		}), st, VerifyOptions{}, ArchiveUnsafe},
+		}), st, anyRun, ArchiveUnsafe},
 		{"symlink", repack(t, fs, func(tw *tar.Writer) {
 			tw.WriteHeader(&tar.Header{Name: "l", Typeflag: tar.TypeSymlink, Linkname: "/etc/passwd", Mode: 0o777})
-		}), st, VerifyOptions{}, ArchiveUnsafe},
+		}), st, anyRun, ArchiveUnsafe},
 		{"hardlink", repack(t, fs, func(tw *tar.Writer) {
 			tw.WriteHeader(&tar.Header{Name: "h", Typeflag: tar.TypeLink, Linkname: RunFile, Mode: 0o644})
-		}), st, VerifyOptions{}, ArchiveUnsafe},
+		}), st, anyRun, ArchiveUnsafe},
 		{"device", repack(t, fs, func(tw *tar.Writer) {
 			tw.WriteHeader(&tar.Header{Name: "d", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 3, Mode: 0o644})
-		}), st, VerifyOptions{}, ArchiveUnsafe},
-		{"duplicate entry", repack(t, append(append([]archive.File{}, fs...), fs[len(fs)-1])), st, VerifyOptions{}, ArchiveUnsafe},
+		}), st, anyRun, ArchiveUnsafe},
+		{"duplicate entry", repack(t, append(append([]archive.File{}, fs...), fs[len(fs)-1])), st, anyRun, ArchiveUnsafe},
 		{"entry declaring 2 GiB", func() []byte {
 			var buf bytes.Buffer
 			zw := gzip.NewWriter(&buf)
@@ -292,7 +292,7 @@ func TestExportVerifyAndMutations(t *testing.T) {
 			tw.Flush()
 			zw.Close()
 			return buf.Bytes()
-		}(), st, VerifyOptions{}, ArchiveTooLarge},
+		}(), st, anyRun, ArchiveTooLarge},
 		{"gzip bomb", func() []byte {
 			var buf bytes.Buffer
 			zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -302,9 +302,9 @@ func TestExportVerifyAndMutations(t *testing.T) {
 			tw.Close()
 			zw.Close()
 			return buf.Bytes()
-		}(), st, VerifyOptions{}, ArchiveTooLarge},
-		{"truncated archive", good[:len(good)*2/3], st, VerifyOptions{}, Malformed},
-		{"not an archive", []byte("hello"), st, VerifyOptions{}, Malformed},
+		}(), st, anyRun, ArchiveTooLarge},
+		{"truncated archive", good[:len(good)*2/3], st, anyRun, Malformed},
+		{"not an archive", []byte("hello"), st, anyRun, Malformed},
 	}
 	if len(cases) < 25 {
 		t.Fatalf("only %d cases", len(cases))
@@ -467,7 +467,7 @@ func TestOpenSSLKeySignsBundle(t *testing.T) {
 	if _, err := Export(f.runDir, s, &buf, ExportOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Verify(&buf, st, VerifyOptions{RequireApprovals: 1}); err != nil {
+	if _, err := Verify(&buf, st, VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 1}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -481,7 +481,7 @@ func TestCheckpointCarriedAndChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	b := export(t, f, k, ExportOptions{})
-	res, err := Verify(bytes.NewReader(b), st, VerifyOptions{})
+	res, err := Verify(bytes.NewReader(b), st, anyRun)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -503,7 +503,7 @@ func TestCheckpointCarriedAndChecked(t *testing.T) {
 	})
 	_ = cpLen
 	forged := repack(t, resign(t, fs2, k, func(s *Statement) { s.Subject = subjectsFor(fs2) }))
-	if _, err := Verify(bytes.NewReader(forged), st, VerifyOptions{}); reasonOf(err) != CheckpointInvalid {
+	if _, err := Verify(bytes.NewReader(forged), st, anyRun); reasonOf(err) != CheckpointInvalid {
 		t.Fatalf("foreign checkpoint: %v", err)
 	}
 }

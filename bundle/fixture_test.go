@@ -30,7 +30,11 @@ type runOpts struct {
 	script   string // the check's shell script
 	required int
 	profile  string // the contract profile the run is planned with ("" = base)
+	dirty    bool   // plan on a work tree with an uncommitted file (--allow-dirty)
 }
+
+// anyRun verifies integrity only: any source, any contract.
+var anyRun = VerifyOptions{AnySource: true, AnyContract: true}
 
 func git(t testing.TB, dir string, args ...string) string {
 	t.Helper()
@@ -85,7 +89,10 @@ profiles:
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: repo, StateDir: state, Contract: c, Origin: "file:.proofgate/contract.yaml", Repo: "acme/widget"})
+	if o.dirty {
+		os.WriteFile(filepath.Join(repo, "uncommitted.txt"), []byte("not in any commit\n"), 0o644)
+	}
+	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: repo, StateDir: state, Contract: c, Origin: "file:.proofgate/contract.yaml", Repo: "acme/widget", AllowDirty: o.dirty})
 	if err != nil {
 		t.Fatal(err)
 	}

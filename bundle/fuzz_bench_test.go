@@ -24,7 +24,7 @@ func FuzzVerify(f *testing.F) {
 	f.Add([]byte{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff})
 	lim := archive.Limits{MaxEntries: 64, MaxEntrySize: 1 << 20, MaxTotalSize: 4 << 20, MaxRatio: 200, RatioSlack: 1 << 20}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		_, err := Verify(bytes.NewReader(b), st, VerifyOptions{Limits: &lim, RequireApprovals: 1})
+		_, err := Verify(bytes.NewReader(b), st, VerifyOptions{AnySource: true, AnyContract: true, Limits: &lim, RequireApprovals: 1})
 		if err != nil && reasonOf(err) == "" {
 			t.Fatalf("untyped refusal: %v", err)
 		}
@@ -81,7 +81,7 @@ func BenchmarkExportVerify100MiB(b *testing.B) {
 		b.SetBytes(int64(len(blob)))
 		for i := 0; i < b.N; i++ {
 			f, _ := os.Open(out)
-			if _, err := Verify(f, st, VerifyOptions{RequireApprovals: 1}); err != nil {
+			if _, err := Verify(f, st, VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 1}); err != nil {
 				b.Fatal(err)
 			}
 			f.Close()

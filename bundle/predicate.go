@@ -50,16 +50,20 @@ type Predicate struct {
 // RunSummary is what the bundle asserts about the run; verify recomputes
 // it from the files with run.AuditFS and requires equality.
 type RunSummary struct {
-	RunID              string          `json:"run_id"`
-	State              run.State       `json:"state"`
-	Source             eventlog.Source `json:"source"`
-	Repo               string          `json:"repo,omitempty"`
-	Profile            string          `json:"profile,omitempty"`
-	ContractHash       string          `json:"contract_hash"`
-	VerificationDigest string          `json:"verification_digest"`
-	Chain              Chain           `json:"chain"`
-	Checks             []CheckSummary  `json:"checks"`
-	Decisions          []run.Decision  `json:"decisions"`
+	RunID   string          `json:"run_id"`
+	State   run.State       `json:"state"`
+	Source  eventlog.Source `json:"source"`
+	Repo    string          `json:"repo,omitempty"`
+	Profile string          `json:"profile,omitempty"`
+	// Worktree says whether the checks ran on the committed content
+	// (dirty false) or on a work tree with uncommitted changes, and its
+	// digest. A gate refuses a dirty run unless told otherwise.
+	Worktree           run.Worktree   `json:"worktree"`
+	ContractHash       string         `json:"contract_hash"`
+	VerificationDigest string         `json:"verification_digest"`
+	Chain              Chain          `json:"chain"`
+	Checks             []CheckSummary `json:"checks"`
+	Decisions          []run.Decision `json:"decisions"`
 }
 
 // Chain is the event chain's head hash and length.
@@ -101,6 +105,9 @@ func Summarize(r *run.Report) RunSummary {
 		Chain:              Chain{Head: r.ChainHead, Length: r.ChainLength},
 		Checks:             []CheckSummary{},
 		Decisions:          append([]run.Decision{}, r.Decisions...),
+	}
+	if r.Worktree != nil {
+		s.Worktree = *r.Worktree
 	}
 	for _, c := range r.Checks {
 		cs := CheckSummary{ID: c.ID, Outcome: c.Outcome, ExitCode: c.ExitCode, DurationMS: c.DurationMS,

@@ -18,7 +18,7 @@ func TestProfileBinding(t *testing.T) {
 	quick := export(t, makeRun(t, runOpts{approve: []string{"alice"}, profile: "quick"}), k, ExportOptions{})
 	base := export(t, makeRun(t, runOpts{approve: []string{"alice"}}), k, ExportOptions{})
 
-	res, err := Verify(bytes.NewReader(quick), st, VerifyOptions{})
+	res, err := Verify(bytes.NewReader(quick), st, anyRun)
 	if err != nil {
 		t.Fatalf("quick run, profile not checked: %v", err)
 	}
@@ -45,7 +45,7 @@ func TestProfileBinding(t *testing.T) {
 		{"base run, quick required", base, ptr("quick"), ProfileMismatch},
 	}
 	for _, c := range cases {
-		_, err := Verify(bytes.NewReader(c.bundle), st, VerifyOptions{Profile: c.profile})
+		_, err := Verify(bytes.NewReader(c.bundle), st, VerifyOptions{AnySource: true, AnyContract: true, Profile: c.profile})
 		if got := reasonOf(err); got != c.want {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
 		}
@@ -61,9 +61,9 @@ func TestProfileBinding(t *testing.T) {
 		opts VerifyOptions
 		want Reason
 	}{
-		{"wrong commit", VerifyOptions{Commit: strings.Repeat("0", 40), Profile: ptr("")}, CommitMismatch},
-		{"wrong repo", VerifyOptions{Repo: "acme/other", Profile: ptr("")}, RepoMismatch},
-		{"too few approvals", VerifyOptions{RequireApprovals: 5, Profile: ptr("")}, ProfileMismatch},
+		{"wrong commit", VerifyOptions{AnyContract: true, Commit: strings.Repeat("0", 40), Profile: ptr("")}, CommitMismatch},
+		{"wrong repo", VerifyOptions{AnySource: true, AnyContract: true, Repo: "acme/other", Profile: ptr("")}, RepoMismatch},
+		{"too few approvals", VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 5, Profile: ptr("")}, ProfileMismatch},
 	} {
 		if _, err := Verify(bytes.NewReader(quick), st, c.opts); reasonOf(err) != c.want {
 			t.Errorf("%s: %v, want %q", c.name, err, c.want)
@@ -79,7 +79,7 @@ func TestProfileInPredicateIsAudited(t *testing.T) {
 	st := storeWith(t, k)
 	quick := export(t, makeRun(t, runOpts{approve: []string{"alice"}, profile: "quick"}), k, ExportOptions{})
 	forged := repack(t, resign(t, files(t, quick), k, func(s *Statement) { s.Predicate.Run.Profile = "" }))
-	_, err := Verify(bytes.NewReader(forged), st, VerifyOptions{Profile: ptr("")})
+	_, err := Verify(bytes.NewReader(forged), st, VerifyOptions{AnySource: true, AnyContract: true, Profile: ptr("")})
 	if reasonOf(err) != PredicateMismatch || !strings.Contains(err.Error(), `"profile"`) {
 		t.Fatalf("relabelled quick run: %v, want predicate-mismatch on profile", err)
 	}

@@ -46,6 +46,7 @@ func vectorStatement() Statement {
 		Predicate: Predicate{SignedAt: "2026-01-02T03:04:05Z", KeyID: "", Run: RunSummary{
 			RunID: "20260102T030000.000Z-0123abcd", State: "COMPLETE",
 			Repo:               "acme/widget",
+			Worktree:           run.Worktree{Digest: "sha256:" + strings.Repeat("7", 64)},
 			ContractHash:       "sha256:" + strings.Repeat("4", 64),
 			VerificationDigest: "sha256:" + strings.Repeat("5", 64),
 			Chain:              Chain{Head: "sha256:" + strings.Repeat("6", 64), Length: 10},

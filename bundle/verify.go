@@ -27,32 +27,46 @@ type Reason string
 
 // Refusal reasons, in the order verify checks them.
 const (
-	ArchiveUnsafe         Reason = "archive-unsafe"
-	ArchiveTooLarge       Reason = "archive-too-large"
-	Malformed             Reason = "malformed"
-	UnknownKey            Reason = Reason(trust.UnknownKey)
-	SignatureInvalid      Reason = "signature-invalid"
-	KeyRevoked            Reason = Reason(trust.KeyRevoked)
-	KeyNotValid           Reason = Reason(trust.KeyNotValidAtTime)
-	IdentityMismatch      Reason = Reason(trust.IdentityMismatch)
-	MissingFile           Reason = "missing-file"
-	ExtraFile             Reason = "extra-file"
-	SubjectMismatch       Reason = "subject-mismatch"
-	ChainBroken           Reason = "chain-broken"
-	AuditFailed           Reason = "audit-failed"
-	NotComplete           Reason = "not-complete"
-	ChainMismatch         Reason = "chain-mismatch"
-	PredicateMismatch     Reason = "predicate-mismatch"
-	CheckpointInvalid     Reason = Reason(checkpoint.Invalid)
-	CheckpointRewritten   Reason = Reason(checkpoint.Rewritten)
-	CheckpointTruncated   Reason = Reason(checkpoint.Truncated)
-	CheckpointForeignRun  Reason = Reason(checkpoint.ForeignRun)
-	CommitMismatch        Reason = "commit-mismatch"
-	TreeMismatch          Reason = "tree-mismatch"
-	RepoMismatch          Reason = "repo-mismatch"
-	ProfileMismatch       Reason = "profile-mismatch"
-	InsufficientApprovals Reason = "insufficient-approvals"
+	ArchiveUnsafe          Reason = "archive-unsafe"
+	ArchiveTooLarge        Reason = "archive-too-large"
+	Malformed              Reason = "malformed"
+	UnknownKey             Reason = Reason(trust.UnknownKey)
+	SignatureInvalid       Reason = "signature-invalid"
+	KeyRevoked             Reason = Reason(trust.KeyRevoked)
+	KeyNotValid            Reason = Reason(trust.KeyNotValidAtTime)
+	IdentityMismatch       Reason = Reason(trust.IdentityMismatch)
+	MissingFile            Reason = "missing-file"
+	ExtraFile              Reason = "extra-file"
+	SubjectMismatch        Reason = "subject-mismatch"
+	ChainBroken            Reason = "chain-broken"
+	AuditFailed            Reason = "audit-failed"
+	NotComplete            Reason = "not-complete"
+	ChainMismatch          Reason = "chain-mismatch"
+	PredicateMismatch      Reason = "predicate-mismatch"
+	CheckpointInvalid      Reason = Reason(checkpoint.Invalid)
+	CheckpointRewritten    Reason = Reason(checkpoint.Rewritten)
+	CheckpointTruncated    Reason = Reason(checkpoint.Truncated)
+	CheckpointForeignRun   Reason = Reason(checkpoint.ForeignRun)
+	CommitMismatch         Reason = "commit-mismatch"
+	TreeMismatch           Reason = "tree-mismatch"
+	RepoMismatch           Reason = "repo-mismatch"
+	ProfileMismatch        Reason = "profile-mismatch"
+	ContractMismatch       Reason = "contract-mismatch"
+	DirtySource            Reason = "dirty-source"
+	SigningTimeImplausible Reason = "signing-time-implausible"
+	InsufficientApprovals  Reason = "insufficient-approvals"
 )
+
+// MaxClockSkew is how far past the verification time (or the witness
+// time) a signature's signed_at may lie.
+const MaxClockSkew = 5 * time.Minute
+
+// PolicyError is a VerifyOptions that does not say what the caller
+// requires: a gate must name the source and the contract it accepts, or
+// opt out of each explicitly.
+type PolicyError struct{ Detail string }
+
+func (e *PolicyError) Error() string { return "bundle verify policy: " + e.Detail }
 
 // VerifyError is a refused bundle.
 type VerifyError struct {
@@ -69,10 +83,36 @@ func (e *VerifyError) Error() string {
 // Unwrap returns the underlying error.
 func (e *VerifyError) Unwrap() error { return e.Err }
 
-// VerifyOptions say what the caller requires beyond a valid bundle.
+// VerifyOptions say what the caller requires beyond a valid bundle. Every
+// requirement is explicit: one of Commit, Tree and AnySource, and one of
+// ContractHash and AnyContract, must be set, or Verify returns a
+// *PolicyError before reading the bundle.
 type VerifyOptions struct {
-	Commit string // the run's source commit must equal it
-	Tree   string // the run's source tree must equal it
+	Commit string // the run's source commit must equal it (full hex SHA)
+	Tree   string // the run's source tree must equal it (full hex SHA)
+	// AnySource accepts a run of any commit and tree. Unsafe for a gate:
+	// a bundle of any other commit of the repository would pass.
+	AnySource bool
+	// ContractHash ("sha256:<64 hex>") is the hash of the resolved
+	// contract the run must have used, computed by the caller from a
+	// contract a pull request cannot change (the release commit's).
+	ContractHash string
+	// AnyContract accepts a run under any contract. Unsafe for a gate: a
+	// run under a weakened contract would pass.
+	AnyContract bool
+	// AllowDirty accepts a run planned on a work tree with uncommitted
+	// changes (--allow-dirty), whose checks ran on content no commit
+	// names. Without it such a run is refused (DirtySource).
+	AllowDirty bool
+	// Now is the verification time (zero: time.Now()). signed_at may not
+	// lie more than MaxClockSkew after it.
+	Now time.Time
+	// Witnessed, when non-zero, is a time the bundle is known to have
+	// existed by, from a source its signer does not control (the workflow
+	// artifact's created_at as GitHub reports it). A key retired or
+	// revoked before it is refused whatever signed_at says, and signed_at
+	// may not lie more than MaxClockSkew after it.
+	Witnessed time.Time
 	// Repo, when set, is the repository (owner/name, compared without
 	// case, as GitHub does) the run must have been made for.
 	Repo string
@@ -108,6 +148,9 @@ var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // the checkpoint, if carried; the source, repository and profile binding;
 // the approvals.
 func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
 	lim := archive.DefaultLimits
 	if opts.Limits != nil {
 		lim = *opts.Limits
@@ -168,9 +211,12 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 		identity = "repo:" + pred.Run.Repo
 	}
 	if err := k.CheckAt(signedAt, identity); err != nil {
-		var ke *trust.KeyError
-		errors.As(err, &ke)
-		return nil, refuse(Reason(ke.Reason), fmt.Sprintf("key %s: %s", ke.KeyID, ke.Detail), id, err)
+		return nil, refuseKey(err, id)
+	}
+	if !opts.Witnessed.IsZero() {
+		if err := k.CheckWitnessed(opts.Witnessed); err != nil {
+			return nil, refuseKey(err, id)
+		}
 	}
 
 	// 3. Subjects: exactly the files, with their digests.
@@ -261,6 +307,9 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	if field := diffSummary(&want, &pred.Run); field != "" {
 		return nil, refuse(PredicateMismatch, fmt.Sprintf("predicate field %q disagrees with the audited run", field), id, nil)
 	}
+	if err := opts.checkSigningTime(signedAt, rep.LastEventTime); err != nil {
+		return nil, refuse(SigningTimeImplausible, err.Error(), id, nil)
+	}
 
 	res := &Result{RunID: rep.RunID, KeyID: k.ID, SignedAt: signedAt.UTC(), Run: want, Files: len(list)}
 
@@ -284,7 +333,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 		res.Checkpoint = v
 	}
 
-	// 7. Source binding.
+	// 7. Source and contract binding.
 	if opts.Commit != "" && !strings.EqualFold(opts.Commit, rep.Source.Commit) {
 		return nil, refuse(CommitMismatch, fmt.Sprintf("the run verified commit %s, not %s", rep.Source.Commit, opts.Commit), id, nil)
 	}
@@ -295,8 +344,14 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	if opts.Repo != "" && !strings.EqualFold(opts.Repo, rep.Repo) {
 		return nil, refuse(RepoMismatch, fmt.Sprintf("the run was made for repository %q, not %q", rep.Repo, opts.Repo), id, nil)
 	}
+	if rep.Worktree == nil || rep.Worktree.Dirty && !opts.AllowDirty {
+		return nil, refuse(DirtySource, "the run was planned on a work tree with uncommitted changes (--allow-dirty): its checks ran on content no commit names", id, nil)
+	}
 	if opts.Profile != nil && *opts.Profile != rep.Profile {
 		return nil, refuse(ProfileMismatch, fmt.Sprintf("the run used %s, not %s", profileName(rep.Profile), profileName(*opts.Profile)), id, nil)
+	}
+	if opts.ContractHash != "" && opts.ContractHash != rep.ContractHash {
+		return nil, refuse(ContractMismatch, fmt.Sprintf("the run used contract %s, the gate requires %s", rep.ContractHash, opts.ContractHash), id, nil)
 	}
 
 	// 8. Approvals.
@@ -360,6 +415,69 @@ func countApprovals(ds []run.Decision) int {
 	return n
 }
 
+// check refuses options that leave the source or the contract unsaid.
+func (o *VerifyOptions) check() error {
+	n := 0
+	for _, set := range []bool{o.Commit != "", o.Tree != "", o.AnySource} {
+		if set {
+			n++
+		}
+	}
+	if n != 1 {
+		return &PolicyError{"give exactly one of a commit, a tree, or any source"}
+	}
+	for name, v := range map[string]string{"commit": o.Commit, "tree": o.Tree} {
+		if v != "" && !fullSHA.MatchString(v) {
+			return &PolicyError{fmt.Sprintf("%s %q: give the full 40-hex (or 64-hex) SHA", name, clip(v))}
+		}
+	}
+	if (o.ContractHash != "") == o.AnyContract {
+		return &PolicyError{"give exactly one of a contract hash or any contract"}
+	}
+	if o.ContractHash != "" && !contractHash.MatchString(o.ContractHash) {
+		return &PolicyError{fmt.Sprintf("contract hash %q: want sha256:<64 lowercase hex>", clip(o.ContractHash))}
+	}
+	return nil
+}
+
+var (
+	fullSHA      = regexp.MustCompile(`^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$`)
+	contractHash = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+)
+
+// checkSigningTime refuses a signed_at before the run's last event (the
+// run could not have been signed before it ended) or after the
+// verification time or the witness time, each plus MaxClockSkew.
+func (o *VerifyOptions) checkSigningTime(signedAt time.Time, lastEvent string) error {
+	last, err := time.Parse(time.RFC3339Nano, lastEvent)
+	if err != nil {
+		return fmt.Errorf("the log's last event time %q is not RFC 3339", clip(lastEvent))
+	}
+	at := signedAt.UTC().Format(time.RFC3339Nano)
+	if signedAt.Before(last) {
+		return fmt.Errorf("signed_at %s is before the run's last event at %s", at, last.UTC().Format(time.RFC3339Nano))
+	}
+	now := o.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	if signedAt.After(now.Add(MaxClockSkew)) {
+		return fmt.Errorf("signed_at %s is after the verification time %s (+%s)", at, now.UTC().Format(time.RFC3339), MaxClockSkew)
+	}
+	if !o.Witnessed.IsZero() && signedAt.After(o.Witnessed.Add(MaxClockSkew)) {
+		return fmt.Errorf("signed_at %s is after the bundle was witnessed at %s (+%s)", at, o.Witnessed.UTC().Format(time.RFC3339Nano), MaxClockSkew)
+	}
+	return nil
+}
+
+func refuseKey(err error, runID string) error {
+	var ke *trust.KeyError
+	if !errors.As(err, &ke) {
+		return refuse(Malformed, err.Error(), runID, err)
+	}
+	return refuse(Reason(ke.Reason), fmt.Sprintf("key %s: %s", ke.KeyID, ke.Detail), runID, err)
+}
+
 func diffSummary(a, b *RunSummary) string {
 	ab, err1 := canon.Marshal(a)
 	bb, err2 := canon.Marshal(b)
@@ -369,11 +487,12 @@ func diffSummary(a, b *RunSummary) string {
 	fields := map[string]func(*RunSummary) any{
 		"state": func(s *RunSummary) any { return s.State }, "source": func(s *RunSummary) any { return s.Source },
 		"repo": func(s *RunSummary) any { return s.Repo }, "profile": func(s *RunSummary) any { return s.Profile },
+		"worktree":            func(s *RunSummary) any { return s.Worktree },
 		"contract_hash":       func(s *RunSummary) any { return s.ContractHash },
 		"verification_digest": func(s *RunSummary) any { return s.VerificationDigest },
 		"checks":              func(s *RunSummary) any { return s.Checks }, "decisions": func(s *RunSummary) any { return s.Decisions },
 	}
-	for _, name := range []string{"state", "source", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions"} {
+	for _, name := range []string{"state", "source", "worktree", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions"} {
 		x, _ := canon.Marshal(fields[name](a))
 		y, _ := canon.Marshal(fields[name](b))
 		if !bytes.Equal(x, y) {

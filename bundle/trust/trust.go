@@ -325,6 +325,23 @@ func (k *Key) CheckAt(signedAt time.Time, identity string) error {
 	return nil
 }
 
+// CheckWitnessed refuses the key for a signature that a witness the
+// signer does not control (an artifact's created_at) saw only at or after
+// the key was retired or revoked: whatever signing time the signature
+// claims, it was made public too late.
+func (k *Key) CheckWitnessed(at time.Time) error {
+	w := at.UTC().Format(time.RFC3339Nano)
+	if k.Status == Revoked && k.RevokedAt != nil && !at.Before(*k.RevokedAt) {
+		return &KeyError{Reason: KeyRevoked, KeyID: k.ID,
+			Detail: fmt.Sprintf("the bundle was first seen at %s, after the key was revoked at %s", w, k.RevokedAt.Format(time.RFC3339Nano))}
+	}
+	if k.Status == Retired && k.RetiredAt != nil && at.After(*k.RetiredAt) {
+		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
+			Detail: fmt.Sprintf("the bundle was first seen at %s, after the key was retired at %s", w, k.RetiredAt.Format(time.RFC3339Nano))}
+	}
+	return nil
+}
+
 // Marshal returns the store as indented JSON with keys sorted by id.
 func (s *Store) Marshal() ([]byte, error) {
 	c := *s

@@ -184,6 +184,11 @@ func compareProjectionBytes(b []byte, c *contract.Resolved, events []eventlog.Ev
 	if err := strictJSON(b, &got); err != nil {
 		return &AuditError{Reason: ReasonProjection, Detail: "run.json: " + err.Error()}
 	}
+	if got.Worktree == nil {
+		// Written before run.json carried the work tree (ADR 0005); the
+		// field is derived from run.planned, which the replay checked.
+		got.Worktree = rep.Worktree
+	}
 	if sameReport(&got, rep) {
 		return nil
 	}
@@ -208,7 +213,7 @@ func describeDiff(got, want *Report) string {
 	wb, _ := json.Marshal(want)
 	json.Unmarshal(gb, &g)
 	json.Unmarshal(wb, &w)
-	for _, k := range []string{"run_id", "state", "source", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "repo", "profile"} {
+	for _, k := range []string{"run_id", "state", "source", "worktree", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "repo", "profile"} {
 		if !bytes.Equal(canonOrRaw(g[k]), canonOrRaw(w[k])) {
 			return fmt.Sprintf("field %q disagrees with the event log", k)
 		}

@@ -100,6 +100,7 @@ func bad(line int, reason, format string, a ...any) *AuditError {
 }
 
 func (f *folder) apply(line int, e eventlog.Event) error {
+	f.r.LastEventTime = e.Time
 	if line == 1 {
 		if e.Type != TypePlanned {
 			return bad(line, ReasonBadEvent, "first event is %q, want %s", e.Type, TypePlanned)
@@ -134,6 +135,7 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 			return bad(line, ReasonContract, "run.planned lists checks %v, contract.json has %v", f.planned.Checks, ids)
 		}
 		f.r.Repo, f.r.Profile = f.planned.Repo, f.planned.Contract.Profile
+		f.r.Worktree = &Worktree{Dirty: f.planned.Worktree.Dirty, Digest: f.planned.Worktree.Digest}
 		return f.move(line, Planned)
 	case TypeState:
 		var d StateData

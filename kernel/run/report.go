@@ -26,23 +26,37 @@ const (
 // its projection (run.json) and frozen contract: what status, audit and the
 // bundle exporter and verifier report.
 type Report struct {
-	RunID              string          `json:"run_id"`
-	State              State           `json:"state"`
-	Source             eventlog.Source `json:"source"`
-	Repo               string          `json:"repo,omitempty"`
-	Profile            string          `json:"profile,omitempty"`
-	ContractHash       string          `json:"contract_hash"`
-	VerificationDigest string          `json:"verification_digest,omitempty"`
-	ChainHead          string          `json:"chain_head"`
-	ChainLength        int             `json:"chain_length"`
-	Checks             []CheckReport   `json:"checks"`
-	Decisions          []Decision      `json:"decisions,omitempty"`
+	RunID   string          `json:"run_id"`
+	State   State           `json:"state"`
+	Source  eventlog.Source `json:"source"`
+	Repo    string          `json:"repo,omitempty"`
+	Profile string          `json:"profile,omitempty"`
+	// Worktree is the work tree the run was planned on: clean, or dirty
+	// (planned with --allow-dirty, so its checks ran on content that no
+	// commit names), with its digest. Absent only in run.json files
+	// written before it was added (ADR 0005).
+	Worktree           *Worktree     `json:"worktree,omitempty"`
+	ContractHash       string        `json:"contract_hash"`
+	VerificationDigest string        `json:"verification_digest,omitempty"`
+	ChainHead          string        `json:"chain_head"`
+	ChainLength        int           `json:"chain_length"`
+	Checks             []CheckReport `json:"checks"`
+	Decisions          []Decision    `json:"decisions,omitempty"`
+	// LastEventTime is the time of the log's last event (RFC 3339). It is
+	// not part of the projection.
+	LastEventTime string `json:"-"`
 	// Pending lists checks that started and have not finished: running, or
 	// interrupted when the writer died.
 	Pending []string `json:"pending,omitempty"`
 	// Blobs lists every blob digest the log references (check streams,
 	// context snapshots), each present and intact in the run directory.
 	Blobs []string `json:"blobs,omitempty"`
+}
+
+// Worktree is the state of the work tree a run was planned on.
+type Worktree struct {
+	Dirty  bool   `json:"dirty"`
+	Digest string `json:"worktree_digest"`
 }
 
 // CheckReport is one check's last recorded result.
