@@ -46,6 +46,9 @@ type ExportOptions struct {
 	// value uses the time of the run's last event, which keeps export
 	// deterministic: the same run and key give the same bytes.
 	SignedAt time.Time
+	// Replace lets ExportFile replace an existing file; without it an
+	// existing file is refused with fs.ErrExist and left alone.
+	Replace bool
 }
 
 // ExportResult describes a written bundle.
@@ -174,10 +177,17 @@ func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*Exp
 }
 
 // ExportFile exports to path atomically: nothing is left at path unless
-// the whole bundle was written and fsynced.
+// the whole bundle was written and fsynced. An existing file is refused
+// (fs.ErrExist) unless opts.Replace.
 func ExportFile(runDir, outPath string, s *key.Signer, opts ExportOptions) (*ExportResult, error) {
+	write := durable.WriteExclusive
+	if opts.Replace {
+		write = durable.Write
+	} else if _, err := os.Lstat(outPath); err == nil {
+		return nil, fmt.Errorf("%s: %w", outPath, fs.ErrExist)
+	}
 	var res *ExportResult
-	err := durable.Write(outPath, 0o644, func(w io.Writer) error {
+	err := write(outPath, 0o644, func(w io.Writer) error {
 		var err error
 		res, err = Export(runDir, s, w, opts)
 		return err

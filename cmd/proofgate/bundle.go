@@ -3,15 +3,20 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
+	"regexp"
+	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/spf13/cobra"
 )
@@ -326,89 +331,196 @@ of the run's last event (so the same run and key give the same bytes);
 }
 
 type verdict struct {
-	Verdict    string `json:"verdict"`
-	Reason     string `json:"reason,omitempty"`
-	Detail     string `json:"detail,omitempty"`
-	RunID      string `json:"run_id,omitempty"`
-	KeyID      string `json:"key_id,omitempty"`
-	SignedAt   string `json:"signed_at,omitempty"`
-	Commit     string `json:"commit,omitempty"`
-	Tree       string `json:"tree,omitempty"`
-	Repo       string `json:"repo,omitempty"`
-	Profile    string `json:"profile,omitempty"`
-	State      string `json:"state,omitempty"`
-	Digest     string `json:"verification_digest,omitempty"`
-	ChainHead  string `json:"chain_head,omitempty"`
-	Approvals  int    `json:"approvals"`
-	Checkpoint int    `json:"checkpoint_length,omitempty"`
+	Verdict        string `json:"verdict"`
+	Reason         string `json:"reason,omitempty"`
+	Detail         string `json:"detail,omitempty"`
+	RunID          string `json:"run_id,omitempty"`
+	KeyID          string `json:"key_id,omitempty"`
+	SignedAt       string `json:"signed_at,omitempty"`
+	Commit         string `json:"commit,omitempty"`
+	Tree           string `json:"tree,omitempty"`
+	Dirty          *bool  `json:"dirty,omitempty"`
+	WorktreeDigest string `json:"worktree_digest,omitempty"`
+	Repo           string `json:"repo,omitempty"`
+	Profile        string `json:"profile,omitempty"`
+	ContractHash   string `json:"contract_hash,omitempty"`
+	State          string `json:"state,omitempty"`
+	Digest         string `json:"verification_digest,omitempty"`
+	ChainHead      string `json:"chain_head,omitempty"`
+	Approvals      int    `json:"approvals"`
+	Checkpoint     int    `json:"checkpoint_length,omitempty"`
+}
+
+func acceptedVerdict(res *bundle.Result) verdict {
+	dirty := res.Run.Worktree.Dirty
+	v := verdict{Verdict: "accepted", RunID: res.RunID, KeyID: res.KeyID, SignedAt: res.SignedAt.Format(time.RFC3339Nano),
+		Commit: res.Run.Source.Commit, Tree: res.Run.Source.Tree, Dirty: &dirty, WorktreeDigest: res.Run.Worktree.Digest,
+		Repo: res.Run.Repo, Profile: res.Run.Profile, ContractHash: res.Run.ContractHash, State: string(res.Run.State),
+		Digest: res.Run.VerificationDigest, ChainHead: res.Run.Chain.Head, Approvals: res.Approvals}
+	if res.Checkpoint != nil {
+		v.Checkpoint = res.Checkpoint.Length
+	}
+	return v
+}
+
+// verifyFlags are bundle verify's policy flags.
+type verifyFlags struct {
+	trust, commit, tree, repo, profile, contractHash, witnessed string
+	approvals                                                   int
+	anySource, anyContract, allowDirty, asJSON                  bool
+}
+
+func (f *verifyFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&f.trust, "trust", "", "trust store (trust.json)")
+	fl.StringVar(&f.commit, "commit", "", "require the run's source commit (full SHA)")
+	fl.StringVar(&f.tree, "tree", "", "require the run's source tree (full SHA; merge/squash commits)")
+	fl.BoolVar(&f.anySource, "any-source", false, "accept a run of any commit and tree (unsafe for a release gate)")
+	fl.StringVar(&f.contractHash, "contract-hash", "", "require the run's contract hash (sha256:<hex>)")
+	fl.BoolVar(&f.anyContract, "any-contract", false, "accept a run under any contract (unsafe for a release gate)")
+	fl.BoolVar(&f.allowDirty, "allow-dirty", false, "accept a run planned on a work tree with uncommitted changes")
+	fl.StringVar(&f.repo, "repo", "", "require the run's repository (owner/name, compared without case)")
+	fl.StringVar(&f.profile, "profile", "", `require the run's contract profile (exact; "" = the base contract); with --contract, also the profile it is resolved with`)
+	fl.IntVar(&f.approvals, "require-approvals", 1, "minimum distinct approvals")
+	fl.StringVar(&f.witnessed, "witnessed-at", "", "a time the bundle existed by, from a witness the signer does not control (RFC 3339, e.g. the artifact's created_at)")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+}
+
+// options turns the flags into a verify policy; every gap is a usage error.
+func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOptions, error) {
+	var o bundle.VerifyOptions
+	changed := c.Flags().Changed
+	for _, fl := range []struct{ name, v string }{{"commit", f.commit}, {"tree", f.tree}, {"repo", f.repo}, {"contract-hash", f.contractHash}, {"trust", f.trust}} {
+		if changed(fl.name) && fl.v == "" {
+			return o, usageErr(fmt.Errorf("--%s is empty; an empty value never means \"any\"", fl.name))
+		}
+	}
+	if changed("contract") && g.contract == "" {
+		return o, usageErr(errors.New("--contract is empty"))
+	}
+	if f.trust == "" {
+		return o, usageErr(errors.New("--trust is required"))
+	}
+	if f.approvals < 0 {
+		return o, usageErr(errors.New("--require-approvals must be >= 0"))
+	}
+	if n := count(f.commit != "", f.tree != "", f.anySource); n != 1 {
+		return o, usageErr(errors.New("give exactly one of --commit SHA, --tree SHA or --any-source: the gate must say which source it accepts"))
+	}
+	for name, v := range map[string]string{"commit": f.commit, "tree": f.tree} {
+		if v != "" && !fullSHA.MatchString(v) {
+			return o, usageErr(fmt.Errorf("--%s %q: give the full 40-hex SHA (git rev-parse HEAD), not a short or symbolic one", name, printable.Escape(v)))
+		}
+	}
+	if f.repo != "" && !repoName.MatchString(f.repo) {
+		return o, usageErr(fmt.Errorf("--repo %q: want owner/name", printable.Escape(f.repo)))
+	}
+	o.Commit, o.Tree, o.AnySource, o.Repo = strings.ToLower(f.commit), strings.ToLower(f.tree), f.anySource, f.repo
+	o.RequireApprovals, o.AllowDirty, o.AnyContract, o.ContractHash = f.approvals, f.allowDirty, f.anyContract, f.contractHash
+	if changed("profile") {
+		o.Profile = &f.profile
+	}
+	fromFile := changed("contract")
+	if n := count(fromFile, f.contractHash != "", f.anyContract); n != 1 {
+		return o, usageErr(errors.New("give exactly one of --contract FILE [--profile P], --contract-hash sha256:<hex> or --any-contract: the gate must say which contract the run had to use"))
+	}
+	if fromFile {
+		rc, err := contract.Load(g.contract, f.profile)
+		if err != nil {
+			return o, usageErr(err)
+		}
+		if o.ContractHash, err = rc.Hash(); err != nil {
+			return o, usageErr(err)
+		}
+	}
+	if f.witnessed != "" {
+		t, err := parseTime("witnessed-at", f.witnessed)
+		if err != nil {
+			return o, err
+		}
+		o.Witnessed = t
+	}
+	return o, nil
+}
+
+var (
+	fullSHA  = regexp.MustCompile(`^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$`)
+	repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+)
+
+func count(bs ...bool) int {
+	n := 0
+	for _, b := range bs {
+		if b {
+			n++
+		}
+	}
+	return n
 }
 
 func verifyBundleCmd(g *globals) *cobra.Command {
-	var trustPath, commit, tree, repo, profile string
-	var approvals int
-	var asJSON bool
+	var f verifyFlags
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json [--commit SHA | --tree SHA] [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--json]",
+		Use:   "verify FILE --trust trust.json (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
-at the signing time; every subject digest with no file missing or extra; the
-event chain and a full audit of the run from the bundled files; the predicate
-against that audit; the carried checkpoint; --commit or --tree; --repo;
---profile (exact; --profile "" requires the base contract; without the flag
-any profile is accepted); and at least --require-approvals distinct
-approvals (default 1).
+at the signing time (and, with --witnessed-at, that the key was neither
+retired nor revoked when the bundle was witnessed); every subject digest with
+no file missing or extra; the event chain and a full audit of the run from the
+bundled files; the predicate against that audit; a plausible signing time (not
+before the run's last event, not after now or the witness time plus 5
+minutes); the carried checkpoint; --commit or --tree; --repo; a clean source
+(a run planned with --allow-dirty is refused unless --allow-dirty is given
+here); --profile (exact; --profile "" requires the base contract); the
+contract; and at least --require-approvals distinct approvals (default 1).
+
+The gate must say what it accepts. The source: --commit SHA, --tree SHA (a
+merge or squash commit whose tree equals the verified head's), or
+--any-source. The contract: --contract FILE (resolved with --profile, e.g. the
+release commit's .proofgate/contract.yaml: a run under another or a weakened
+contract is refused), --contract-hash sha256:<hex>, or --any-contract. SHAs
+are full 40-hex (or 64-hex) values; an empty flag value is an error, never
+"any".
 
 Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
+		Example: `  proofgate bundle verify run.bundle.tar.gz --trust trust.json \
+      --commit "$(git rev-parse HEAD)" --contract .proofgate/contract.yaml --repo acme/widget`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if commit != "" && tree != "" {
-				return usageErr(errors.New("--commit and --tree are exclusive"))
+			opts, err := f.options(cmd, g)
+			if err != nil {
+				return err
 			}
-			if approvals < 0 {
-				return usageErr(errors.New("--require-approvals must be >= 0"))
-			}
-			if trustPath == "" {
-				return usageErr(errors.New("--trust is required"))
-			}
-			store, err := trust.Load(trustPath)
+			store, err := trust.Load(f.trust)
 			if err != nil {
 				return usageErr(err)
 			}
-			f, err := os.Open(args[0])
+			file, err := os.Open(args[0])
 			if err != nil {
 				return usageErr(err)
 			}
-			defer f.Close()
-			opts := bundle.VerifyOptions{Commit: commit, Tree: tree, Repo: repo, RequireApprovals: approvals}
-			if cmd.Flags().Changed("profile") {
-				opts.Profile = &profile
-			}
-			res, err := bundle.Verify(f, store, opts)
-			v := verdict{Verdict: "accepted"}
+			defer file.Close()
+			res, err := bundle.Verify(file, store, opts)
+			var v verdict
 			var ve *bundle.VerifyError
+			var pe *bundle.PolicyError
 			switch {
 			case err == nil:
-				v.RunID, v.KeyID, v.SignedAt = res.RunID, res.KeyID, res.SignedAt.Format(time.RFC3339Nano)
-				v.Commit, v.Tree, v.Repo, v.Profile = res.Run.Source.Commit, res.Run.Source.Tree, res.Run.Repo, res.Run.Profile
-				v.State, v.Digest, v.ChainHead, v.Approvals = string(res.Run.State), res.Run.VerificationDigest, res.Run.Chain.Head, res.Approvals
-				if res.Checkpoint != nil {
-					v.Checkpoint = res.Checkpoint.Length
-				}
+				v = acceptedVerdict(res)
 			case errors.As(err, &ve):
 				v = verdict{Verdict: "refused", Reason: string(ve.Reason), Detail: ve.Detail, RunID: ve.RunID}
+			case errors.As(err, &pe):
+				return usageErr(err)
 			default:
 				return envErr(err)
 			}
-			if asJSON {
+			if f.asJSON {
 				if err := writeJSON(g.stdout, v); err != nil {
 					return err
 				}
-			} else if v.Verdict == "accepted" {
-				fmt.Fprintf(g.stdout, "accepted: run %s, commit %s, tree %s, %d approval(s), signed by %s at %s\n",
-					v.RunID, v.Commit, v.Tree, v.Approvals, v.KeyID, v.SignedAt)
 			} else {
-				fmt.Fprintf(g.stdout, "refused: %s: %s\n", v.Reason, v.Detail)
+				printVerdict(g.stdout, &v)
 			}
 			if v.Verdict != "accepted" {
 				return silent(exitRefused)
@@ -416,14 +528,21 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			return nil
 		},
 	}
-	c.Flags().StringVar(&trustPath, "trust", "", "trust store (trust.json)")
-	c.Flags().StringVar(&commit, "commit", "", "require the run's source commit")
-	c.Flags().StringVar(&tree, "tree", "", "require the run's source tree (merge/squash commits)")
-	c.Flags().StringVar(&repo, "repo", "", "require the run's repository (owner/name, compared without case)")
-	c.Flags().StringVar(&profile, "profile", "", `require the run's contract profile (exact; "" = the base contract)`)
-	c.Flags().IntVar(&approvals, "require-approvals", 1, "minimum distinct approvals")
-	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	f.register(c)
 	return c
+}
+
+func printVerdict(w io.Writer, v *verdict) {
+	if v.Verdict != "accepted" {
+		fmt.Fprintf(w, "refused: %s: %s\n", v.Reason, printable.Escape(v.Detail))
+		return
+	}
+	src := "clean source"
+	if *v.Dirty {
+		src = "DIRTY source (planned with --allow-dirty; accepted because --allow-dirty was given)"
+	}
+	fmt.Fprintf(w, "accepted: run %s, commit %s, tree %s, %s, contract %s, %d approval(s), signed by %s at %s\n",
+		v.RunID, v.Commit, v.Tree, src, v.ContractHash, v.Approvals, v.KeyID, v.SignedAt)
 }
 
 func checkpointCmd(g *globals) *cobra.Command {

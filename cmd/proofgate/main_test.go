@@ -56,6 +56,8 @@ func TestScripts(t *testing.T) {
 			"rundir":    cmdRundir,
 			"testimage": cmdTestimage,
 			"example":   cmdExample,
+			"gitsha":    cmdGitsha,
+			"timeat":    cmdTimeat,
 		},
 	})
 }
@@ -145,6 +147,33 @@ func cmdRundir(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ts.Setenv("RUNDIR", ts.MkAbs(filepath.Join(".proofgate/runs", ents[len(ents)-1].Name())))
 	ts.Setenv("RUNID", ents[len(ents)-1].Name())
+}
+
+// gitsha VAR [REV] sets $VAR to the full SHA of REV (default HEAD).
+func cmdGitsha(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) < 1 || len(args) > 2 {
+		ts.Fatalf("usage: gitsha VAR [REV]")
+	}
+	rev := "HEAD"
+	if len(args) == 2 {
+		rev = args[1]
+	}
+	cmd := exec.Command("git", "rev-parse", rev)
+	cmd.Dir = ts.Getenv("WORK")
+	out, err := cmd.Output()
+	ts.Check(err)
+	ts.Setenv(args[0], strings.TrimSpace(string(out)))
+}
+
+// timeat VAR DURATION sets $VAR to now + DURATION (e.g. 90s, -1h) in
+// RFC 3339, for signing and trust times relative to a run made just now.
+func cmdTimeat(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: timeat VAR DURATION")
+	}
+	d, err := time.ParseDuration(args[1])
+	ts.Check(err)
+	ts.Setenv(args[0], time.Now().Add(d).UTC().Format(time.RFC3339))
 }
 
 // exits N COMMAND [ARGS...] runs COMMAND and requires exit code N; its

@@ -48,7 +48,14 @@ func Write(path string, mode os.FileMode, write func(io.Writer) error) error {
 // file is linked into place, which fails with fs.ErrExist instead of
 // replacing anything (the O_EXCL guarantee without a half-written file).
 func CreateExclusive(path string, b []byte, mode os.FileMode) error {
-	tmp, err := stage(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+	return WriteExclusive(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+}
+
+// WriteExclusive streams the content of a new file through write, then
+// links it into place: it fails with fs.ErrExist, and leaves path as it
+// was, if path exists by then (a check-then-write would race).
+func WriteExclusive(path string, mode os.FileMode, write func(io.Writer) error) error {
+	tmp, err := stage(path, mode, write)
 	if err != nil {
 		return err
 	}

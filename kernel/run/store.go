@@ -100,3 +100,39 @@ func (s *Store) Resolve(id string) (string, error) {
 
 // Path returns the directory of run id.
 func (s *Store) Path(id string) string { return filepath.Join(s.Dir, id) }
+
+// Holds reports whether path names the run store or something inside it
+// (symlinks resolved as far as the path exists), where nothing but the
+// kernel may write: an output file there could replace a run's evidence.
+func (s *Store) Holds(path string) bool {
+	root, err := realPath(s.Dir)
+	if err != nil {
+		return false
+	}
+	p, err := realPath(path)
+	if err != nil {
+		return true // unresolvable: refuse rather than guess
+	}
+	rel, err := filepath.Rel(root, p)
+	return err == nil && (rel == "." || filepath.IsLocal(rel))
+}
+
+// realPath makes path absolute and resolves symlinks in its longest
+// existing prefix, so a link to the store or a path through one is seen
+// for what it is.
+func realPath(path string) (string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", err
+	}
+	rest := ""
+	for dir := abs; ; dir = filepath.Dir(dir) {
+		if r, err := filepath.EvalSymlinks(dir); err == nil {
+			return filepath.Join(r, rest), nil
+		}
+		if dir == filepath.Dir(dir) {
+			return abs, nil
+		}
+		rest = filepath.Join(filepath.Base(dir), rest)
+	}
+}
