@@ -201,7 +201,13 @@ func PublicPath(privPath string) string {
 // (mode 0600) and the public key to PublicPath(privPath) (mode 0644). It
 // never overwrites: an existing file at either path is an error wrapping
 // fs.ErrExist. It returns the key id.
-func Generate(privPath string) (id string, err error) {
+func Generate(privPath string) (id string, err error) { return generate(privPath, false) }
+
+// GenerateReplacing is Generate that atomically replaces existing files
+// at either path (each is written whole or not at all).
+func GenerateReplacing(privPath string) (id string, err error) { return generate(privPath, true) }
+
+func generate(privPath string, replace bool) (id string, err error) {
 	pub, priv, err := ed25519.GenerateKey(rand.Reader)
 	if err != nil {
 		return "", fmt.Errorf("key: %w", err)
@@ -217,6 +223,15 @@ func Generate(privPath string) (id string, err error) {
 	pubPath := PublicPath(privPath)
 	if pubPath == privPath {
 		return "", fmt.Errorf("key %s: cannot derive a distinct public key path", privPath)
+	}
+	if replace {
+		if err := durable.WriteFile(privPath, privPEM, 0o600); err != nil {
+			return "", fmt.Errorf("key %s: %w", privPath, err)
+		}
+		if err := durable.WriteFile(pubPath, pubPEM, 0o644); err != nil {
+			return "", fmt.Errorf("key %s: %w", pubPath, err)
+		}
+		return ID(pub)
 	}
 	if _, err := os.Lstat(pubPath); err == nil {
 		return "", fmt.Errorf("key %s: %w", pubPath, os.ErrExist)

@@ -39,6 +39,25 @@ func eventsCmd(root *cobra.Command) *cobra.Command {
 	return c
 }
 
+// checkOutput refuses an output path inside the run store, where a named
+// file could replace a run's evidence (bundle export -o once replaced a
+// run's events.ndjson).
+func (g *globals) checkOutput(flag, path string) error {
+	if store := run.NewStore(g.state); store.Holds(path) {
+		return usageErr(fmt.Errorf("%s %s: inside the run store %s, which only proofgate writes; choose a path outside it", flag, path, store.Dir))
+	}
+	return nil
+}
+
+// outputErr classifies a failed write of a file the user named: an
+// existing file is a usage error that says how to replace it.
+func outputErr(err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		return usageErr(fmt.Errorf("%w (pass --force to replace it)", err))
+	}
+	return envErr(err)
+}
+
 // parseTime accepts RFC 3339 or "now".
 func parseTime(flag, v string) (time.Time, error) {
 	if v == "now" {
@@ -75,22 +94,29 @@ func loadSigner(ref string) (*key.Signer, error) {
 
 func keygenCmd(g *globals) *cobra.Command {
 	var out string
-	var asJSON bool
+	var asJSON, force bool
 	c := &cobra.Command{
-		Use:   "keygen [-o key.pem]",
+		Use:   "keygen [-o key.pem] [--force]",
 		Short: "Generate an Ed25519 signing key",
 		Long: `Write a new Ed25519 private key as PKCS#8 PEM (mode 0600) and its public key
 next to it (key.pem → key.pub.pem), and print the key id: the lowercase hex
 SHA-256 of the public key's DER SubjectPublicKeyInfo. Existing files are never
-overwritten. Keys made by "openssl genpkey -algorithm ed25519" work as well.`,
+overwritten unless --force is given. Keys made by "openssl genpkey -algorithm
+ed25519" work as well.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			id, err := key.Generate(out)
-			if err != nil {
-				if errors.Is(err, fs.ErrExist) {
-					return usageErr(err)
+			for _, p := range []string{out, key.PublicPath(out)} {
+				if err := g.checkOutput("-o", p); err != nil {
+					return err
 				}
-				return envErr(err)
+			}
+			generate := key.Generate
+			if force {
+				generate = key.GenerateReplacing
+			}
+			id, err := generate(out)
+			if err != nil {
+				return outputErr(err)
 			}
 			pub, err := os.ReadFile(key.PublicPath(out))
 			if err != nil {
@@ -106,6 +132,7 @@ overwritten. Keys made by "openssl genpkey -algorithm ed25519" work as well.`,
 		},
 	}
 	c.Flags().StringVarP(&out, "output", "o", "key.pem", "private key file to create")
+	c.Flags().BoolVar(&force, "force", false, "replace existing key files")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -133,6 +160,9 @@ signing times it is valid for. The store is rewritten atomically.`,
 			}
 			na, err := optTime("not-after", notAfter)
 			if err != nil {
+				return err
+			}
+			if err := g.checkOutput("--store", storePath); err != nil {
 				return err
 			}
 			s, err := trust.LoadOrNew(storePath)
@@ -272,9 +302,9 @@ func bundleCmd(g *globals) *cobra.Command {
 
 func exportCmd(g *globals) *cobra.Command {
 	var keyRef, out, signedAt string
-	var asJSON bool
+	var asJSON, force bool
 	c := &cobra.Command{
-		Use:   "export RUN --key key.pem [-o FILE]",
+		Use:   "export RUN --key key.pem [-o FILE] [--force]",
 		Short: "Export a COMPLETE run as a signed evidence bundle",
 		Long: `Write one deterministic .tar.gz holding run.json, events.ndjson,
 contract.json, every blob the log references, the latest checkpoint if any,
@@ -282,7 +312,8 @@ and attestation.dsse.json: a DSSE envelope over an in-toto Statement v1 whose
 subjects are the other files. Only a run that reconciles as COMPLETE exports.
 --key is a PKCS#8 PEM file or env:VAR. The signing time defaults to the time
 of the run's last event (so the same run and key give the same bytes);
---signed-at T or now overrides it.`,
+--signed-at T or now overrides it. An existing FILE is refused unless
+--force; a FILE inside the run store (<state>/runs) always is.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := loadSigner(keyRef)
@@ -303,13 +334,17 @@ of the run's last event (so the same run and key give the same bytes);
 			if out == "" {
 				out = id + ".bundle.tar.gz"
 			}
+			if err := g.checkOutput("-o", out); err != nil {
+				return err
+			}
+			opts.Replace = force
 			res, err := bundle.ExportFile(store.Path(id), out, s, opts)
 			if err != nil {
 				var xe *bundle.ExportError
 				if errors.As(err, &xe) {
 					return refusedErr(err)
 				}
-				return envErr(err)
+				return outputErr(err)
 			}
 			if asJSON {
 				return writeJSON(g.stdout, struct {
@@ -326,6 +361,7 @@ of the run's last event (so the same run and key give the same bytes);
 	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
 	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <run-id>.bundle.tar.gz)")
 	c.Flags().StringVar(&signedAt, "signed-at", "", "signing time to assert (RFC 3339 or now)")
+	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
@@ -547,28 +583,41 @@ func printVerdict(w io.Writer, v *verdict) {
 
 func checkpointCmd(g *globals) *cobra.Command {
 	var keyRef, out string
-	var asJSON bool
+	var asJSON, force bool
 	c := &cobra.Command{
-		Use:   "checkpoint RUN --key key.pem [-o FILE]",
+		Use:   "checkpoint RUN --key key.pem [-o FILE] [--force]",
 		Short: "Sign a checkpoint of a run's event chain",
 		Long: `Sign {run, length, head, time} of the run's event log under its writer lock,
 store it as checkpoints/<length>.dsse.json in the run directory (and in FILE
 with -o), and record a checkpoint.signed event. "events verify RUN
 --checkpoint FILE --trust trust.json" later detects entries rewritten or
-removed before that point.`,
+removed before that point. An existing FILE is refused unless --force; a
+FILE inside the run store (<state>/runs) always is.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := loadSigner(keyRef)
 			if err != nil {
 				return err
 			}
+			if out != "" {
+				if err := g.checkOutput("-o", out); err != nil {
+					return err
+				}
+				if _, err := os.Lstat(out); err == nil && !force {
+					return outputErr(fmt.Errorf("%s: %w", out, fs.ErrExist))
+				}
+			}
 			rec, err := checkpoint.Record(g.state, args[0], s, time.Now())
 			if err != nil {
 				return classify(err)
 			}
 			if out != "" {
-				if err := durable.WriteFile(out, rec.Envelope, 0o644); err != nil {
-					return envErr(err)
+				write := durable.CreateExclusive
+				if force {
+					write = durable.WriteFile
+				}
+				if err := write(out, rec.Envelope, 0o644); err != nil {
+					return outputErr(fmt.Errorf("the checkpoint is recorded in %s; writing %s: %w", rec.Path, out, err))
 				}
 			}
 			if asJSON {
@@ -581,6 +630,7 @@ removed before that point.`,
 	}
 	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
 	c.Flags().StringVarP(&out, "output", "o", "", "also write the checkpoint to FILE")
+	c.Flags().BoolVar(&force, "force", false, "replace an existing FILE")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
