@@ -154,6 +154,11 @@ signing times it is valid for. The store is rewritten atomically.`,
 			if pubFile == "" {
 				return usageErr(errors.New("--public-key is required"))
 			}
+			if identity != "" {
+				if err := printable.Check("--identity", identity); err != nil {
+					return usageErr(err)
+				}
+			}
 			nb, err := optTime("not-before", notBefore)
 			if err != nil {
 				return err
@@ -263,7 +268,7 @@ signing times it is valid for. The store is rewritten atomically.`,
 			}
 			for _, k := range s.Keys {
 				fmt.Fprintf(g.stdout, "%s %-7s identity=%s not_before=%s not_after=%s retired_at=%s revoked_at=%s\n",
-					k.ID, k.Status, orDash(k.Identity), fmtTime(k.NotBefore), fmtTime(k.NotAfter), fmtTime(k.RetiredAt), fmtRevoked(&k))
+					k.ID, esc(string(k.Status)), esc(orDash(k.Identity)), fmtTime(k.NotBefore), fmtTime(k.NotAfter), fmtTime(k.RetiredAt), fmtRevoked(&k))
 			}
 			return nil
 		},

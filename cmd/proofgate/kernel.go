@@ -21,6 +21,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/source"
 )
@@ -65,6 +66,22 @@ func classify(err error) error {
 	}
 	return refusedErr(err)
 }
+
+// checkNames refuses an --actor that is not a printable one-line name and
+// a --reason that is not printable one-line text (exit 2): a newline or an
+// escape sequence in either would forge lines in status and audit.
+func checkNames(actor, reason string) error {
+	if err := printable.Check("--actor", actor); err != nil {
+		return usageErr(err)
+	}
+	if err := printable.CheckText("--reason", reason); err != nil {
+		return usageErr(err)
+	}
+	return nil
+}
+
+// esc escapes untrusted text for the terminal.
+func esc(s string) string { return printable.Escape(s) }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
@@ -292,14 +309,14 @@ func printReport(w io.Writer, rep *run.Report) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOUTCOME\tEXIT\tDURATION\tDETAIL")
 	for _, c := range rep.Checks {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", c.ID, c.Outcome, c.ExitCode, time.Duration(c.DurationMS)*time.Millisecond, c.Detail)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", esc(c.ID), esc(string(c.Outcome)), c.ExitCode, time.Duration(c.DurationMS)*time.Millisecond, esc(c.Detail))
 	}
 	tw.Flush()
 	if rep.VerificationDigest != "" {
 		fmt.Fprintf(w, "verification_digest %s\n", rep.VerificationDigest)
 	}
 	for _, d := range rep.Decisions {
-		fmt.Fprintf(w, "decision %s by %s at %s %s\n", d.Decision, d.Actor, d.Time, d.Reason)
+		fmt.Fprintf(w, "decision %s by %s at %s %s\n", esc(d.Decision), esc(d.Actor), esc(d.Time), esc(d.Reason))
 	}
 	switch rep.State {
 	case run.AwaitingApproval:
@@ -459,14 +476,14 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 		fmt.Fprintln(w, "torn tail: the log ends in a partial line (a writer was killed mid-append); the next writer records its recovery")
 	}
 	for _, r := range st.StaleReasons {
-		fmt.Fprintf(w, "stale: %s\n", r)
+		fmt.Fprintf(w, "stale: %s\n", esc(r))
 	}
 	if st.Writer != nil {
 		state := "dead"
 		if st.Writer.Alive {
 			state = "alive"
 		}
-		fmt.Fprintf(w, "writer: pid %d on %s since %s (%s)\n", st.Writer.PID, st.Writer.Host, st.Writer.Created.Format(time.RFC3339), state)
+		fmt.Fprintf(w, "writer: pid %d on %s since %s (%s)\n", st.Writer.PID, esc(st.Writer.Host), st.Writer.Created.Format(time.RFC3339), state)
 	}
 	if audit {
 		fmt.Fprintf(w, "chain: %d events, head %s\ncontract_hash %s\nsource commit %s tree %s\n", st.ChainLength, st.ChainHead, st.ContractHash, st.Source.Commit, st.Source.Tree)
@@ -516,7 +533,7 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 			} else {
 				for _, r := range rows {
 					if r.Error != "" {
-						fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", r.RunID, r.Error)
+						fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", esc(r.RunID), esc(r.Error))
 					} else {
 						fmt.Fprintf(g.stdout, "%s  %s\n", r.RunID, r.State)
 					}
@@ -551,6 +568,9 @@ COMPLETE.`,
 			}
 			if reject && reason == "" {
 				return usageErr(errors.New("--reject needs --reason"))
+			}
+			if err := checkNames(actor, reason); err != nil {
+				return err
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
@@ -597,6 +617,9 @@ while another process holds the run's writer lock.`,
 			if reason == "" {
 				return usageErr(errors.New("--reason is required"))
 			}
+			if err := checkNames(actor, reason); err != nil {
+				return err
+			}
 			r, err := run.Open(g.state, args[0])
 			if err != nil {
 				return classify(err)
@@ -628,6 +651,11 @@ gone (unlock it first with 'proofgate events unlock').`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if actor != "" {
+				if err := checkNames(actor, ""); err != nil {
+					return err
+				}
+			}
 			old, err := run.Open(g.state, args[0])
 			if err != nil {
 				return classify(err)
@@ -768,6 +796,9 @@ unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
 			if actor == "" {
 				return usageErr(errors.New("--actor is required"))
 			}
+			if err := checkNames(actor, ""); err != nil {
+				return err
+			}
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr(errors.New("--older-than is required (e.g. 10m)"))
 			}
@@ -779,7 +810,7 @@ unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
 			case err != nil:
 				return classify(err)
 			}
-			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", id, owner.PID, owner.Host)
+			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", id, owner.PID, esc(owner.Host))
 			return nil
 		},
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/spf13/cobra"
 )
 
@@ -81,7 +82,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	var ee *exitError
 	if errors.As(err, &ee) {
 		if ee.err != nil {
-			fmt.Fprintln(stderr, "proofgate:", ee.err)
+			fmt.Fprintln(stderr, "proofgate:", printable.Escape(ee.err.Error()))
 		}
 		return ee.code
 	}
@@ -90,6 +91,6 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	if cmd != nil {
 		path = cmd.CommandPath()
 	}
-	fmt.Fprintf(stderr, "proofgate: %v (see '%s --help')\n", err, path)
+	fmt.Fprintf(stderr, "proofgate: %s (see '%s --help')\n", printable.Escape(err.Error()), path)
 	return exitUsage
 }

@@ -27,20 +27,32 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Field + ": " + e.Detail }
 
+// MaxText bounds a free-text value (a reason) in bytes.
+const MaxText = 4096
+
 // Check refuses a name that is empty, longer than MaxName bytes, not
 // UTF-8, or holds a rune that is not safe to print (see Safe).
 func Check(field, s string) error {
-	switch {
-	case strings.TrimSpace(s) == "":
+	if strings.TrimSpace(s) == "" {
 		return &Error{field, "empty"}
-	case len(s) > MaxName:
-		return &Error{field, fmt.Sprintf("longer than %d bytes", MaxName)}
+	}
+	return checkText(field, s, MaxName)
+}
+
+// CheckText refuses free text (a reason: it may be empty) longer than
+// MaxText bytes, not UTF-8, or holding a rune that is not safe to print.
+func CheckText(field, s string) error { return checkText(field, s, MaxText) }
+
+func checkText(field, s string, max int) error {
+	switch {
+	case len(s) > max:
+		return &Error{field, fmt.Sprintf("longer than %d bytes", max)}
 	case !utf8.ValidString(s):
 		return &Error{field, "not valid UTF-8"}
 	}
 	for i, r := range s {
 		if !Safe(r) {
-			return &Error{field, fmt.Sprintf("control or format character %U at byte %d; names must be printable", r, i)}
+			return &Error{field, fmt.Sprintf("control or format character %U at byte %d; it must be printable text on one line", r, i)}
 		}
 	}
 	return nil
