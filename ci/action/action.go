@@ -323,7 +323,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	var data []byte
 	origin := "file:" + filepath.ToSlash(in.contract)
 	if ev.IsPullRequest() && ev.BaseSHA != "" {
-		data, err = event.BaseContract(ctx, ws, gh, owner, name, ev.BaseSHA, in.contract)
+		data, err = event.ContractAt(ctx, ws, gh, owner, name, ev.BaseSHA, in.contract)
 		if errors.Is(err, event.ErrNotInBase) {
 			return finish(fail(ExitUsage, "the base commit %s has no %s: a pull request runs under its base branch's contract, so add the contract on the base branch first", short(ev.BaseSHA), in.contract))
 		}
@@ -337,7 +337,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		res.ContractChanged = changed
 		if changed {
-			s.notes = append(s.notes, fmt.Sprintf("This pull request changes `%s`. The run used the base branch's version (commit `%s`); the change takes effect once merged.", in.contract, short(ev.BaseSHA)))
+			s.notes = append(s.notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", code(in.contract), code(short(ev.BaseSHA))))
 			f.annotate("notice", "ProofGate contract changed", "this pull request changes "+in.contract+"; the checks ran under the base branch's contract")
 		}
 	} else {

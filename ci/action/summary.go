@@ -12,6 +12,7 @@ import (
 	"github.com/proofgate/proofgate/ci/review"
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -97,19 +98,59 @@ type summary struct {
 }
 
 // cell makes untrusted text safe inside a markdown table cell.
+// maxCell bounds the runes of untrusted text in one summary cell.
+const maxCell = 300
+
+// cell makes untrusted text inert in Markdown, in a table cell or a line:
+// control and format characters are escaped (printable.Escape, so no
+// newline or terminal escape survives), HTML's <, > and & become entities,
+// and every ASCII punctuation character Markdown could read as syntax is
+// backslash-escaped: no link, image, emphasis, heading, autolink or table
+// break can come from it. Long text is clipped.
 func cell(s string) string {
-	s = strings.NewReplacer("|", "\\|", "\r", " ", "\n", " ", "<", "&lt;", ">", "&gt;", "`", "'").Replace(s)
-	if len(s) > 300 {
-		s = s[:300] + "…"
+	var b strings.Builder
+	for _, r := range clipRunes(printable.Escape(s), maxCell) {
+		switch {
+		case r == '<':
+			b.WriteString("&lt;")
+		case r == '>':
+			b.WriteString("&gt;")
+		case r == '&':
+			b.WriteString("&amp;")
+		case r < 0x80 && strings.ContainsRune(markdownPunct, r):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		default:
+			b.WriteRune(r)
+		}
 	}
-	return s
+	return b.String()
 }
 
+// markdownPunct is the ASCII punctuation CommonMark lets a backslash
+// escape and that GitHub's Markdown can give meaning to.
+const markdownPunct = "\\`*_{}[]()#+-.!|~:@\"'$%=^"
+
+// code shows untrusted text as a code span in a table cell: escaped as
+// printable text, a backtick (which would end the span) shown as ', and
+// | as \| (GitHub splits table cells on it even inside code).
 func code(s string) string {
 	if s == "" {
 		return "—"
 	}
-	return "`" + cell(s) + "`"
+	s = strings.NewReplacer("`", "'", "|", "\\|").Replace(clipRunes(printable.Escape(s), maxCell))
+	return "`" + s + "`"
+}
+
+func clipRunes(s string, n int) string {
+	i := 0
+	for j := range s {
+		if i == n {
+			return s[:j] + "…"
+		}
+		i++
+	}
+	return s
 }
 
 func (s *summary) render() string {

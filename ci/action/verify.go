@@ -21,6 +21,7 @@ import (
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/ci/ghapi"
+	"github.com/proofgate/proofgate/kernel/contract"
 )
 
 // Bounds of the verify step.
@@ -43,6 +44,7 @@ const (
 	ReasonOther      = "artifact-for-other-commit"
 	ReasonBadZip     = "artifact-malformed"
 	ReasonGitHubAPI  = "github-api"
+	ReasonNoContract = "contract-unavailable"
 	VerdictAccepted  = "accepted"
 	VerdictRefused   = "refused"
 	verifyMatchTree  = "tree"
@@ -59,14 +61,17 @@ type Attempt struct {
 
 // VerifyResult is what Verify decided.
 type VerifyResult struct {
-	Code     int
-	Verdict  string // accepted | refused
-	Reason   string
-	Detail   string
-	RunID    string
-	Commit   string // the release commit
-	Match    string // commit | tree
-	Tree     string // the release commit's tree when matching by tree
+	Code    int
+	Verdict string // accepted | refused
+	Reason  string
+	Detail  string
+	RunID   string
+	Commit  string // the release commit
+	Match   string // commit | tree
+	Tree    string // the release commit's tree when matching by tree
+	// Contract is the hash of the contract the run had to use: the
+	// contract file at the release commit, resolved with the profile.
+	Contract string
 	Accepted *bundle.Result
 	Attempts []Attempt
 	Outputs  map[string]string
@@ -76,8 +81,8 @@ type VerifyResult struct {
 var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 
 type verifyInputs struct {
-	commit, match, trustStore, artifactName, bundle, token, profile string
-	approvals                                                       int
+	commit, match, trustStore, artifactName, bundle, token, profile, contract string
+	approvals                                                                 int
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
@@ -98,7 +103,15 @@ type verifyInputs struct {
 // tree equals the release commit's tree, never because of its name.
 //
 // The run must have used exactly the contract profile named by input
-// profile; its default, "", requires the base contract.
+// profile (its default, "", requires the base contract), and exactly the
+// contract that input contract names at the release commit, read from git
+// (or the contents API) at that commit — never the workspace's file, which
+// the job's checkout could have changed. A run made under another file or
+// an edited copy is refused (contract-mismatch).
+//
+// Time: a downloaded artifact's created_at, which GitHub records and the
+// signer cannot choose, witnesses when the bundle existed: a key retired
+// or revoked before it is refused whatever signed_at says.
 func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	o.fill()
 	f := newWorkflow(o.Getenv, o.Stdout)
@@ -133,6 +146,7 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 		bundle:       f.input("bundle"),
 		token:        f.input("github-token"),
 		profile:      f.input("profile"),
+		contract:     f.input("contract"),
 		approvals:    1,
 	}
 	f.mask(in.token)
@@ -161,6 +175,12 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	}
 	if in.profile != "" && !profileName.MatchString(in.profile) {
 		return usage("input profile: %q is not a profile name (%s), or empty for the base contract", in.profile, profileName)
+	}
+	if in.contract == "" {
+		in.contract = DefaultContract
+	}
+	if !cleanRel(in.contract) {
+		return usage("input contract: %q is not a clean path relative to the repository root", in.contract)
 	}
 	if in.artifactName != "" {
 		if err := artifact.ValidateName(in.artifactName); err != nil {
@@ -202,6 +222,11 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	// workflow, which a pull request can edit, picks it) does not count;
 	// the input's default "" requires the base contract.
 	opts := bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile}
+	hash, code, reason, err := releaseContract(ctx, ws, gh, owner, name, in)
+	if err != nil {
+		return conclude(code, VerdictRefused, reason, err.Error())
+	}
+	opts.ContractHash, res.Contract = hash, hash
 	if in.match == verifyMatchCommt {
 		opts.Commit = in.commit
 	} else {
@@ -264,7 +289,9 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 			att = Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: derr.Error()}
 			res.Attempts = append(res.Attempts, att)
 		} else {
-			att = verifyOne(data, store, opts, res, label)
+			witnessed := opts
+			witnessed.Witnessed = a.CreatedAt
+			att = verifyOne(data, store, witnessed, res, label)
 		}
 		if att.Verdict == VerdictAccepted {
 			return conclude(ExitOK, VerdictAccepted, "", "")
@@ -274,6 +301,28 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 		}
 	}
 	return conclude(ExitRefused, VerdictRefused, first.Reason, first.Detail)
+}
+
+// releaseContract resolves the contract the run had to use: input
+// contract at the release commit, with input profile. It returns the
+// exit code and reason to refuse with when it cannot.
+func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, name string, in verifyInputs) (string, int, string, error) {
+	data, err := event.ContractAt(ctx, ws, gh, owner, name, in.commit, in.contract)
+	switch {
+	case errors.Is(err, event.ErrNotInBase):
+		return "", ExitRefused, ReasonNoContract, fmt.Errorf("the release commit %s has no %s: no run can be bound to a contract (input contract names another path)", short(in.commit), in.contract)
+	case err != nil:
+		return "", ExitEnv, ReasonGitHubAPI, fmt.Errorf("read %s at the release commit %s: %w", in.contract, short(in.commit), err)
+	}
+	c, err := contract.Parse(in.contract, data, in.profile)
+	if err != nil {
+		return "", ExitRefused, ReasonNoContract, fmt.Errorf("the contract at the release commit %s does not resolve: %w", short(in.commit), err)
+	}
+	h, err := c.Hash()
+	if err != nil {
+		return "", ExitRefused, ReasonNoContract, err
+	}
+	return h, 0, "", nil
 }
 
 // verifyOne verifies one bundle and records the attempt.
@@ -421,6 +470,9 @@ func renderVerify(r *VerifyResult) string {
 	if r.Tree != "" {
 		fmt.Fprintf(&b, "| tree | %s |\n", code(r.Tree))
 	}
+	if r.Contract != "" {
+		fmt.Fprintf(&b, "| required contract | %s |\n", code(r.Contract))
+	}
 	if r.Reason != "" {
 		fmt.Fprintf(&b, "| reason | %s |\n", code(r.Reason))
 	}
@@ -432,8 +484,12 @@ func renderVerify(r *VerifyResult) string {
 		if a.Run.Profile != "" {
 			profile = code(a.Run.Profile)
 		}
-		fmt.Fprintf(&b, "| run | %s |\n| source | commit %s, tree %s |\n| repository | %s |\n| profile | %s |\n| approvals | %d |\n| signed | key %s at %s |\n| verification digest | %s |\n",
-			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), code(a.Run.Repo), profile, a.Approvals,
+		worktree := "clean"
+		if a.Run.Worktree.Dirty {
+			worktree = "**dirty** (uncommitted changes)"
+		}
+		fmt.Fprintf(&b, "| run | %s |\n| source | commit %s, tree %s, %s work tree |\n| repository | %s |\n| profile | %s |\n| approvals | %d |\n| signed | key %s at %s |\n| verification digest | %s |\n",
+			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), worktree, code(a.Run.Repo), profile, a.Approvals,
 			code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), code(a.Run.VerificationDigest))
 	}
 	if len(r.Attempts) > 0 {

@@ -46,12 +46,14 @@ func TestVerifyRefusesRunOfAnotherProfile(t *testing.T) {
 	if vr.Reason != string(bundle.ProfileMismatch) || vr.Outputs["reason"] != string(bundle.ProfileMismatch) {
 		t.Fatalf("quick run, default profile input: %+v", vr)
 	}
-	for _, p := range []string{"nightly", "release"} {
+	// A profile the release commit's contract does not have cannot be
+	// resolved, so no run can be bound to it.
+	for p, want := range map[string]string{"nightly": string(bundle.ProfileMismatch), "release": ReasonNoContract} {
 		fx.env["INPUT_PROFILE"] = p
 		vr, err = fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != string(bundle.ProfileMismatch) {
-			t.Fatalf("quick run, profile %q required: %+v", p, vr)
+		if vr.Reason != want {
+			t.Fatalf("quick run, profile %q required: %+v, want %s", p, vr, want)
 		}
 	}
 	fx.env["INPUT_PROFILE"] = "quick"

@@ -7,6 +7,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/sethvargo/go-githubactions"
 )
 
@@ -90,7 +91,11 @@ func (f *workflow) guard(fn func()) {
 }
 
 // annotate writes an ::error, ::warning or ::notice annotation with a title.
+// Title and message may carry untrusted text (check details, logins,
+// refusal details): they are escaped as printable text first, so no
+// terminal escape or line break reaches the log or the annotation.
 func (f *workflow) annotate(level, title, msg string) {
+	title, msg = printable.Escape(title), printable.Escape(msg)
 	a := f.a
 	if title != "" {
 		a = a.WithFieldsMap(map[string]string{"title": title})

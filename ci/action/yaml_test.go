@@ -88,7 +88,7 @@ func TestActionYAML(t *testing.T) {
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "commit", "github-token", "match", "profile", "require-approvals", "trust-store"}
+	wantIn = []string{"artifact-name", "bundle", "commit", "contract", "github-token", "match", "profile", "require-approvals", "trust-store"}
 	wantOut = []string{"reason", "run-id", "verdict"}
 	if got := keys(v.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("verify/action.yml inputs %v, want %v", got, wantIn)

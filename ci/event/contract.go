@@ -22,11 +22,12 @@ const MaxContractBytes = 1 << 20
 // ErrNotInBase means the base commit has no file at the contract path.
 var ErrNotInBase = errors.New("the base commit has no contract at this path")
 
-// BaseContract returns the contract file at path as of the base commit:
+// ContractAt returns the contract file at path as of commit baseSHA (the
+// base commit of a pull request, or the commit a release gate verifies):
 // from git in repoDir when the checkout has that commit, else from the
 // contents API (gh may be nil to forbid the API). A PR can therefore never
 // relax the contract that governs it.
-func BaseContract(ctx context.Context, repoDir string, gh *github.Client, owner, repo, baseSHA, file string) ([]byte, error) {
+func ContractAt(ctx context.Context, repoDir string, gh *github.Client, owner, repo, baseSHA, file string) ([]byte, error) {
 	if !IsHexSHA(baseSHA) {
 		return nil, fmt.Errorf("base commit %q is not a full hex SHA", baseSHA)
 	}

@@ -137,7 +137,7 @@ func repoWithPR(t *testing.T) (dir, baseSHA string) {
 
 func TestBaseContractFromGit(t *testing.T) {
 	dir, baseSHA := repoWithPR(t)
-	got, err := event.BaseContract(context.Background(), dir, nil, owner, repo, baseSHA, cpath)
+	got, err := event.ContractAt(context.Background(), dir, nil, owner, repo, baseSHA, cpath)
 	if err != nil || string(got) != baseContract {
 		t.Fatalf("base contract: %q %v", got, err)
 	}
@@ -153,15 +153,15 @@ func TestBaseContractFromGit(t *testing.T) {
 		t.Fatal("deleted contract not reported as changed")
 	}
 	// A path the base does not have.
-	if _, err := event.BaseContract(context.Background(), dir, nil, owner, repo, baseSHA, "other.yaml"); !errors.Is(err, event.ErrNotInBase) {
+	if _, err := event.ContractAt(context.Background(), dir, nil, owner, repo, baseSHA, "other.yaml"); !errors.Is(err, event.ErrNotInBase) {
 		t.Fatalf("want ErrNotInBase, got %v", err)
 	}
 	for _, bad := range []string{"../x", "/etc/passwd", "-x", "a/../b", ""} {
-		if _, err := event.BaseContract(context.Background(), dir, nil, owner, repo, baseSHA, bad); err == nil {
+		if _, err := event.ContractAt(context.Background(), dir, nil, owner, repo, baseSHA, bad); err == nil {
 			t.Errorf("path %q accepted", bad)
 		}
 	}
-	if _, err := event.BaseContract(context.Background(), dir, nil, owner, repo, "HEAD", cpath); err == nil {
+	if _, err := event.ContractAt(context.Background(), dir, nil, owner, repo, "HEAD", cpath); err == nil {
 		t.Error("symbolic ref accepted as base SHA")
 	}
 }
@@ -181,7 +181,7 @@ func TestBaseContractFallsBackToAPI(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := event.BaseContract(context.Background(), shallow, gh, owner, repo, baseSHA, cpath)
+	got, err := event.ContractAt(context.Background(), shallow, gh, owner, repo, baseSHA, cpath)
 	if err != nil || !strings.HasPrefix(string(got), baseContract) {
 		t.Fatalf("API fallback: %q %v", got, err)
 	}
@@ -189,11 +189,11 @@ func TestBaseContractFallsBackToAPI(t *testing.T) {
 		t.Fatal("contents API not used")
 	}
 	// Without API access the failure is explicit.
-	if _, err := event.BaseContract(context.Background(), shallow, nil, owner, repo, baseSHA, cpath); err == nil {
+	if _, err := event.ContractAt(context.Background(), shallow, nil, owner, repo, baseSHA, cpath); err == nil {
 		t.Fatal("no git commit and no API must fail")
 	}
 	// Missing on the base via the API.
-	if _, err := event.BaseContract(context.Background(), shallow, gh, owner, repo, baseSHA, "other.yaml"); !errors.Is(err, event.ErrNotInBase) {
+	if _, err := event.ContractAt(context.Background(), shallow, gh, owner, repo, baseSHA, "other.yaml"); !errors.Is(err, event.ErrNotInBase) {
 		t.Fatalf("want ErrNotInBase via API, got %v", err)
 	}
 }

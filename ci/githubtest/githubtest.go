@@ -179,7 +179,17 @@ func (s *Server) repo(owner, name string) *repoState {
 
 func (s *Server) id() int64 { s.nextID++; return s.nextID }
 
-func (s *Server) tick() time.Time { s.clock = s.clock.Add(time.Minute); return s.clock }
+// tick returns the next server time: now, as GitHub stamps created_at
+// with its own clock (a bundle's signer cannot choose it), kept strictly
+// increasing at the one-second precision GitHub reports.
+func (s *Server) tick() time.Time {
+	now := time.Now().UTC().Truncate(time.Second)
+	if !now.After(s.clock) {
+		now = s.clock.Add(time.Second)
+	}
+	s.clock = now
+	return now
+}
 
 // AddRepo makes an empty repository exist (unknown repositories answer 404).
 func (s *Server) AddRepo(owner, repo string) {
