@@ -11,6 +11,8 @@ import (
 	"os/signal"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strings"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -697,7 +699,13 @@ the previous line, sequence, and binding to the run, source and contract.
 A refusal names the line and a typed reason: broken-link, seq-gap,
 foreign-binding, unchained-after-chained, malformed, torn-tail.
 With --checkpoint and --trust, also check the log against a signed
-checkpoint (entries rewritten or removed after it was exported).`,
+checkpoint (entries rewritten or removed after it was exported).
+
+This proves the chain, not the history: a log forged and re-chained from
+line 1, or cut back after any line, passes. 'proofgate audit RUN' replays
+the log against the contract and run.json; a signed checkpoint (--checkpoint)
+detects rewriting and truncation before it. The output says which of these
+were proved ("proved", "not_proved" in --json).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			store := run.NewStore(g.state)
@@ -711,7 +719,8 @@ checkpoint (entries rewritten or removed after it was exported).`,
 					return err
 				}
 			} else if res.OK {
-				fmt.Fprintf(g.stdout, "ok: %d events, head %s\n", res.Length, res.Head)
+				fmt.Fprintf(g.stdout, "ok: %d events, head %s\nproved: %s\nnot proved: %s\n", res.Length, res.Head,
+					strings.Join(res.Proved, ", "), res.NotProved)
 			} else if res.usage == nil && res.Line > 0 {
 				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil {
@@ -740,8 +749,20 @@ type eventsResult struct {
 	Reason string `json:"reason,omitempty"`
 	Line   int    `json:"line,omitempty"`
 	Detail string `json:"detail,omitempty"`
-	usage  error
+	// Proved names what an ok result established; NotProved says what it
+	// did not, and which command does.
+	Proved    []string `json:"proved,omitempty"`
+	NotProved string   `json:"not_proved,omitempty"`
+	usage     error
 }
+
+// What events verify proves: the chain, never the history it chains.
+var (
+	provedChain      = []string{"chain (every line canonical, linked to the one before, seq without gaps)", "binding (one run, contract and source on every line)"}
+	provedCheckpoint = "checkpoint (the first %d events are the ones the signed checkpoint names: none rewritten or removed)"
+	notProvedChain   = "a history forged and re-chained from line 1, or a log cut back after any line, passes a chain check; 'proofgate audit RUN' replays the log against the contract and run.json, and '--checkpoint FILE --trust trust.json' detects rewriting or truncation before a signed checkpoint"
+	notProvedAfterCp = "events after the checkpoint are proved by the chain only (a later checkpoint covers them); 'proofgate audit RUN' replays the log against the contract"
+)
 
 func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 	res := eventsResult{RunID: id}
@@ -771,12 +792,21 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 		return res
 	}
 	res.OK, res.Length, res.Head = true, sum.Len, sum.Head
+	res.Proved, res.NotProved = provedChain, notProvedChain
 	if cpFile != "" {
-		if reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events); uerr != nil {
+		n, reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events)
+		switch {
+		case uerr != nil:
 			res.OK, res.usage, res.Reason, res.Detail = false, uerr, "unusable-input", uerr.Error()
-		} else if reason != "" {
+		case reason != "":
 			res.OK, res.Reason, res.Detail = false, reason, detail
+		default:
+			res.Proved = append(slices.Clone(provedChain), fmt.Sprintf(provedCheckpoint, n))
+			res.NotProved = notProvedAfterCp
 		}
+	}
+	if !res.OK {
+		res.Proved, res.NotProved = nil, ""
 	}
 	return res
 }
