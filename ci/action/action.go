@@ -426,15 +426,34 @@ func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.R
 		f.annotate("error", "ProofGate awaiting approval", why)
 		return ExitAwaiting
 	}
-	if !ev.IsPullRequest() || ev.PR == 0 || ev.HeadSHA == "" {
-		return pending(fmt.Sprintf("approval comes from pull-request reviews, and this %s run is not about a pull request", ev.Name))
-	}
-	if gh == nil {
+	if gh == nil && (ev.IsPullRequest() || ev.Name == "push") {
 		s.failure = "input github-token is empty: the review state cannot be read"
 		f.annotate("error", "ProofGate", s.failure)
 		return ExitUsage
 	}
-	dec, err := review.Decide(ctx, gh, owner, name, ev.PR, ev.HeadSHA, r.Contract.Approval)
+	pr, head := ev.PR, ev.HeadSHA
+	switch {
+	case ev.IsPullRequest() && pr != 0 && head != "":
+	case ev.Name == "push":
+		// A push of a merge commit (the default branch after a merge):
+		// the reviews of the pull request GitHub records as merged into
+		// exactly this commit decide, under the same rules as on the PR.
+		commit := r.Report().Source.Commit
+		m, err := review.FindMerged(ctx, gh, owner, name, commit)
+		if errors.Is(err, review.ErrNotMerged) {
+			return pending(fmt.Sprintf("approval comes from pull-request reviews, and no single pull request was merged into %s (a direct push)", short(commit)))
+		}
+		if err != nil {
+			s.failure = "finding the merged pull request failed: " + err.Error()
+			f.annotate("error", "ProofGate GitHub API", s.failure)
+			return ExitEnv
+		}
+		pr, head = m.Number, m.Head
+		s.notes = append(s.notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", pr, code(short(commit)), code(short(head))))
+	default:
+		return pending(fmt.Sprintf("approval comes from pull-request reviews, and this %s run is not about a pull request", ev.Name))
+	}
+	dec, err := review.Decide(ctx, gh, owner, name, pr, head, r.Contract.Approval)
 	res.Decision = &dec
 	s.decision = &dec
 	var moved *review.HeadMovedError
@@ -449,7 +468,7 @@ func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.R
 		return pending(dec.Summary)
 	}
 
-	tree := commitTree(ctx, ws, gh, owner, name, ev.HeadSHA)
+	tree := commitTree(ctx, ws, gh, owner, name, head)
 	fresh := run.Freshness{RepoDir: ws, StateDir: stateDir}
 	for _, a := range dec.Counted {
 		if r.State() != run.AwaitingApproval {
@@ -459,7 +478,7 @@ func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.R
 			Actor: a.Login,
 			GitHub: &run.GitHubReview{
 				Login: a.Login, UserID: a.UserID, ReviewID: a.ReviewID, Commit: a.Commit, Tree: tree,
-				Permission: a.Permission, SubmittedAt: a.SubmittedAt.UTC().Format("2006-01-02T15:04:05Z"), PullRequest: ev.PR,
+				Permission: a.Permission, SubmittedAt: a.SubmittedAt.UTC().Format("2006-01-02T15:04:05Z"), PullRequest: pr,
 			},
 			Fresh: fresh,
 		})

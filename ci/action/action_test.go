@@ -417,7 +417,7 @@ func TestPushEventPending(t *testing.T) {
 	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_EVENT_PATH"] = "push", p
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-	if res.ContractOrigin != "file:.proofgate/contract.yaml" || !strings.Contains(fx.summary(), "not about a pull request") {
+	if res.ContractOrigin != "file:.proofgate/contract.yaml" || !strings.Contains(fx.summary(), "no single pull request was merged") {
 		t.Fatalf("%+v\n%s", res, fx.summary())
 	}
 }

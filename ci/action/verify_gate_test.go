@@ -2,6 +2,7 @@ package action
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/githubtest"
+	"github.com/proofgate/proofgate/kernel/contract"
 )
 
 // weakContract runs the same check as processContract and requires no
@@ -158,3 +160,66 @@ func TestVerifyArtifactTimeWitnessesKeyStatus(t *testing.T) {
 func retire(s *trust.Store, id string, at time.Time) error { return s.Retire(id, at) }
 
 func revoke(s *trust.Store, id string, at time.Time) error { return s.Revoke(id, &at) }
+
+// After a pull request that edits the contract merges, the push run of the
+// merge commit (under the new contract, read from the checkout) takes its
+// approvals from that merged pull request's reviews, and the gate accepts
+// it for the merge commit. A review by the author, or of another commit,
+// still does not count, and a pull request merged into another commit
+// lends nothing.
+func TestPushRunOfMergeCommitTakesTheMergedPRsApprovals(t *testing.T) {
+	edited := strings.Replace(processContract, "timeout: 30s", "timeout: 20s", 1)
+	fx := newFixture(t, processContract, map[string]string{".proofgate/contract.yaml": edited})
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: alice, State: "APPROVED", CommitID: fx.head})
+	push := func() (*Result, error) {
+		p := filepath.Join(fx.tmp, "push.json")
+		writeFile(t, p, `{"ref":"refs/heads/main","after":"`+fx.merge+`","repository":{"full_name":"acme/widget"}}`)
+		fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_EVENT_PATH"], fx.env["GITHUB_SHA"] = "push", p, fx.merge
+		fx.gh.SetRun(owner, repo, fx.merge)
+		return fx.run()
+	}
+	// Not merged yet: a direct push, nothing to take approvals from.
+	res, err := push()
+	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+
+	// Merged into another commit: still nothing.
+	fx.gh.MergePR(owner, repo, prNum, fx.base)
+	res, err = push()
+	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+
+	// Merged into this commit, but only the author approved.
+	fx.gh.MergePR(owner, repo, prNum, fx.merge)
+	res, err = push()
+	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+	if !strings.Contains(fx.summary(), "pull request #7") {
+		t.Errorf("the summary does not name the merged pull request:\n%s", fx.summary())
+	}
+
+	// bob approves an older commit, then the head: the head's approval counts.
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.base})
+	res, err = push()
+	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	res, err = push()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	if res.State != "COMPLETE" || res.Recorded != 1 || res.ArtifactID == 0 {
+		t.Fatalf("%+v", res)
+	}
+
+	// The gate accepts it for the merge commit under the merged contract.
+	delete(fx.env, "GITHUB_EVENT_PATH")
+	fx.env["INPUT_TRUST-STORE"] = fx.trust
+	fx.env["INPUT_MATCH"] = "commit"
+	vr, err := fx.verify()
+	mustCode(t, vr.Code, ExitOK, err, fx.log.String())
+	if vr.Accepted == nil || vr.Accepted.Run.Source.Commit != fx.merge || vr.Accepted.Approvals != 1 {
+		t.Fatalf("%+v", vr)
+	}
+	c, err := contract.Parse("c.yaml", []byte(edited), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h, _ := c.Hash(); vr.Accepted.Run.ContractHash != h || vr.Contract != h {
+		t.Fatalf("accepted under %s, the merged contract is %s", vr.Accepted.Run.ContractHash, h)
+	}
+}

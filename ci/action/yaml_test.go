@@ -168,7 +168,7 @@ func TestExampleWorkflows(t *testing.T) {
 			t.Errorf("%s: no step uses %s", file, uses)
 		}
 	}
-	check("examples/workflows/proofgate.yml", []string{"pull_request", "pull_request_review"},
+	check("examples/workflows/proofgate.yml", []string{"pull_request", "pull_request_review", "push"},
 		map[string]string{"contents": "read", "pull-requests": "read"}, "proofgate/proofgate@v1")
 	check("examples/workflows/release-gate.yml", []string{"push"},
 		map[string]string{"actions": "read", "contents": "read"}, "proofgate/proofgate/verify@v1")

@@ -44,6 +44,9 @@ type PR struct {
 	BaseSHA  string
 	BaseRef  string
 	BaseRepo string
+	// MergeCommitSHA, when set, makes the PR closed and merged into that
+	// commit (merged_at set, merge_commit_sha), as GitHub shows a merged PR.
+	MergeCommitSHA string
 }
 
 // Review is a pull-request review. State is upper case as in REST
@@ -218,6 +221,14 @@ func (s *Server) AddPR(owner, repo string, pr PR) {
 		pr.HeadRef = "topic"
 	}
 	s.repo(owner, repo).prs[pr.Number] = &prState{pr: pr}
+}
+
+// MergePR marks PR n merged into mergeCommit (closed, merged_at,
+// merge_commit_sha), as GitHub shows it once merged.
+func (s *Server) MergePR(owner, repo string, n int, mergeCommit string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pr(owner, repo, n).pr.MergeCommitSHA = mergeCommit
 }
 
 func (s *Server) pr(owner, repo string, n int) *prState {
@@ -422,7 +433,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		sort.Ints(nums)
 		for _, n := range nums {
 			p := rs.prs[n]
-			if p.pr.HeadSHA == rest[1] || containsCommit(p.commits, rest[1]) {
+			if p.pr.HeadSHA == rest[1] || p.pr.MergeCommitSHA == rest[1] || containsCommit(p.commits, rest[1]) {
 				items = append(items, s.prJSON(p))
 			}
 		}
@@ -541,14 +552,22 @@ func (s *Server) prJSON(p *prState) map[string]any {
 		owner, name, _ := strings.Cut(full, "/")
 		return map[string]any{"full_name": full, "name": name, "owner": map[string]any{"login": owner}}
 	}
-	return map[string]any{
-		"number":  p.pr.Number,
-		"state":   p.pr.State,
-		"user":    userJSON(p.pr.Author),
-		"head":    map[string]any{"ref": p.pr.HeadRef, "sha": p.pr.HeadSHA, "repo": repoJSON(p.pr.HeadRepo), "user": userJSON(p.pr.Author)},
-		"base":    map[string]any{"ref": p.pr.BaseRef, "sha": p.pr.BaseSHA, "repo": repoJSON(p.pr.BaseRepo)},
-		"commits": len(p.commits),
+	m := map[string]any{
+		"number":           p.pr.Number,
+		"state":            p.pr.State,
+		"user":             userJSON(p.pr.Author),
+		"head":             map[string]any{"ref": p.pr.HeadRef, "sha": p.pr.HeadSHA, "repo": repoJSON(p.pr.HeadRepo), "user": userJSON(p.pr.Author)},
+		"base":             map[string]any{"ref": p.pr.BaseRef, "sha": p.pr.BaseSHA, "repo": repoJSON(p.pr.BaseRepo)},
+		"commits":          len(p.commits),
+		"merged":           false,
+		"merged_at":        nil,
+		"merge_commit_sha": nil,
 	}
+	if p.pr.MergeCommitSHA != "" {
+		m["state"], m["merged"], m["merge_commit_sha"] = "closed", true, p.pr.MergeCommitSHA
+		m["merged_at"] = s.clock.UTC().Format(time.RFC3339)
+	}
+	return m
 }
 
 func userJSON(u User) map[string]any {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"regexp"
 
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -31,6 +32,9 @@ func (e *HeadMovedError) Error() string {
 
 // ErrNoPR means no open pull request has the commit as its head.
 var ErrNoPR = errors.New("no open pull request has this commit as its head")
+
+// ErrNotMerged means no single pull request was merged into the commit.
+var ErrNotMerged = errors.New("no single merged pull request has this commit as its merge commit")
 
 // ErrIncompleteCommits means GitHub did not list every commit of the PR
 // (it lists at most 250), so commit authors cannot all be excluded.
@@ -166,6 +170,38 @@ func Decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, 
 	}
 	return d, nil
 }
+
+// MergedPR is a pull request GitHub records as merged into a commit.
+type MergedPR struct {
+	Number int
+	Head   string // the head the reviews approved
+}
+
+// FindMerged returns the pull request GitHub records as merged into exactly
+// commit (merge_commit_sha, with merged_at set): the one whose reviews a run
+// of that merge commit (a push to its base branch) takes its approvals from.
+// A commit no pull request was merged into, or several, is ErrNoPR.
+func FindMerged(ctx context.Context, gh *github.Client, owner, repo, commit string) (MergedPR, error) {
+	var found []MergedPR
+	for page, n := 1, 0; page != 0 && n < 20; n++ {
+		prs, resp, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, repo, commit, &github.ListOptions{Page: page, PerPage: perPage})
+		if err != nil {
+			return MergedPR{}, fmt.Errorf("pull requests for %s in %s/%s: %w", commit, owner, repo, err)
+		}
+		for _, p := range prs {
+			if p.MergedAt != nil && p.GetMergeCommitSHA() == commit && p.GetNumber() > 0 && hexSHA.MatchString(p.GetHead().GetSHA()) {
+				found = append(found, MergedPR{Number: p.GetNumber(), Head: p.GetHead().GetSHA()})
+			}
+		}
+		page = resp.NextPage
+	}
+	if len(found) != 1 {
+		return MergedPR{}, fmt.Errorf("%s in %s/%s: %d pull requests were merged into it: %w", commit, owner, repo, len(found), ErrNotMerged)
+	}
+	return found[0], nil
+}
+
+var hexSHA = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 
 // FindPR returns the number of the open pull request whose head is sha
 // (commits/{sha}/pulls), for runs whose event payload names no PR.
