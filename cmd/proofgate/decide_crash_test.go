@@ -539,8 +539,8 @@ func finishRetry(p pg, old string) {
 	target := old
 	for range 3 {
 		r := p.must([]int{1, 3}, "retry", target, "--actor", "ci", "--quiet")
-		if r.code == 3 {
-			break
+		if r.code == 3 || strings.Contains(r.stderr, "which is AWAITING_APPROVAL") {
+			break // the retry's new run ran to the end (the kill came after its last append)
 		}
 		_, next, ok := strings.Cut(r.stderr, "retry ")
 		if !ok || !strings.Contains(r.stderr, "already retried as") {
