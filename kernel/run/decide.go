@@ -205,10 +205,8 @@ func (r *Run) decided(o DecisionOptions) error {
 func (r *Run) reconcileOnDisk() error {
 	rep, err := Audit(r.Dir)
 	if err != nil && r.log.Damaged() {
-		var ok bool
-		rep, _, ok, err = auditIntact(r.Dir)
-		if !ok && err == nil {
-			err = &AuditError{Reason: ReasonChain, Detail: "the log's damaged tail is not the one this writer opened"}
+		if irep, _, ok, ierr := auditIntact(r.Dir); ok {
+			rep, err = irep, ierr
 		}
 	}
 	if err != nil {
