@@ -426,7 +426,7 @@ func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.R
 		f.annotate("error", "ProofGate awaiting approval", why)
 		return ExitAwaiting
 	}
-	if gh == nil && (ev.IsPullRequest() || ev.Name == "push") {
+	if gh == nil && ev.IsPullRequest() {
 		s.failure = "input github-token is empty: the review state cannot be read"
 		f.annotate("error", "ProofGate", s.failure)
 		return ExitUsage
@@ -434,6 +434,8 @@ func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.R
 	pr, head := ev.PR, ev.HeadSHA
 	switch {
 	case ev.IsPullRequest() && pr != 0 && head != "":
+	case ev.Name == "push" && gh == nil:
+		return pending("approval comes from pull-request reviews, and without input github-token this push run cannot find the pull request merged into it")
 	case ev.Name == "push":
 		// A push of a merge commit (the default branch after a merge):
 		// the reviews of the pull request GitHub records as merged into

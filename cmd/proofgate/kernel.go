@@ -176,23 +176,33 @@ func contractLoadErr(err error) error {
 }
 
 func (p *planFlags) plan(ctx context.Context, g *globals, c *contract.Resolved, supersedes string) (*run.Run, error) {
-	repo, err := repoDir(ctx)
+	opts, err := p.options(ctx, g, c)
 	if err != nil {
 		return nil, err
+	}
+	opts.Supersedes = supersedes
+	r, err := run.Plan(ctx, opts)
+	return r, classify(err)
+}
+
+// options are the plan options the flags say.
+func (p *planFlags) options(ctx context.Context, g *globals, c *contract.Resolved) (run.PlanOptions, error) {
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return run.PlanOptions{}, err
 	}
 	var snaps []run.Snapshot
 	if p.contextFile != "" {
 		if snaps, err = run.LoadContext(p.contextFile); err != nil {
-			return nil, usageErr(err)
+			return run.PlanOptions{}, usageErr(err)
 		}
 	}
 	origin, err := contractOrigin(repo, g.contract)
 	if err != nil {
-		return nil, err
+		return run.PlanOptions{}, err
 	}
-	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
-		AllowDirty: p.allowDirty, Context: snaps, Supersedes: supersedes})
-	return r, classify(err)
+	return run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
+		AllowDirty: p.allowDirty, Context: snaps}, nil
 }
 
 // planConnected loads the contract, connects its runtimes (a missing Docker
@@ -477,6 +487,9 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 	if st.TornTail {
 		fmt.Fprintln(w, "torn tail: the log ends in a partial line (a writer was killed mid-append); the next writer records its recovery")
 	}
+	if d := st.DecisionPending; d != nil {
+		fmt.Fprintf(w, "decision pending: the decision of %s moves the run to %s, and its writer died before recording that; the next writer records it (if the writer's lock remains: 'proofgate events unlock %s --actor NAME --older-than 0s')\n", d.Actor, d.To, st.RunID)
+	}
 	for _, r := range st.StaleReasons {
 		fmt.Fprintf(w, "stale: %s\n", esc(r))
 	}
@@ -562,7 +575,9 @@ func approveCmd(g *globals) *cobra.Command {
 verifies, the verification digest recomputed from run.json matches the log,
 and neither the code nor the contract changed since planning (then the run
 moves to STALE). When the approvals reach approval.required the run is
-COMPLETE.`,
+COMPLETE. Repeating a decision that is already the run's outcome (the same
+actor approving a COMPLETE run, or rejecting a REJECTED one, for example
+after a crash) records nothing and exits 0.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if actor == "" {
@@ -585,12 +600,18 @@ COMPLETE.`,
 				return classify(err)
 			}
 			defer r.Close()
-			if err := r.Decide(ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: f}); err != nil {
+			err = r.Decide(ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: f})
+			var done *run.DecidedError
+			if err != nil && !errors.As(err, &done) {
 				return classify(err)
 			}
 			rep := r.Report()
 			if asJSON {
 				return writeJSON(g.stdout, rep)
+			}
+			if done != nil {
+				fmt.Fprintf(g.stdout, "run %s: %s (%s)\n", rep.RunID, rep.State, done)
+				return nil
 			}
 			fmt.Fprintf(g.stdout, "run %s: %s\n", rep.RunID, rep.State)
 			return nil
@@ -648,7 +669,9 @@ func retryCmd(g *globals) *cobra.Command {
 		Short: "Start a new run that supersedes a BLOCKED, STALE or interrupted one",
 		Long: `Plan and execute a new run from the current code and contract, and mark RUN
 SUPERSEDED by it. RUN must be BLOCKED, STALE, or VERIFYING with its writer
-gone (unlock it first with 'proofgate events unlock').`,
+gone (unlock it first with 'proofgate events unlock'). A retry that was
+killed is finished by running it again: a new run it planned but never
+executed is executed, one it named but never created is planned.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
@@ -658,26 +681,26 @@ gone (unlock it first with 'proofgate events unlock').`,
 					return err
 				}
 			}
-			old, err := run.Open(g.state, args[0])
+			c, err := pf.load(g)
 			if err != nil {
-				return classify(err)
+				return err
 			}
-			defer old.Close()
-			if st := old.State(); !run.Retryable(st) {
-				return refusedErr(&run.StateError{State: st, Action: "retry"})
-			}
-			r, p, err := pf.planConnected(ctx, g, ef, old.ID)
+			p, err := connect(ctx, c, ef.progress(g))
 			if err != nil {
 				return err
 			}
 			defer p.Close()
-			defer r.Close()
-			if err := old.Supersede(r.ID, actor); err != nil {
+			opts, err := pf.options(ctx, g, c)
+			if err != nil {
+				return err
+			}
+			r, err := run.Retry(ctx, run.RetryOptions{ID: args[0], Actor: actor, Plan: opts})
+			if err != nil {
 				return classify(err)
 			}
-			old.Close()
+			defer r.Close()
 			if !ef.quiet {
-				fmt.Fprintf(g.stderr, "run %s supersedes %s\n", r.ID, old.ID)
+				fmt.Fprintf(g.stderr, "run %s supersedes %s\n", r.ID, r.Planned.Supersedes)
 			}
 			return ef.executeWith(ctx, g, r, p)
 		},

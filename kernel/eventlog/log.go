@@ -172,12 +172,23 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 			lines++
 		}
 	}
+	start := len(buf) // where the requested event's line begins
 	buf, ev, err := l.appendLine(buf, seq+1, typ, tm, d, prev)
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s: %w", typ, err)
 	}
 	added = append(added, ev)
 	lines++
+	switch crashPoint() {
+	case crashBefore:
+		die()
+	case crashTorn:
+		l.f.Write(buf[:start+(len(buf)-start)/2])
+		l.f.Sync()
+		die()
+	case crashAfter:
+		defer die()
+	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.err = err
 		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)

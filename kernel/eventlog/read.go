@@ -427,3 +427,31 @@ func Verify(src io.Reader, want *Binding) (Summary, error) {
 	}
 	return r.summary(), nil
 }
+
+// Intact returns the part of log b that precedes damage at its end which
+// the next Append would repair (a torn fragment, and malformed lines a
+// crash during an earlier repair left), and whether there was such damage.
+// A final event that lost only its '\n' is kept, with the '\n' restored, as
+// the repair keeps it. Without repairable damage b is returned as is, and
+// Read reports whatever else is wrong with it.
+func Intact(b []byte) ([]byte, bool) {
+	r := newReader(nil)
+	r.acceptTorn = true
+	_, t, err := r.run(bytes.NewReader(b))
+	if err != nil || t == nil {
+		return b, false
+	}
+	if t.complete {
+		return append(b[:len(b):len(b)], '\n'), true
+	}
+	// Keep the first t.line-1 lines.
+	end := 0
+	for range t.line - 1 {
+		i := bytes.IndexByte(b[end:], '\n')
+		if i < 0 {
+			return b, false
+		}
+		end += i + 1
+	}
+	return b[:end], true
+}

@@ -173,6 +173,20 @@ func syncDir(dir string) error {
 	return d.Sync()
 }
 
+// Moved records that the directory holding the lock was renamed, so that
+// the lock file is now at path. It fails unless the file there is this lock.
+func (l *Lock) Moved(path string) error {
+	cur, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Errorf("lock moved to %s: %w", path, err)
+	}
+	if !bytes.Equal(cur, l.raw) {
+		return fmt.Errorf("lock moved to %s: the file there is another lock", path)
+	}
+	l.path = path
+	return nil
+}
+
 // Release removes the lock if it is still this one.
 func (l *Lock) Release() error {
 	cur, err := os.ReadFile(l.path)

@@ -49,7 +49,7 @@ func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) {
 	return rep, err
 }
 
-func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *PlannedData, error) {
+func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *folder, error) {
 	var cfg auditConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -97,9 +97,9 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *PlannedData, error) {
 		}
 	}
 	if err := compareProjectionBytes(proj, c, events, rep); err != nil {
-		return rep, &f.planned, err
+		return rep, f, err
 	}
-	return rep, &f.planned, nil
+	return rep, f, nil
 }
 
 // Audit reconciles the run in directory dir (see AuditFS) and checks that
@@ -109,12 +109,12 @@ func Audit(dir string) (*Report, error) {
 	return rep, err
 }
 
-func auditDir(dir string) (*Report, *PlannedData, error) {
-	rep, planned, err := auditFS(os.DirFS(dir))
+func auditDir(dir string) (*Report, *folder, error) {
+	rep, f, err := auditFS(os.DirFS(dir))
 	if rep != nil && rep.RunID != filepath.Base(dir) {
 		return nil, nil, &AuditError{Reason: ReasonBadEvent, Line: 1, Detail: fmt.Sprintf("the log belongs to run %s, not %s", rep.RunID, filepath.Base(dir))}
 	}
-	return rep, planned, err
+	return rep, f, err
 }
 
 func readFrozenContract(fsys fs.FS) (*contract.Resolved, string, error) {

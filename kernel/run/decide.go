@@ -111,18 +111,38 @@ type RefusedError struct{ Why string }
 
 func (e *RefusedError) Error() string { return "decision refused: " + e.Why }
 
+// DecidedError says that the decision asked for is already the run's
+// outcome: the same actor approved a COMPLETE run, or rejected a REJECTED
+// one (a decision re-issued after a crash, say). Nothing is recorded, and
+// callers report success.
+type DecidedError struct {
+	Actor    string
+	Decision string // approved | rejected
+	State    State
+}
+
+func (e *DecidedError) Error() string {
+	return fmt.Sprintf("%s already %s this run, which is %s", e.Actor, e.Decision, e.State)
+}
+
 // Decide records an approval or a rejection. It refuses unless the run is
 // AWAITING_APPROVAL and reconciles: the log on disk still verifies and is
 // the one this process holds, run.json agrees with it, the verification
 // digest recomputed from run.json equals the last verification.completed,
 // and neither the source nor the contract changed (else the run moves to
 // STALE). An approval that reaches approval.required completes the run.
+// Re-issuing a decision that is already the run's outcome returns a
+// *DecidedError. A damaged log tail (a writer killed mid-append) does not
+// refuse: the decision's append records its recovery.
 func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	if strings.TrimSpace(o.Actor) == "" {
 		return &RefusedError{Why: "an actor is required"}
 	}
 	if o.Reject && strings.TrimSpace(o.Reason) == "" {
 		return &RefusedError{Why: "a rejection needs a reason"}
+	}
+	if err := r.decided(o); err != nil {
+		return err
 	}
 	if st := r.State(); st != AwaitingApproval {
 		return &StateError{State: st, Action: "decide on"}
@@ -161,10 +181,34 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	return nil
 }
 
+// decided returns a *DecidedError when decision o is already the outcome.
+func (r *Run) decided(o DecisionOptions) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f := r.fold
+	switch {
+	case f.state == Complete && !o.Reject && f.approvedBy(o.Actor, o.GitHub):
+		return &DecidedError{Actor: o.Actor, Decision: "approved", State: Complete}
+	case f.state == Rejected && o.Reject:
+		for _, d := range f.r.Decisions {
+			if d.Decision == "rejected" && strings.EqualFold(strings.TrimSpace(d.Actor), strings.TrimSpace(o.Actor)) {
+				return &DecidedError{Actor: o.Actor, Decision: "rejected", State: Rejected}
+			}
+		}
+	}
+	return nil
+}
+
 // reconcileOnDisk re-reads the run directory and checks that it is exactly
-// what this writer holds: the chain, the projection and the digest.
+// what this writer holds: the chain, the projection and the digest. A
+// damaged tail that this writer's next append repairs is left out.
 func (r *Run) reconcileOnDisk() error {
 	rep, err := Audit(r.Dir)
+	if err != nil && r.log.Damaged() {
+		if irep, _, ok, ierr := auditIntact(r.Dir); ok {
+			rep, err = irep, ierr
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -213,6 +257,72 @@ func (r *Run) Supersede(by, actor string) error {
 
 // Retryable reports whether retry may supersede a run in state st.
 func Retryable(st State) bool { return CanTransition(st, Superseded) }
+
+// RetryOptions describe a retry of run ID.
+type RetryOptions struct {
+	ID    string
+	Actor string
+	Plan  PlanOptions // the new run; Retry sets its Supersedes
+}
+
+// RetriedError refuses a retry of a run that was already retried as By,
+// which has since moved on to State.
+type RetriedError struct {
+	ID, By string
+	State  State
+}
+
+func (e *RetriedError) Error() string {
+	if Retryable(e.State) {
+		return fmt.Sprintf("run %s was already retried as %s, which is %s; retry %s instead", e.ID, e.By, e.State, e.By)
+	}
+	return fmt.Sprintf("run %s was already retried as %s, which is %s", e.ID, e.By, e.State)
+}
+
+// Retry plans a new run that supersedes run ID (BLOCKED, STALE, or
+// VERIFYING with its writer gone) and returns it PLANNED and locked, for
+// Exec. ID's SUPERSEDED transition, naming the new run, is recorded after
+// the new run is fully planned and just before it becomes visible, so a
+// kill leaves either nothing (ID is still retryable) or ID superseded by a
+// run that is PLANNED or not yet published. Retrying ID again finishes
+// either: it returns that PLANNED run, or plans the named run afresh.
+func Retry(ctx context.Context, o RetryOptions) (*Run, error) {
+	old, err := Open(o.Plan.StateDir, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	defer old.Close()
+	p := o.Plan
+	p.Supersedes = old.ID
+	switch st := old.State(); {
+	case Retryable(st):
+		p.publish = func(id string) error { return old.Supersede(id, o.Actor) }
+		return Plan(ctx, p)
+	case st != Superseded:
+		return nil, &StateError{State: st, Action: "retry"}
+	}
+	old.mu.Lock()
+	by := old.fold.supersededBy
+	old.mu.Unlock()
+	_, err = NewStore(p.StateDir).Resolve(by)
+	var nf *NotFoundError
+	if errors.As(err, &nf) {
+		p.id = by // the earlier retry died before publishing it
+		return Plan(ctx, p)
+	}
+	if err != nil {
+		return nil, &StateError{State: Superseded, Action: "retry"}
+	}
+	next, err := Open(p.StateDir, by)
+	if err != nil {
+		return nil, err
+	}
+	if st := next.State(); st != Planned || next.Planned.Supersedes != old.ID {
+		next.Close()
+		return nil, &RetriedError{ID: old.ID, By: by, State: st}
+	}
+	return next, nil
+}
 
 // Head returns the current chain head and length.
 func (r *Run) Head() (string, int) {

@@ -63,6 +63,12 @@ type folder struct {
 	budgetHit bool   // a budget.exceeded was replayed
 	blobs     map[string]bool
 	planned   PlannedData
+	// due is the state change the last decision moves the run to, until a
+	// state.changed is replayed: a writer killed between approval.recorded
+	// and its state.changed leaves it for the next writer (completeDecision).
+	due *StateData
+	// supersededBy is the run a SUPERSEDED transition names.
+	supersededBy string
 }
 
 // digestRE is the only shape a blob reference may have: anything else could
@@ -145,7 +151,13 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		if d.From != f.state {
 			return bad(line, ReasonIllegalTransition, "state.changed from %s, but the run is %s", d.From, f.state)
 		}
-		return f.move(line, d.To)
+		if err := f.move(line, d.To); err != nil {
+			return err
+		}
+		f.due = nil
+		if d.To == Superseded {
+			f.supersededBy = d.By
+		}
 	case TypeCheckStarted:
 		var d CheckStartedData
 		if err := strictJSON(e.Data, &d); err != nil {
@@ -276,6 +288,10 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 			return bad(line, ReasonDecision, "decision says it moves the run to %s, the replay says %s", d.State, next)
 		}
 		f.r.Decisions = append(f.r.Decisions, Decision{Decision: d.Decision, Actor: d.Actor, Time: e.Time, Reason: d.Reason, GitHub: d.GitHub})
+		f.due = nil
+		if next != AwaitingApproval {
+			f.due = &StateData{From: AwaitingApproval, To: next, Actor: d.Actor, Reason: d.Reason}
+		}
 	case TypeContext:
 		var d ContextData
 		if err := strictJSON(e.Data, &d); err != nil {

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -90,10 +92,24 @@ type PlanOptions struct {
 	Context    []Snapshot
 	Supersedes string
 	Now        func() time.Time
+
+	// id, when set, is the new run's id (Retry re-planning a run that an
+	// interrupted retry named but never published).
+	id string
+	// publish, when set, is called with the run id once the run is fully
+	// planned, just before it becomes visible in the store; an error
+	// abandons the plan.
+	publish func(id string) error
 }
 
+// planningPrefix names a run directory being planned (<state>/runs/.plan-<id>):
+// Store.List does not see it, and a kill leaves no half-planned run.
+const planningPrefix = ".plan-"
+
 // Plan creates a run directory, freezes the contract, binds the source and
-// records run.planned (and context.attached). The returned run holds its
+// records run.planned (and context.attached). The directory is built under
+// a hidden name and renamed into place when complete, so a run is either
+// fully planned or absent, even after a kill. The returned run holds its
 // lock. On failure nothing is left behind.
 func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	now := opts.Now
@@ -116,17 +132,28 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	if err := os.MkdirAll(store.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
-	id := NewID(now())
-	dir := store.Path(id)
+	id := opts.id
+	if id == "" {
+		id = NewID(now())
+	}
+	final := store.Path(id)
+	if _, err := os.Lstat(final); err == nil {
+		return nil, fmt.Errorf("state directory: run %s already exists", id)
+	}
+	sweepPlans(store.Dir)
+	dir := filepath.Join(store.Dir, planningPrefix+id)
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
 	}
+	published := false
 	defer func() {
 		if err != nil {
 			if r != nil {
 				r.Close()
 			}
-			os.RemoveAll(dir)
+			if !published {
+				os.RemoveAll(dir)
+			}
 			r = nil
 		}
 	}()
@@ -167,7 +194,69 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 			return r, err
 		}
 	}
-	return r, nil
+	if opts.publish != nil {
+		if err := opts.publish(id); err != nil {
+			return r, err
+		}
+	}
+	if err := os.Rename(dir, final); err != nil {
+		return r, fmt.Errorf("state directory: %w", err)
+	}
+	published = true
+	return r, r.moved(final)
+}
+
+// moved points an open run at its directory's new name.
+func (r *Run) moved(dir string) error {
+	if err := durable.SyncDir(filepath.Dir(dir)); err != nil {
+		return fmt.Errorf("state directory: %w", err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.lk.Moved(filepath.Join(dir, LockFile)); err != nil {
+		return err
+	}
+	r.Dir, r.blobs = dir, blob.New(filepath.Join(dir, BlobDir))
+	n, head := r.log.Len(), r.log.Head()
+	if err := r.log.Close(); err != nil {
+		return err
+	}
+	lg, err := eventlog.Open(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return err
+	}
+	r.log = lg
+	if lg.Len() != n || lg.Head() != head {
+		return &AuditError{Reason: ReasonChain, Detail: fmt.Sprintf("the log changed while its run was published (%d events, planned %d)", lg.Len(), n)}
+	}
+	return nil
+}
+
+// sweepPlans removes the directories of plans whose planner died before
+// publishing them: their lock's owner is dead, or they never got a lock
+// and are older than a minute. Nothing in them was ever visible as a run.
+func sweepPlans(runs string) {
+	ents, err := os.ReadDir(runs)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), planningPrefix) || !ValidID(strings.TrimPrefix(e.Name(), planningPrefix)) {
+			continue
+		}
+		dir := filepath.Join(runs, e.Name())
+		o, err := lock.Read(filepath.Join(dir, LockFile))
+		switch {
+		case err == nil && !lock.Alive(o):
+		case errors.Is(err, fs.ErrNotExist):
+			if fi, serr := os.Stat(dir); serr != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue
+			}
+		default:
+			continue
+		}
+		os.RemoveAll(dir)
+	}
 }
 
 // Open opens an existing run for writing: it takes the lock, verifies the
@@ -225,7 +314,24 @@ func Open(stateDir, id string) (r *Run, err error) {
 	default:
 		return nil, err
 	}
+	if err := r.completeDecision(); err != nil {
+		return nil, err
+	}
 	return r, nil
+}
+
+// completeDecision records the state change of a decision whose writer
+// died after approval.recorded and before its state.changed: the same
+// state.changed the decider would have written, so that a decision and
+// the state it moves the run to are one fact for every later reader.
+func (r *Run) completeDecision() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	d := r.fold.due
+	if d == nil || r.fold.state != d.From {
+		return nil
+	}
+	return r.transitionLocked(d.To, StateData{Actor: d.Actor, Reason: d.Reason})
 }
 
 func isReason(err error, reason string) bool {

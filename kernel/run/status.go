@@ -30,6 +30,10 @@ type Status struct {
 	// ProjectionLag is set when run.json trails the log (repaired by the
 	// next writer); it is not tampering.
 	ProjectionLag bool `json:"projection_lagging,omitempty"`
+	// DecisionPending is the state change of a recorded decision whose
+	// writer died before recording it (the run still reads
+	// AWAITING_APPROVAL); the next writer records it.
+	DecisionPending *StateData `json:"decision_pending,omitempty"`
 }
 
 // Writer describes a run's lock holder.
@@ -54,31 +58,44 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	if o, err := lock.Read(filepath.Join(dir, LockFile)); err == nil {
 		st.Writer = &Writer{PID: o.PID, Host: o.Host, Created: o.Created, Alive: lock.Alive(o)}
 	}
-	rep, planned, err := auditDir(dir)
+	rep, f, err := auditDir(dir)
 	switch {
 	case err == nil:
 	case isReason(err, ReasonProjectionLag):
 		st.ProjectionLag = true
-	case isTorn(err):
-		// Replay the complete lines; report the torn tail.
-		st.TornTail = true
-		rep, planned, err = auditComplete(dir)
-		if err != nil && !isReason(err, ReasonProjectionLag) {
+	default:
+		// A damaged tail (a writer killed mid-append): replay the intact
+		// lines and report it; the next writer records its recovery.
+		var ok bool
+		var ierr error
+		rep, f, ok, ierr = auditIntact(dir)
+		if !ok {
 			return nil, err
 		}
-		st.ProjectionLag = err != nil
-	default:
-		return nil, err
+		if ierr != nil && !isReason(ierr, ReasonProjectionLag) {
+			return nil, ierr
+		}
+		st.TornTail, st.ProjectionLag = true, ierr != nil
 	}
 	st.Report = rep
 	liveWriter := st.Writer != nil && st.Writer.Alive
 	if !liveWriter {
 		st.Interrupted = rep.Pending
 	}
-	if rep.State.Terminal() || rep.State == Stale || rep.State == Blocked {
+	if d := f.due; d != nil && f.state == d.From {
+		st.DecisionPending = d
+		if !liveWriter {
+			// Take the run over: Open records the decision's state change.
+			if r, err := Open(stateDir, id); err == nil {
+				st.Report, st.DecisionPending, st.TornTail, st.ProjectionLag = r.Report(), nil, false, false
+				r.Close()
+			}
+		}
+	}
+	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.DecisionPending != nil {
 		return st, nil
 	}
-	ferr := checkFresh(ctx, *planned, fresh)
+	ferr := checkFresh(ctx, f.planned, fresh)
 	var se *StaleError
 	if !errors.As(ferr, &se) {
 		return st, ferr
@@ -104,23 +121,25 @@ func isTorn(err error) bool {
 	return errors.As(err, &ce) && ce.Reason == eventlog.TornTail
 }
 
-// auditComplete audits the complete lines of a log whose tail is torn.
-func auditComplete(dir string) (*Report, *PlannedData, error) {
+// auditIntact audits the intact lines of a log whose tail is damaged (see
+// eventlog.Intact); ok is false when the log has no such damage.
+func auditIntact(dir string) (rep *Report, f *folder, ok bool, err error) {
 	// run.json before the log, as in auditFS: it may trail, never lead.
 	proj, err := readBounded(os.DirFS(dir), RunFile, maxRunJSON)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
 	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, false, err
 	}
-	i := len(b)
-	for i > 0 && b[i-1] != '\n' {
-		i--
+	intact, ok := eventlog.Intact(b)
+	if !ok {
+		return nil, nil, false, nil
 	}
-	fsys := overlayFS{dir: dir, files: map[string][]byte{EventsFile: b[:i], RunFile: proj}}
-	return auditFS(fsys)
+	fsys := overlayFS{dir: dir, files: map[string][]byte{EventsFile: intact, RunFile: proj}}
+	rep, f, err = auditFS(fsys)
+	return rep, f, true, err
 }
 
 // overlayFS serves some files from memory and the rest from a directory.

@@ -1,0 +1,76 @@
+package eventlog
+
+import (
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// CrashEnv names the crash-test hook: PROOFGATE_TEST_CRASH=<when>:<n> makes
+// the process kill itself (SIGKILL) at its n-th Append, counted from 1
+// across every log it writes. <when> is "before" (nothing written),
+// "torn" (the first half of the last line written and fsynced, no '\n') or
+// "after" (the whole write fsynced, before Append returns). It exists so
+// that tests can kill real processes at every append boundary
+// deterministically; it grants nothing a process's environment could not
+// do anyway (kill it, write the file).
+const CrashEnv = "PROOFGATE_TEST_CRASH"
+
+// Crash points.
+const (
+	crashNone = iota
+	crashBefore
+	crashTorn
+	crashAfter
+)
+
+var crash struct {
+	once  sync.Once
+	when  int
+	at    int64
+	count atomic.Int64
+}
+
+// crashPoint returns the crash point for the current Append.
+func crashPoint() int {
+	crash.once.Do(func() {
+		v, ok := os.LookupEnv(CrashEnv)
+		if !ok {
+			return
+		}
+		when, n, _ := strings.Cut(v, ":")
+		at, err := strconv.ParseInt(n, 10, 64)
+		if err != nil || at < 1 {
+			return
+		}
+		switch when {
+		case "before":
+			crash.when = crashBefore
+		case "torn":
+			crash.when = crashTorn
+		case "after":
+			crash.when = crashAfter
+		default:
+			return
+		}
+		crash.at = at
+	})
+	if crash.when == crashNone || crash.count.Add(1) != crash.at {
+		return crashNone
+	}
+	return crash.when
+}
+
+// die kills the process without running deferred functions or exit hooks,
+// as kill -9 from outside would.
+func die() {
+	if p, err := os.FindProcess(os.Getpid()); err == nil {
+		p.Kill()
+	}
+	for { // the signal may arrive after Kill returns
+		time.Sleep(time.Second)
+	}
+}
