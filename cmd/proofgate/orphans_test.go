@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -12,6 +14,10 @@ import (
 	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // buildhelper builds kernel/runtime/process/testdata/helper into the
@@ -118,4 +124,21 @@ func procAlive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// cgroupCondition answers [cgroup]: whether the process runtime contains
+// checks in a cgroup here. With PROOFGATE_REQUIRE_CGROUP=1 its absence is
+// an error, never a silent fallback.
+func cgroupCondition() (bool, error) {
+	var b bytes.Buffer
+	o, e := runtime.NewCapture(&b, 0), runtime.NewCapture(&b, 0)
+	res := process.New().Run(context.Background(), runtime.Spec{Argv: []string{"true"}, Workspace: os.TempDir()}, o, e)
+	if res.Outcome != runtime.Passed {
+		return false, fmt.Errorf("probing the process runtime: %s %s", res.Outcome, res.Detail)
+	}
+	ok := res.Attestation.Profile["containment"] == lock.ContainCgroup
+	if !ok && os.Getenv("PROOFGATE_REQUIRE_CGROUP") == "1" {
+		return false, fmt.Errorf("PROOFGATE_REQUIRE_CGROUP=1 but checks run without a cgroup (containment %v)", res.Attestation.Profile["containment"])
+	}
+	return ok, nil
 }
