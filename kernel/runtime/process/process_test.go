@@ -30,6 +30,10 @@ import (
 var helper string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("PG_PROCESS_HARNESS"); dir != "" {
+		harness(dir)
+		return
+	}
 	dir, err := os.MkdirTemp("", "process-helper-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
