@@ -843,7 +843,10 @@ func eventsUnlockCmd(g *globals) *cobra.Command {
 		Long: `Remove the run's writer lock only when its owner is provably dead (its pid
 is gone, or was reused by a process with another start time) on this host,
 and the lock is older than --older-than. Live, young, foreign-host and
-unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
+unreadable locks stay. Every check process group (and cgroup) that the dead
+writer recorded is killed first — never a reused pid: the group leader's
+start time must match. The removal and those processes are recorded as
+lock.broken with --actor.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if actor == "" {
@@ -855,15 +858,19 @@ unreadable locks stay. The removal is recorded as lock.broken with --actor.`,
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr(errors.New("--older-than is required (e.g. 10m)"))
 			}
-			id, owner, err := run.Unlock(g.state, args[0], actor, olderThan, time.Now())
+			u, err := run.Unlock(g.state, args[0], actor, olderThan, time.Now())
 			var refused *lock.BreakRefused
 			switch {
 			case errors.Is(err, run.ErrNoLock), errors.As(err, &refused):
 				return refusedErr(err)
-			case err != nil:
+			case u.Owner.PID == 0 && err != nil:
 				return classify(err)
 			}
-			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", id, owner.PID, esc(owner.Host))
+			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", u.ID, u.Owner.PID, esc(u.Owner.Host))
+			printProcesses(g.stdout, u.Processes)
+			if err != nil {
+				return classify(err)
+			}
 			return nil
 		},
 	}
@@ -934,4 +941,26 @@ event log recorded. CHECK is a check id from 'proofgate status RUN'.`,
 func isLag(err error) bool {
 	var ae *run.AuditError
 	return errors.As(err, &ae) && ae.Reason == run.ReasonProjectionLag
+}
+
+// printProcesses says what became of the process records of a dead harness.
+func printProcesses(w io.Writer, ks []lock.Killed) {
+	for _, k := range ks {
+		what := fmt.Sprintf("process group %d", k.PGID)
+		if k.PGID == 0 {
+			what = "processes"
+		}
+		if k.Cgroup != "" {
+			what += " (cgroup " + esc(k.Cgroup) + ")"
+		}
+		check := esc(k.Check)
+		switch k.Result {
+		case lock.ResultKilled:
+			fmt.Fprintf(w, "killed %s of check %s\n", what, check)
+		case lock.ResultPidReused:
+			fmt.Fprintf(w, "not signalled: %s of check %s (its pid now runs another process)\n", what, check)
+		default:
+			fmt.Fprintf(w, "%s of check %s: %s\n", what, check, esc(string(k.Result)))
+		}
+	}
 }

@@ -49,18 +49,21 @@ func TestScripts(t *testing.T) {
 			}
 			return nil
 		},
-		Condition: dockerCondition,
+		Condition: condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"waitfile":  cmdWaitfile,
-			"exits":     cmdExits,
-			"replace":   cmdReplace,
-			"flipbyte":  cmdFlipbyte,
-			"dropline":  cmdDropline,
-			"rundir":    cmdRundir,
-			"testimage": cmdTestimage,
-			"example":   cmdExample,
-			"gitsha":    cmdGitsha,
-			"timeat":    cmdTimeat,
+			"waitfile":     cmdWaitfile,
+			"exits":        cmdExits,
+			"replace":      cmdReplace,
+			"flipbyte":     cmdFlipbyte,
+			"dropline":     cmdDropline,
+			"rundir":       cmdRundir,
+			"testimage":    cmdTestimage,
+			"example":      cmdExample,
+			"gitsha":       cmdGitsha,
+			"timeat":       cmdTimeat,
+			"buildhelper":  cmdBuildhelper,
+			"procgone":     cmdProcgone,
+			"stopsgrowing": cmdStopsgrowing,
 		},
 	})
 }
@@ -250,6 +253,13 @@ var repoRoot = func() string {
 	}
 	return filepath.Clean(filepath.Join(wd, "..", ".."))
 }()
+
+func condition(cond string) (bool, error) {
+	if cond == "cgroup" {
+		return cgroupCondition()
+	}
+	return dockerCondition(cond)
+}
 
 // dockerCondition answers [docker]: whether a Docker daemon answers. With
 // PROOFGATE_REQUIRE_DOCKER=1 a missing daemon is an error, never a skip: CI

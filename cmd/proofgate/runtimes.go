@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/docker"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
@@ -54,12 +57,19 @@ func connect(ctx context.Context, c *contract.Resolved, progress io.Writer) (*pr
 func gcCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "gc",
-		Short: "Remove sandbox containers left behind by a crashed harness",
-		Long: `Remove ProofGate containers (labelled io.proofgate.run) whose harness is
-provably dead on this host, or that are older than 24h. Live checks of
-running harnesses are never touched.`,
+		Short: "Kill check processes and remove sandbox containers left behind by a crashed harness",
+		Long: `Kill the process-runtime checks (process groups and cgroups recorded in
+the runs of --state) whose harness is provably dead on this host — never a
+reused pid: the group leader's start time must match — and mark their
+records for the next 'events unlock' to report. Then remove ProofGate
+containers (labelled io.proofgate.run) whose harness is provably dead on
+this host, or that are older than 24h. Live checks of running harnesses are
+never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := gcProcesses(g); err != nil {
+				return err
+			}
 			d, err := docker.New(cmd.Context())
 			if err != nil {
 				if errors.Is(err, docker.ErrNoDaemon) {
@@ -79,4 +89,17 @@ running harnesses are never touched.`,
 			return nil
 		},
 	}
+}
+
+// gcProcesses is the process part of gc.
+func gcProcesses(g *globals) error {
+	ps, err := run.GCProcesses(g.state, time.Now())
+	for _, p := range ps {
+		fmt.Fprintf(g.stdout, "run %s: ", p.Run)
+		printProcesses(g.stdout, []lock.Killed{p.Killed})
+	}
+	if err != nil {
+		return envErr(err)
+	}
+	return nil
 }

@@ -337,23 +337,43 @@ func startTime(pid int) (uint64, error) {
 
 // procStat reads the start time (field 22) and state (field 3) of pid.
 func procStat(pid int) (start uint64, state byte, err error) {
+	st, err := readStat(pid)
+	return st.start, st.state, err
+}
+
+// StartTime is the start time of process pid in clock ticks since boot
+// (/proc/<pid>/stat field 22), as Owner.Start and Group.Start record it.
+func StartTime(pid int) (uint64, error) { return startTime(pid) }
+
+// stat is what readStat reads from /proc/<pid>/stat.
+type stat struct {
+	state byte
+	pgrp  int
+	start uint64
+}
+
+func readStat(pid int) (stat, error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return 0, 0, err
+		return stat{}, err
 	}
 	// The command name (field 2) may hold spaces and parentheses: the
 	// fields that follow start after its last ')'.
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: no command field", pid)
+		return stat{}, fmt.Errorf("/proc/%d/stat: no command field", pid)
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) < 20 {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+		return stat{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
 	}
-	start, err = strconv.ParseUint(f[19], 10, 64) // field 22
+	pgrp, err := strconv.Atoi(f[2]) // field 5
 	if err != nil {
-		return 0, 0, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+		return stat{}, fmt.Errorf("/proc/%d/stat: pgrp: %w", pid, err)
 	}
-	return start, f[0][0], nil
+	start, err := strconv.ParseUint(f[19], 10, 64) // field 22
+	if err != nil {
+		return stat{}, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	return stat{state: f[0][0], pgrp: pgrp, start: start}, nil
 }

@@ -113,6 +113,21 @@ type LockBrokenData struct {
 	OwnerPID int    `json:"owner_pid"`
 	Host     string `json:"owner_host"`
 	Created  string `json:"owner_created"`
+	// Processes are the checks the dead owner recorded as running (its
+	// process records) and what Unlock found when it killed them.
+	Processes []ProcessKilled `json:"processes,omitempty"`
+	// ProcessError says why a recorded group could not be killed.
+	ProcessError string `json:"processes_error,omitempty"`
+}
+
+// ProcessKilled is one process record in lock.broken.
+type ProcessKilled struct {
+	Check  string `json:"check"`
+	PGID   int    `json:"pgid,omitempty"`
+	Cgroup string `json:"cgroup,omitempty"`
+	Result string `json:"result"`       // killed | gone | pid-reused | rebooted | owner-alive | unsupported
+	By     string `json:"by,omitempty"` // who killed it first: unlock or gc
+	At     string `json:"at,omitempty"` // when (RFC 3339, UTC)
 }
 
 // BudgetData is the data of budget.exceeded.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -240,7 +241,9 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 
 	var res runtime.Result
 	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
-		res = rt.Run(s.ctx, specFor(r.ID, c, s.opts.RepoDir), stdout, stderr)
+		spec := specFor(r.ID, c, s.opts.RepoDir)
+		spec.ProcDir = filepath.Join(r.Dir, ProcDir)
+		res = rt.Run(s.ctx, spec, stdout, stderr)
 	} else {
 		why := s.opts.Unavailable[c.Runtime]
 		if why == "" {

@@ -443,17 +443,17 @@ func FuzzParseContext(f *testing.F) {
 func TestUnlockRefusesLiveAndMissingLocks(t *testing.T) {
 	f := newFixture(t, twoChecks)
 	r := f.plan(t)
-	_, _, err := Unlock(f.state, r.ID, "ops", 0, time.Now().Add(time.Hour))
+	_, err := Unlock(f.state, r.ID, "ops", 0, time.Now().Add(time.Hour))
 	var refused *lock.BreakRefused
 	if !errors.As(err, &refused) {
 		t.Fatalf("unlock of a live writer: %v, want *lock.BreakRefused", err)
 	}
 	head, n := r.Head()
 	r.Close()
-	if _, _, err := Unlock(f.state, r.ID, "ops", 0, time.Now()); !errors.Is(err, ErrNoLock) {
+	if _, err := Unlock(f.state, r.ID, "ops", 0, time.Now()); !errors.Is(err, ErrNoLock) {
 		t.Fatalf("unlock without a lock: %v, want ErrNoLock", err)
 	}
-	if _, _, err := Unlock(f.state, r.ID, "", 0, time.Now()); err == nil {
+	if _, err := Unlock(f.state, r.ID, "", 0, time.Now()); err == nil {
 		t.Fatal("unlock without an actor accepted")
 	}
 	rep, err := Audit(r.Dir)

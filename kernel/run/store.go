@@ -25,6 +25,9 @@ const (
 	ContractFile = "contract.json"
 	LockFile     = "events.lock"
 	BlobDir      = "blobs"
+	// ProcDir holds the process records of checks that run as host
+	// processes (kernel/lock): what a dead harness may have left running.
+	ProcDir = "procs"
 )
 
 var idRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{8}$`)

@@ -60,6 +60,11 @@ type Spec struct {
 	// Sandbox holds the container settings; the process provider records
 	// that it ignored them.
 	Sandbox Sandbox
+	// ProcDir is the run's directory of process records (kernel/lock): a
+	// provider that starts host processes records each check there before
+	// it can outlive the harness, so that 'events unlock' and 'gc' can kill
+	// what a dead harness left. Empty: nothing is recorded.
+	ProcDir string
 }
 
 // Sandbox is the effective isolation profile requested for a check.

@@ -24,6 +24,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -32,6 +33,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -58,13 +60,25 @@ const (
 type Runtime struct {
 	killGrace  time.Duration
 	drainGrace time.Duration
+	noCgroup   bool
 }
 
 var _ runtime.Runtime = (*Runtime)(nil)
 
+// Option configures New.
+type Option func(*Runtime)
+
+// WithoutCgroup keeps checks out of cgroups even where the host delegates
+// one: the containment is the process group alone (attested as such).
+func WithoutCgroup() Option { return func(r *Runtime) { r.noCgroup = true } }
+
 // New returns the process runtime.
-func New() *Runtime {
-	return &Runtime{killGrace: killGrace, drainGrace: drainGrace}
+func New(opts ...Option) *Runtime {
+	r := &Runtime{killGrace: killGrace, drainGrace: drainGrace}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
 }
 
 // stop reasons, in the order Run may decide them.
@@ -85,7 +99,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if !declared {
 		lookup = DefaultPath
 	}
-	res.Attestation = attestation(lookup, spec.Sandbox)
+	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup)
 	fail := func(format string, args ...any) runtime.Result {
 		res.Outcome = runtime.Error
 		res.Detail = oneLine(fmt.Sprintf(format, args...))
@@ -130,17 +144,26 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		outW.Close()
 		return fail("stderr pipe: %v", err)
 	}
-	cmd := &exec.Cmd{
-		Path:        bin,
-		Args:        slices.Clone(spec.Argv),
-		Env:         env,
-		Dir:         wd,
-		Stdout:      outW,
-		Stderr:      errW,
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+	ct, err := r.contain(spec.CheckID, spec.ProcDir)
+	if err != nil {
+		closeAll(outR, outW, errR, errW)
+		return fail("%v", err)
 	}
+	defer ct.release()
+	newCmd := func(attr *syscall.SysProcAttr) *exec.Cmd {
+		return &exec.Cmd{Path: bin, Args: slices.Clone(spec.Argv), Env: env, Dir: wd,
+			Stdout: outW, Stderr: errW, SysProcAttr: attr}
+	}
+	// Linux ties the parent-death signal to the thread that forked the
+	// child, not to the process: were that thread to exit (the Go runtime
+	// ends a thread whose locked goroutine returns without unlocking it),
+	// the check would be killed although the harness lives. Locked here,
+	// the thread runs nothing but this goroutine until the check is reaped.
+	goruntime.LockOSThread()
+	defer goruntime.UnlockOSThread()
 	res.Started = time.Now().UTC()
-	err = cmd.Start()
+	cmd, err := ct.start(newCmd)
+	res.Attestation = attestation(lookup, spec.Sandbox, ct.kind)
 	// The child holds its own copies of the write ends now (or never will).
 	outW.Close()
 	errW.Close()
@@ -150,6 +173,13 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		return fail("start %s: %v", spec.Argv[0], unwrapPath(err))
 	}
 	pgid := cmd.Process.Pid
+	if err := ct.started(pgid); err != nil {
+		_ = ct.kill(pgid)
+		_ = cmd.Wait()
+		outR.Close()
+		errR.Close()
+		return fail("%v", err)
+	}
 
 	// Copy both streams. A copier reports why it stopped on its channel.
 	outDone := make(chan error, 1)
@@ -157,12 +187,12 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	go func() { outDone <- pump(stdout, outR) }()
 	go func() { errDone <- pump(stderr, errR) }()
 
-	// exited fires when the main process has exited but is not yet reaped:
-	// while it is a zombie its pid cannot be reused, so signalling the
-	// group -pgid can only ever reach the check's own processes.
+	// exited fires when the main process has exited (on Linux: and is not
+	// yet reaped, see exitWaiter).
+	waiter := newExitWaiter(cmd)
 	exited := make(chan struct{})
 	go func() {
-		waitExit(pgid)
+		waiter.exited()
 		close(exited)
 	}()
 
@@ -228,10 +258,10 @@ wait:
 			onCopy(err)
 		}
 	}
-	// The main process is dead: kill whatever is left of its group before
-	// reaping it, then reap.
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	waitErr := cmd.Wait()
+	// The main process is dead: kill whatever is left of its group and
+	// cgroup before reaping it, then reap.
+	killErr := ct.kill(pgid)
+	waitErr := waiter.reap()
 	// Finished is when the check ended, not when a leaked pipe let go.
 	res.Finished = time.Now().UTC()
 
@@ -303,10 +333,26 @@ wait:
 	default:
 		res.Outcome = runtime.Failed
 	}
+	if killErr != nil {
+		res.Detail = joinDetail(res.Detail, oneLine("descendants not all killed: "+killErr.Error()))
+	}
 	if held && res.Detail == "" {
 		res.Detail = fmt.Sprintf("output pipe held open by a process outside the check's process group; stopped reading after %s", r.drainGrace)
 	}
 	return res
+}
+
+func joinDetail(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + "; " + b
+}
+
+func closeAll(fs ...*os.File) {
+	for _, f := range fs {
+		f.Close()
+	}
 }
 
 func onCopyAfter(sinkErr *error, err error) {
@@ -334,17 +380,6 @@ func pump(c *runtime.Capture, r *os.File) error {
 	}
 }
 
-// waitExit blocks until process pid has exited, without reaping it.
-func waitExit(pid int) {
-	for {
-		var info unix.Siginfo
-		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			return
-		}
-	}
-}
-
 func overflowed(stdout, stderr *runtime.Capture) string {
 	o, e := stdout.Stream().Truncated, stderr.Stream().Truncated
 	switch {
@@ -357,15 +392,17 @@ func overflowed(stdout, stderr *runtime.Capture) string {
 }
 
 // attestation records how the process runtime ran a check.
-func attestation(path string, sb runtime.Sandbox) runtime.Attestation {
+func attestation(path string, sb runtime.Sandbox, containment string) runtime.Attestation {
 	profile := map[string]any{
-		"sandboxed":       false,
-		"path":            path,
-		"ignored_sandbox": sandboxRequested(sb),
+		"sandboxed":           false,
+		"path":                path,
+		"ignored_sandbox":     sandboxRequested(sb),
+		"containment":         containment,
+		"parent_death_signal": parentDeathSignal,
 	}
 	hash, err := canon.Digest(profile)
 	if err != nil {
-		// A map of a bool, a string and a bool always encodes.
+		// A map of bools and strings always encodes.
 		panic(fmt.Sprintf("process: profile digest: %v", err))
 	}
 	return runtime.Attestation{Provider: Provider, Sandboxed: false, Profile: profile, ProfileHash: hash}

@@ -30,6 +30,10 @@ import (
 var helper string
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv("PG_PROCESS_HARNESS"); dir != "" {
+		harness(dir)
+		return
+	}
 	dir, err := os.MkdirTemp("", "process-helper-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -61,13 +65,18 @@ type result struct {
 
 func run(t testing.TB, ctx context.Context, spec runtime.Spec, limit int64) result {
 	t.Helper()
+	return runOn(t, process.New(), ctx, spec, limit)
+}
+
+func runOn(t testing.TB, rt *process.Runtime, ctx context.Context, spec runtime.Spec, limit int64) result {
+	t.Helper()
 	if spec.Workspace == "" {
 		spec.Workspace = t.TempDir()
 	}
 	var ob, eb bytes.Buffer
 	o, e := runtime.NewCapture(&ob, limit), runtime.NewCapture(&eb, limit)
 	start := time.Now()
-	res := process.New().Run(ctx, spec, o, e)
+	res := rt.Run(ctx, spec, o, e)
 	el := time.Since(start)
 	if !res.Outcome.Valid() {
 		t.Fatalf("invalid outcome %q", res.Outcome)
@@ -407,7 +416,7 @@ func TestGrandchildHoldingPipe(t *testing.T) {
 	t.Run("escaped-group", func(t *testing.T) {
 		// setsid takes the grandchild out of reach of the group kill: Run
 		// still returns within its drain bound and says why.
-		r := run(t, context.Background(), runtime.Spec{Argv: []string{helper, "orphan", "setsid"}}, 0)
+		r := runOn(t, process.New(process.WithoutCgroup()), context.Background(), runtime.Spec{Argv: []string{helper, "orphan", "setsid"}}, 0)
 		pid := firstPid(t, r.stdout)
 		t.Cleanup(func() { killStray(pid) })
 		want(t, r, runtime.Passed, 0)
@@ -417,7 +426,38 @@ func TestGrandchildHoldingPipe(t *testing.T) {
 		if !strings.Contains(r.Detail, "held open") {
 			t.Fatalf("detail %q", r.Detail)
 		}
+		if c := r.Attestation.Profile["containment"]; c != "process-group" {
+			t.Fatalf("containment %v", c)
+		}
 	})
+	t.Run("escaped-group-cgroup", func(t *testing.T) {
+		// In a cgroup the setsid'd grandchild is killed with the check, and
+		// the pipe it held closes at once.
+		r := run(t, context.Background(), runtime.Spec{Argv: []string{helper, "orphan", "setsid"}}, 0)
+		pid := firstPid(t, r.stdout)
+		t.Cleanup(func() { killStray(pid) })
+		requireCgroup(t, r)
+		want(t, r, runtime.Passed, 0)
+		if strings.Contains(r.Detail, "held open") || r.elapsed > 2*time.Second {
+			t.Fatalf("took %v, detail %q", r.elapsed, r.Detail)
+		}
+		if alive(pid) {
+			t.Fatalf("setsid'd grandchild %d survived the check", pid)
+		}
+	})
+}
+
+// requireCgroup skips a test that needs cgroup containment where the host
+// does not delegate a cgroup v2 to the harness, and fails instead with
+// PROOFGATE_REQUIRE_CGROUP=1 (CI hosts that have one must not skip).
+func requireCgroup(t *testing.T, r result) {
+	t.Helper()
+	if c := r.Attestation.Profile["containment"]; c != "cgroup" {
+		if os.Getenv("PROOFGATE_REQUIRE_CGROUP") == "1" {
+			t.Fatalf("PROOFGATE_REQUIRE_CGROUP=1 but the containment was %v", c)
+		}
+		t.Skipf("no writable cgroup v2 here (containment %v)", c)
+	}
 }
 
 // lineSink is a buffer that closes line when its first newline arrives.
@@ -506,7 +546,12 @@ func TestAttestation(t *testing.T) {
 		if a.Provider != "process" || a.Sandboxed {
 			t.Fatalf("attestation %+v", a)
 		}
-		wantProfile := map[string]any{"sandboxed": false, "path": process.DefaultPath, "ignored_sandbox": c.ignored}
+		containment := a.Profile["containment"]
+		if containment != "cgroup" && containment != "process-group" {
+			t.Fatalf("containment %v", containment)
+		}
+		wantProfile := map[string]any{"sandboxed": false, "path": process.DefaultPath, "ignored_sandbox": c.ignored,
+			"containment": containment, "parent_death_signal": true}
 		if fmt.Sprint(a.Profile) != fmt.Sprint(wantProfile) {
 			t.Fatalf("profile %v, want %v", a.Profile, wantProfile)
 		}

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -80,6 +81,18 @@ func main() {
 			os.Exit(4)
 		}
 		fmt.Println(c.Process.Pid)
+	case "tree": // tree DIR: see tree
+		tree(args[0])
+	case "write": // write DIR NAME: write DIR/NAME.pid, then append to DIR/NAME.log every 10ms forever
+		write(args[0], args[1])
+	case "detach": // detach DIR NAME: start "write DIR NAME" in a new session and exit at once (the middle of a double fork)
+		c := exec.Command(os.Args[0], "write", args[0], args[1])
+		c.Stdout, c.Stderr = os.Stdout, os.Stderr
+		c.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := c.Start(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(4)
+		}
 	case "selfkill": // die of SIGKILL sent by itself
 		syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		time.Sleep(time.Hour)
@@ -87,4 +100,80 @@ func main() {
 		fmt.Fprintln(os.Stderr, "helper: unknown mode", os.Args[1])
 		os.Exit(2)
 	}
+}
+
+// tree makes DIR/<n> (the first n that does not exist yet) and starts in it a
+// writer in its own process group ("group"), a writer that a double fork
+// and setsid took out of the group and session ("escaped"), then writes
+// main.pid, creates "ready" and writes main.log itself, forever. Every
+// writer holds the check's stdout.
+func tree(base string) {
+	var dir string
+	for n := 1; ; n++ {
+		dir = filepath.Join(base, strconv.Itoa(n))
+		if err := os.MkdirAll(base, 0o755); err != nil {
+			fail(err)
+		}
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			break
+		}
+		if !os.IsExist(err) {
+			fail(err)
+		}
+	}
+	group := exec.Command(os.Args[0], "write", dir, "group")
+	group.Stdout, group.Stderr = os.Stdout, os.Stderr
+	if err := group.Start(); err != nil {
+		fail(err)
+	}
+	detach := exec.Command(os.Args[0], "detach", dir, "escaped")
+	detach.Stdout, detach.Stderr = os.Stdout, os.Stderr
+	if err := detach.Run(); err != nil {
+		fail(err)
+	}
+	for _, name := range []string{"group.pid", "escaped.pid"} {
+		for {
+			if _, err := os.Stat(filepath.Join(dir, name)); err == nil {
+				break
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	fmt.Println(dir)
+	write(dir, "main")
+}
+
+// write records the pid in DIR/NAME.pid (atomically; for the main writer
+// of a tree also DIR/ready) and appends a line to DIR/NAME.log every 10ms.
+func write(dir, name string) {
+	atomicWrite(filepath.Join(dir, name+".pid"), strconv.Itoa(os.Getpid())+"\n")
+	if name == "main" {
+		atomicWrite(filepath.Join(dir, "ready"), "")
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		fail(err)
+	}
+	for {
+		if _, err := f.WriteString(name + "\n"); err != nil {
+			fail(err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func atomicWrite(path, s string) {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(s), 0o644); err != nil {
+		fail(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		fail(err)
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "helper:", err)
+	os.Exit(4)
 }
