@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/proofgate/proofgate/kernel/printable"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,9 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	if o.Reject && strings.TrimSpace(o.Reason) == "" {
 		return &RefusedError{Why: "a rejection needs a reason"}
 	}
+	if err := checkText(o.Actor, o.Reason); err != nil {
+		return err
+	}
 	if err := r.decided(o); err != nil {
 		return err
 	}
@@ -234,10 +238,26 @@ func (r *Run) reconcileOnDisk() error {
 	return nil
 }
 
+// checkText refuses an actor or reason that would not print as itself (a
+// newline, an escape sequence): recorded, it would forge lines wherever the
+// log is shown.
+func checkText(actor, reason string) error {
+	if err := printable.Check("actor", actor); err != nil {
+		return &RefusedError{Why: err.Error()}
+	}
+	if err := printable.CheckText("reason", reason); err != nil {
+		return &RefusedError{Why: err.Error()}
+	}
+	return nil
+}
+
 // Cancel moves a non-terminal run to CANCELLED.
 func (r *Run) Cancel(actor, reason string) error {
 	if strings.TrimSpace(actor) == "" || strings.TrimSpace(reason) == "" {
 		return &RefusedError{Why: "cancel needs --actor and --reason"}
+	}
+	if err := checkText(actor, reason); err != nil {
+		return err
 	}
 	st := r.State()
 	if !CanTransition(st, Cancelled) {

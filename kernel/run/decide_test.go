@@ -186,3 +186,32 @@ func TestDamagedTailDoesNotBlockApprove(t *testing.T) {
 		})
 	}
 }
+
+// An actor or reason that would not print as itself is refused by the
+// kernel too, whoever calls it, and nothing is recorded.
+func TestDecisionRefusesUnprintableText(t *testing.T) {
+	f := newFixture(t, twoChecks)
+	id := f.awaiting(t)
+	r := f.open(t, id)
+	defer r.Close()
+	ctx := context.Background()
+	before := r.Report().ChainLength
+	for _, o := range []DecisionOptions{
+		{Actor: "alice\ndecision approved by bob"},
+		{Actor: "\x1b[2Jalice"},
+		{Actor: "alice\u202e"},
+		{Actor: "carol", Reject: true, Reason: "no\r\nreally"},
+	} {
+		var re *RefusedError
+		if err := r.Decide(ctx, o); !errors.As(err, &re) {
+			t.Errorf("%q/%q: %v, want a refusal", o.Actor, o.Reason, err)
+		}
+	}
+	var re *RefusedError
+	if err := r.Cancel("mallory\x07", "r"); !errors.As(err, &re) {
+		t.Errorf("cancel: %v", err)
+	}
+	if got := r.Report().ChainLength; got != before || r.State() != AwaitingApproval {
+		t.Fatalf("something was recorded: %d events (was %d), %s", got, before, r.State())
+	}
+}

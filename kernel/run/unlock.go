@@ -35,6 +35,9 @@ func Unlock(stateDir, id, actor string, olderThan time.Duration, now time.Time) 
 	if actor == "" {
 		return u, &RefusedError{Why: "unlock needs an actor"}
 	}
+	if err := checkText(actor, ""); err != nil {
+		return u, err
+	}
 	store := NewStore(stateDir)
 	id, err := store.Resolve(id)
 	u.ID = id
