@@ -433,7 +433,7 @@ func TestRefusesCollidingReviewMembers(t *testing.T) {
 		"case variant in user": {githubtest.Review{User: bob, State: "APPROVED", CommitID: head,
 			Extra: map[string]any{"user": map[string]any{"login": "bob", "id": 2, "ID": 1, "type": "User"}}}, "[0].user.ID"},
 		"duplicate state": {githubtest.Review{Raw: []byte(`{"id":9,"user":` + user + `,"state":"CHANGES_REQUESTED","state":"APPROVED","commit_id":"` + head + `","submitted_at":"2025-01-01T00:00:00Z"}`)}, "[0].state"},
-		"duplicate user": {githubtest.Review{Raw: []byte(`{"id":9,"user":{"login":"alice","id":1},"user":` + user + `,"state":"APPROVED","commit_id":"` + head + `","submitted_at":"2025-01-01T00:00:00Z"}`)}, "[0].user"},
+		"duplicate user":  {githubtest.Review{Raw: []byte(`{"id":9,"user":{"login":"alice","id":1},"user":` + user + `,"state":"APPROVED","commit_id":"` + head + `","submitted_at":"2025-01-01T00:00:00Z"}`)}, "[0].user"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := setup(t)
