@@ -4,6 +4,7 @@ go 1.26.0
 
 require (
 	github.com/containerd/errdefs v1.0.0
+	github.com/go-json-experiment/json v1.27.2
 	github.com/google/go-github/v62 v62.0.0
 	github.com/gowebpki/jcs v1.0.2
 	github.com/in-toto/attestation v1.2.0

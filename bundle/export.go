@@ -23,6 +23,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // ExportError is a run that may not be exported.
@@ -206,7 +207,7 @@ func checkCheckpointShape(b []byte, events []eventlog.Event) error {
 		return err
 	}
 	var c checkpoint.Checkpoint
-	if err := envelope.StrictJSON(payload, &c); err != nil {
+	if err := strictjson.Decode(payload, &c); err != nil {
 		return fmt.Errorf("%s: %w", CheckpointFile, err)
 	}
 	if c.Length < 1 {

@@ -20,6 +20,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Reason is the typed cause of a refused bundle (or export).
@@ -185,7 +186,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 
 	// 2. The signed statement.
 	var st Statement
-	if err := envelope.StrictJSON(payload, &st); err != nil {
+	if err := strictjson.Decode(payload, &st); err != nil {
 		return nil, refuse(Malformed, "statement: "+err.Error(), "", err)
 	}
 	// The signed bytes must be the canonical form of what was decoded:

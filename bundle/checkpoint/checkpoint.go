@@ -19,6 +19,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // PayloadType is the DSSE payload type of a checkpoint.
@@ -124,7 +125,7 @@ func Verify(b []byte, store *trust.Store) (*Verified, error) {
 		return nil, &Error{Reason: Invalid, Detail: "signature does not verify with key " + k.ID}
 	}
 	var c Checkpoint
-	if err := envelope.StrictJSON(payload, &c); err != nil {
+	if err := strictjson.Decode(payload, &c); err != nil {
 		return nil, &Error{Reason: Invalid, Detail: "payload: " + err.Error()}
 	}
 	if err := c.validate(); err != nil {

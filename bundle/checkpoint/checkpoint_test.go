@@ -5,14 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
-	"github.com/proofgate/proofgate/kernel/canon"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 )
 
@@ -161,6 +163,27 @@ func TestPayloadValidation(t *testing.T) {
 	for _, c := range bad {
 		if _, err := Payload(c); err == nil {
 			t.Errorf("accepted %+v", c)
+		}
+	}
+}
+
+// TestVerifyRefusesCollidingPayloadMembers: a signed checkpoint payload
+// with a duplicate or case-variant length would pin one length for
+// encoding/json (the later one) and another for a first-wins reader.
+func TestVerifyRefusesCollidingPayloadMembers(t *testing.T) {
+	s, st := setup(t)
+	head := "sha256:" + strings.Repeat("a", 64)
+	for name, tc := range map[string]struct{ payload, path string }{
+		"duplicate length":    {`{"head":"` + head + `","length":2,"length":5,"run":"r","time":"2026-01-01T00:00:00Z","v":1}`, "length"},
+		"case variant Length": {`{"Length":2,"head":"` + head + `","length":5,"run":"r","time":"2026-01-01T00:00:00Z","v":1}`, "Length"},
+	} {
+		env, err := envelope.Sign(s, PayloadType, []byte(tc.payload))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = Verify(env, st)
+		if err == nil || reasonOf(err) != Invalid || !strings.Contains(err.Error(), "payload: "+tc.path+": ") {
+			t.Errorf("%s: err = %v, want a refusal naming %s", name, err, tc.path)
 		}
 	}
 }

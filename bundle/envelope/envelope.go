@@ -10,11 +10,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
 	"strconv"
 
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 	"github.com/sigstore/sigstore/pkg/signature"
 	sigdsse "github.com/sigstore/sigstore/pkg/signature/dsse"
 )
@@ -58,7 +58,7 @@ func Sign(s *key.Signer, payloadType string, payload []byte) ([]byte, error) {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	var env Envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
+	if err := strictjson.Decode(raw, &env); err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
 	if len(env.Signatures) != 1 || env.PayloadType != payloadType || env.Payload != base64.StdEncoding.EncodeToString(payload) {
@@ -76,7 +76,7 @@ func Parse(b []byte, payloadType, name string) (*Envelope, []byte, error) {
 		return nil, nil, fmt.Errorf("%s: larger than %d bytes", name, MaxSize)
 	}
 	var env Envelope
-	if err := StrictJSON(b, &env); err != nil {
+	if err := strictjson.Decode(b, &env); err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", name, err)
 	}
 	if env.PayloadType != payloadType {
@@ -112,19 +112,6 @@ func Verify(env *Envelope, pub ed25519.PublicKey) error {
 		return err
 	}
 	return sigdsse.WrapVerifier(v).VerifySignature(bytes.NewReader(b), nil)
-}
-
-// StrictJSON decodes exactly one JSON value with no unknown fields.
-func StrictJSON(b []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fmt.Errorf("data after the JSON value")
-	}
-	return nil
 }
 
 func clip(s string) string {

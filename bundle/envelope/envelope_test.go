@@ -105,3 +105,25 @@ func TestParseStrict(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestParseRefusesCollidingMembers: a second payload or payloadType, or a
+// case variant of one, would be read differently by another verifier.
+func TestParseRefusesCollidingMembers(t *testing.T) {
+	s, _ := signer(t)
+	b, _ := Sign(s, "t", []byte("p"))
+	str := string(b)
+	for name, tc := range map[string]struct{ in, path string }{
+		"duplicate payload":     {strings.Replace(str, `"payload":"cA=="`, `"payload":"cQ==","payload":"cA=="`, 1), "payload"},
+		"case variant payload":  {strings.Replace(str, `"payload":"cA=="`, `"Payload":"cQ==","payload":"cA=="`, 1), "Payload"},
+		"duplicate keyid":       {strings.Replace(str, `"keyid":`, `"keyid":"x","keyid":`, 1), "signatures[0].keyid"},
+		"case variant sig":      {strings.Replace(str, `"sig":`, `"SIG":"AAAA","sig":`, 1), "signatures[0].SIG"},
+		"case variant top type": {strings.Replace(str, `"payloadType":"t"`, `"payloadType":"t","PayloadType":"u"`, 1), "PayloadType"},
+	} {
+		_, _, err := Parse([]byte(tc.in), "t", "attestation.dsse.json")
+		if err == nil {
+			t.Errorf("%s accepted: %s", name, tc.in)
+		} else if !strings.Contains(err.Error(), "attestation.dsse.json: "+tc.path+": ") {
+			t.Errorf("%s: error %q does not name %s", name, err, tc.path)
+		}
+	}
+}

@@ -10,7 +10,6 @@
 package trust
 
 import (
-	"bytes"
 	"crypto/ed25519"
 	"encoding/json"
 	"errors"
@@ -23,6 +22,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Version is the trust.json format version.
@@ -100,14 +100,9 @@ func Parse(b []byte, name string) (*Store, error) {
 	if len(b) > MaxSize {
 		return nil, fmt.Errorf("trust store %s: larger than %d bytes", name, MaxSize)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
 	var s Store
-	if err := dec.Decode(&s); err != nil {
+	if err := strictjson.Decode(b, &s); err != nil {
 		return nil, fmt.Errorf("trust store %s: %w", name, err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("trust store %s: data after the JSON object", name)
 	}
 	if s.Version != Version {
 		return nil, fmt.Errorf("trust store %s: version: %d, want %d", name, s.Version, Version)

@@ -212,3 +212,39 @@ func TestRetiredWithoutTimeRefusesEverySignature(t *testing.T) {
 		}
 	}
 }
+
+// TestParseRefusesCollidingMembers: encoding/json read
+// {"status":"revoked","Status":"active"} as active and let a later
+// duplicate win. Both are refused, naming the member's path.
+func TestParseRefusesCollidingMembers(t *testing.T) {
+	s := New()
+	_, pub := newKey(t)
+	id, _ := s.Add(pub, "", nil, nil)
+	if err := s.Revoke(id, nil); err != nil {
+		t.Fatal(err)
+	}
+	good, _ := s.Marshal()
+	if !strings.Contains(string(good), `"status": "revoked"`) {
+		t.Fatalf("no revoked status in\n%s", good)
+	}
+	mut := func(old, new string) []byte { return []byte(strings.Replace(string(good), old, new, 1)) }
+	for name, tc := range map[string]struct {
+		in   []byte
+		path string
+	}{
+		"case variant after":  {mut(`"status": "revoked"`, `"status": "revoked", "Status": "active"`), "keys[0].Status"},
+		"case variant before": {mut(`"status": "revoked"`, `"STATUS": "active", "status": "revoked"`), "keys[0].STATUS"},
+		"duplicate status":    {mut(`"status": "revoked"`, `"status": "revoked", "status": "active"`), "keys[0].status"},
+		"duplicate version":   {mut(`"version": 1`, `"version": 1, "version": 1`), "version"},
+		"case variant keys":   {mut(`"version": 1`, `"version": 1, "Keys": []`), "Keys"},
+	} {
+		_, err := Parse(tc.in, "trust.json")
+		if err == nil {
+			t.Errorf("%s: accepted:\n%s", name, tc.in)
+			continue
+		}
+		if !strings.Contains(err.Error(), "trust store trust.json: "+tc.path+": ") {
+			t.Errorf("%s: error %q does not name %s", name, err, tc.path)
+		}
+	}
+}

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -584,11 +585,15 @@ func commitTree(ctx context.Context, ws string, gh *github.Client, owner, name, 
 	if gh == nil {
 		return ""
 	}
-	c, _, err := gh.Git.GetCommit(ctx, owner, name, sha)
-	if err != nil || !event.IsHexSHA(c.GetTree().GetSHA()) {
+	var c struct {
+		Tree struct {
+			SHA string `json:"sha"`
+		} `json:"tree"`
+	}
+	if _, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/git/commits/%s", url.PathEscape(owner), url.PathEscape(name), sha), &c); err != nil || !event.IsHexSHA(c.Tree.SHA) {
 		return ""
 	}
-	return c.GetTree().GetSHA()
+	return c.Tree.SHA
 }
 
 func gitTree(ctx context.Context, ws, sha string) (string, error) {

@@ -384,7 +384,12 @@ func candidates(ctx context.Context, gh *github.Client, owner, repo string, in v
 		return out, firstErr
 	}
 	// Heads of the pull requests GitHub associates with the commit.
-	prs, _, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, repo, in.commit, &github.ListOptions{PerPage: 100})
+	var prs []struct {
+		Head struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+	}
+	_, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/commits/%s/pulls?per_page=100", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(in.commit)), &prs)
 	if err != nil {
 		var ge *github.ErrorResponse
 		if !errors.As(err, &ge) || ge.Response == nil || ge.Response.StatusCode != http.StatusNotFound && ge.Response.StatusCode != http.StatusUnprocessableEntity {
@@ -392,7 +397,7 @@ func candidates(ctx context.Context, gh *github.Client, owner, repo string, in v
 		}
 	}
 	for _, p := range prs {
-		h := p.GetHead().GetSHA()
+		h := p.Head.SHA
 		if !event.IsHexSHA(h) || h == in.commit {
 			continue
 		}
@@ -429,14 +434,10 @@ func listRecent(ctx context.Context, gh *github.Client, owner, repo, name string
 		if name != "" {
 			q.Set("name", name)
 		}
-		req, err := gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s", url.PathEscape(owner), url.PathEscape(repo), q.Encode()), nil)
-		if err != nil {
-			return nil, err
-		}
 		var list struct {
 			Artifacts []*artifact.Artifact `json:"artifacts"`
 		}
-		resp, err := gh.Do(ctx, req, &list)
+		resp, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s", url.PathEscape(owner), url.PathEscape(repo), q.Encode()), &list)
 		if err != nil {
 			return nil, fmt.Errorf("list artifacts in %s/%s: %w", owner, repo, err)
 		}

@@ -55,15 +55,11 @@ func Find(ctx context.Context, gh *github.Client, owner, repo, name, headSHA str
 			return nil, fmt.Errorf("artifacts %s in %s/%s: more than %d pages", name, owner, repo, maxListPages)
 		}
 		q := url.Values{"name": {name}, "per_page": {"100"}, "page": {fmt.Sprint(page)}}
-		req, err := gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s",
-			url.PathEscape(owner), url.PathEscape(repo), q.Encode()), nil)
-		if err != nil {
-			return nil, err
-		}
 		var list struct {
 			Artifacts []*Artifact `json:"artifacts"`
 		}
-		resp, err := gh.Do(ctx, req, &list)
+		resp, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s",
+			url.PathEscape(owner), url.PathEscape(repo), q.Encode()), &list)
 		if err != nil {
 			return nil, fmt.Errorf("list artifacts %s in %s/%s: %w", name, owner, repo, err)
 		}

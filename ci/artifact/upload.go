@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/ci/ghapi"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 const (
@@ -70,14 +71,14 @@ func BackendIDs(runtimeToken string) (run, job string, err error) {
 	var claims struct {
 		Scp json.RawMessage `json:"scp"`
 	}
-	if err := json.Unmarshal(payload, &claims); err != nil {
+	if err := strictjson.DecodeOpen(payload, &claims); err != nil {
 		return "", "", fmt.Errorf("%w: payload: %v", ErrBadToken, err)
 	}
 	var scopes []string
 	var s string
-	if err := json.Unmarshal(claims.Scp, &s); err == nil {
+	if err := strictjson.Decode(claims.Scp, &s); err == nil {
 		scopes = strings.Fields(s)
-	} else if err := json.Unmarshal(claims.Scp, &scopes); err != nil {
+	} else if err := strictjson.Decode(claims.Scp, &scopes); err != nil {
 		return "", "", fmt.Errorf("%w: scp claim is neither a string nor a list", ErrBadToken)
 	}
 	for _, sc := range scopes {
@@ -219,13 +220,16 @@ func call(ctx context.Context, hc *http.Client, svc, method, token string, in an
 	}
 	if resp.StatusCode != http.StatusOK {
 		te := &TwirpError{Method: method, Status: resp.StatusCode}
-		var e struct{ Code, Msg string }
-		if json.Unmarshal(raw, &e) == nil {
+		var e struct {
+			Code string `json:"code"`
+			Msg  string `json:"msg"`
+		}
+		if strictjson.DecodeOpen(raw, &e) == nil {
 			te.Code, te.Msg = e.Code, e.Msg
 		}
 		return te
 	}
-	if err := json.Unmarshal(raw, out); err != nil {
+	if err := strictjson.DecodeOpen(raw, out); err != nil {
 		return fmt.Errorf("artifact service %s: reply: %w", method, err)
 	}
 	return nil
@@ -235,15 +239,17 @@ func call(ctx context.Context, hc *http.Client, svc, method, token string, in an
 // int64 fields may be JSON numbers or strings (protojson).
 func field(m map[string]json.RawMessage, snake string, dst any) error {
 	raw, ok := m[snake]
-	if !ok {
-		raw, ok = m[camel(snake)]
+	if c, dup := m[camel(snake)]; dup && ok && snake != camel(snake) {
+		return fmt.Errorf("field %s: given both as %s and as %s", snake, snake, camel(snake))
+	} else if !ok {
+		raw, ok = c, dup
 	}
 	if !ok {
 		return fmt.Errorf("field %s missing", snake)
 	}
 	if p, isInt := dst.(*int64); isInt {
 		var s string
-		if json.Unmarshal(raw, &s) == nil {
+		if strictjson.Decode(raw, &s) == nil {
 			v, err := strconv.ParseInt(s, 10, 64)
 			if err != nil {
 				return fmt.Errorf("field %s: %w", snake, err)
@@ -252,7 +258,7 @@ func field(m map[string]json.RawMessage, snake string, dst any) error {
 			return nil
 		}
 	}
-	return json.Unmarshal(raw, dst)
+	return strictjson.Decode(raw, dst)
 }
 
 func camel(s string) string {

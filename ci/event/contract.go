@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -14,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v62/github"
+
+	"github.com/proofgate/proofgate/ci/ghapi"
 )
 
 // MaxContractBytes bounds a contract file read from git or the API.
@@ -85,14 +88,17 @@ func fromGit(ctx context.Context, dir, sha, file string) ([]byte, error) {
 }
 
 func fromAPI(ctx context.Context, gh *github.Client, owner, repo, sha, file string) ([]byte, error) {
-	fc, dir, resp, err := gh.Repositories.GetContents(ctx, owner, repo, file, &github.RepositoryContentGetOptions{Ref: sha})
+	// A directory answers with an array, which is not a RepositoryContent.
+	fc := new(github.RepositoryContent)
+	resp, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/contents/%s?ref=%s", url.PathEscape(owner), url.PathEscape(repo),
+		escapePath(file), url.QueryEscape(sha)), fc)
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			return nil, fmt.Errorf("contract %s at %s in %s/%s: %w", file, sha, owner, repo, ErrNotInBase)
 		}
 		return nil, fmt.Errorf("contract %s at %s in %s/%s: %w", file, sha, owner, repo, err)
 	}
-	if fc == nil || dir != nil || fc.GetType() != "file" {
+	if fc.GetType() != "file" {
 		return nil, fmt.Errorf("contract %s at %s in %s/%s is not a file", file, sha, owner, repo)
 	}
 	if fc.GetSize() > MaxContractBytes {
@@ -138,4 +144,13 @@ func (l *limited) Write(p []byte) (int, error) {
 		return 0, errors.New("output limit exceeded")
 	}
 	return l.buf.Write(p)
+}
+
+// escapePath escapes each segment of a repository path for the contents API.
+func escapePath(p string) string {
+	seg := strings.Split(p, "/")
+	for i, s := range seg {
+		seg[i] = url.PathEscape(s)
+	}
+	return strings.Join(seg, "/")
 }

@@ -4,11 +4,12 @@
 package event
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // MaxPayloadBytes bounds the event payload (GitHub caps webhooks at 25 MB).
@@ -93,7 +94,7 @@ func Parse(name string, data []byte) (*Context, error) {
 		return nil, fmt.Errorf("event payload: %d bytes, over %d", len(data), MaxPayloadBytes)
 	}
 	var p payload
-	if err := json.Unmarshal(data, &p); err != nil {
+	if err := strictjson.DecodeOpen(data, &p); err != nil {
 		return nil, fmt.Errorf("event payload: %w", err)
 	}
 	c := &Context{Name: name, Action: p.Action}

@@ -197,3 +197,27 @@ func TestBaseContractFallsBackToAPI(t *testing.T) {
 		t.Fatalf("want ErrNotInBase via API, got %v", err)
 	}
 }
+
+// TestParseRefusesCollidingMembers: the payload is an open format (GitHub
+// adds members), but a duplicate or a case variant of a member a decision
+// reads is refused with its path: encoding/json let "SHA" or a second
+// "sha" replace the head commit.
+func TestParseRefusesCollidingMembers(t *testing.T) {
+	good := `{"pull_request":{"number":1,"user":{"login":"a","id":1},"head":{"sha":"` + head + `","repo":{"full_name":"o/r"}},"base":{"sha":"` + base + `","repo":{"full_name":"o/r"}}},"extra":{"x":1}}`
+	if _, err := event.Parse("pull_request", []byte(good)); err != nil {
+		t.Fatal(err)
+	}
+	for path, payload := range map[string]string{
+		"pull_request.head.SHA":  strings.Replace(good, `"head":{"sha":"`+head+`"`, `"head":{"sha":"`+head+`","SHA":"`+base+`"`, 1),
+		"pull_request.head.sha":  strings.Replace(good, `"head":{"sha":"`+head+`"`, `"head":{"sha":"`+base+`","sha":"`+head+`"`, 1),
+		"pull_request.Number":    strings.Replace(good, `"number":1`, `"number":1,"Number":2`, 1),
+		"pull_request.user.ID":   strings.Replace(good, `"id":1}`, `"id":1,"ID":2}`, 1),
+		"extra.x":                strings.Replace(good, `{"x":1}`, `{"x":1,"x":2}`, 1),
+		"pull_request.base.repo": strings.Replace(good, `"base":{"sha":"`+base+`","repo":{"full_name":"o/r"}}`, `"base":{"sha":"`+base+`","repo":{"full_name":"o/r"},"repo":{"full_name":"x/y"}}`, 1),
+	} {
+		_, err := event.Parse("pull_request", []byte(payload))
+		if err == nil || !strings.Contains(err.Error(), path+": ") {
+			t.Errorf("%s: got %v", path, err)
+		}
+	}
+}

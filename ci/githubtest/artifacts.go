@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 const twirpPrefix = "/twirp/github.actions.results.api.v1.ArtifactService/"
@@ -102,7 +104,7 @@ func (s *Server) serveTwirp(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req map[string]any
-	if err := json.Unmarshal(raw, &req); err != nil {
+	if err := strictjson.Decode(raw, &req); err != nil {
 		twirpError(w, http.StatusBadRequest, "malformed", err.Error())
 		return
 	}

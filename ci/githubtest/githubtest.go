@@ -58,6 +58,12 @@ type Review struct {
 	CommitID    string
 	SubmittedAt time.Time // zero = assigned (increasing)
 	Body        string
+	// Extra members are added to the review's JSON (a hostile payload: a
+	// case variant such as "State" beside "state").
+	Extra map[string]any
+	// Raw, when set, is served instead of the review's JSON (a hostile
+	// payload a Go map cannot express, such as a duplicate "state").
+	Raw json.RawMessage
 }
 
 // Commit is a commit of a pull request. Author/Committer are the linked
@@ -408,6 +414,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		case len(rest) == 3 && rest[2] == "reviews":
 			items := make([]any, 0, len(p.reviews))
 			for _, rv := range p.reviews {
+				if rv.Raw != nil {
+					items = append(items, rv.Raw)
+					continue
+				}
 				items = append(items, s.reviewJSON(owner, name, p, rv))
 			}
 			s.paginate(w, r, items)
@@ -592,6 +602,9 @@ func (s *Server) reviewJSON(owner, repo string, p *prState, r *Review) map[strin
 	}
 	if !r.SubmittedAt.IsZero() {
 		m["submitted_at"] = r.SubmittedAt.UTC().Format(time.RFC3339)
+	}
+	for k, v := range r.Extra {
+		m[k] = v
 	}
 	return m
 }

@@ -45,23 +45,28 @@ var ErrIncompleteCommits = errors.New("pull request commits are not completely l
 // The returned Input has no Rule; Decide fills it.
 func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, head string) (Input, error) {
 	in := Input{Head: head, Permissions: map[int64]Permission{}}
-	p, _, err := gh.PullRequests.Get(ctx, owner, repo, pr)
+	p, err := getPR(ctx, gh, owner, repo, pr)
 	if err != nil {
-		return in, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, pr, err)
+		return in, err
 	}
-	if got := p.GetHead().GetSHA(); got != head {
+	if got := p.Head.SHA; got != head {
 		return in, &HeadMovedError{PR: pr, Want: head, Got: got}
 	}
-	in.Author = toUser(p.GetUser())
+	in.Author = p.User.user()
 
+	prURL := fmt.Sprintf("repos/%s/%s/pulls/%d", url.PathEscape(owner), url.PathEscape(repo), pr)
 	for page := 1; page != 0; {
-		rs, resp, err := gh.PullRequests.ListReviews(ctx, owner, repo, pr, &github.ListOptions{Page: page, PerPage: perPage})
+		var rs []ghReview
+		resp, err := get(ctx, gh, pageURL(prURL+"/reviews", page), &rs)
 		if err != nil {
 			return in, fmt.Errorf("list reviews of %s/%s#%d: %w", owner, repo, pr, err)
 		}
 		for _, r := range rs {
-			in.Reviews = append(in.Reviews, Review{ID: r.GetID(), User: toUser(r.GetUser()), State: r.GetState(),
-				CommitID: r.GetCommitID(), SubmittedAt: r.GetSubmittedAt().Time})
+			rv := Review{ID: r.ID, User: r.User.user(), State: r.State, CommitID: r.CommitID}
+			if r.SubmittedAt != nil {
+				rv.SubmittedAt = *r.SubmittedAt
+			}
+			in.Reviews = append(in.Reviews, rv)
 		}
 		if len(in.Reviews) > MaxReviews {
 			return in, fmt.Errorf("list reviews of %s/%s#%d: more than %d reviews", owner, repo, pr, MaxReviews)
@@ -71,15 +76,16 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 
 	listed := 0
 	for page := 1; page != 0; {
-		cs, resp, err := gh.PullRequests.ListCommits(ctx, owner, repo, pr, &github.ListOptions{Page: page, PerPage: perPage})
+		var cs []ghCommit
+		resp, err := get(ctx, gh, pageURL(prURL+"/commits", page), &cs)
 		if err != nil {
 			return in, fmt.Errorf("list commits of %s/%s#%d: %w", owner, repo, pr, err)
 		}
 		for _, c := range cs {
 			listed++
-			for _, u := range []*github.User{c.GetAuthor(), c.GetCommitter()} {
-				if u != nil && (u.GetID() != 0 || u.GetLogin() != "") {
-					in.CommitUsers = append(in.CommitUsers, toUser(u))
+			for _, u := range []*ghUser{c.Author, c.Committer} {
+				if u != nil && (u.ID != 0 || u.Login != "") {
+					in.CommitUsers = append(in.CommitUsers, u.user())
 				}
 			}
 		}
@@ -88,8 +94,8 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 		}
 		page = resp.NextPage
 	}
-	if listed < p.GetCommits() {
-		return in, fmt.Errorf("%s/%s#%d: %d of %d commits listed: %w", owner, repo, pr, listed, p.GetCommits(), ErrIncompleteCommits)
+	if listed < p.Commits {
+		return in, fmt.Errorf("%s/%s#%d: %d of %d commits listed: %w", owner, repo, pr, listed, p.Commits, ErrIncompleteCommits)
 	}
 
 	// Permissions of every human reviewer with a decisive review.
@@ -113,23 +119,22 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 	return in, nil
 }
 
-// permission reads a collaborator's permission, decoding role_name (which
+// getPR reads a pull request.
+func getPR(ctx context.Context, gh *github.Client, owner, repo string, pr int) (*ghPR, error) {
+	var p ghPR
+	if _, err := get(ctx, gh, fmt.Sprintf("repos/%s/%s/pulls/%d", url.PathEscape(owner), url.PathEscape(repo), pr), &p); err != nil {
+		return nil, fmt.Errorf("get pull request %s/%s#%d: %w", owner, repo, pr, err)
+	}
+	return &p, nil
+}
+
+// permission reads a collaborator's permission, with role_name (which
 // go-github v62 lacks). ok is false when the answer is for another account
 // (the login was renamed and reused).
 func permission(ctx context.Context, gh *github.Client, owner, repo string, u User) (Permission, bool, error) {
-	req, err := gh.NewRequest(http.MethodGet, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
-		url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(u.Login)), nil)
-	if err != nil {
-		return Permission{}, false, err
-	}
-	var v struct {
-		Permission string `json:"permission"`
-		RoleName   string `json:"role_name"`
-		User       *struct {
-			ID int64 `json:"id"`
-		} `json:"user"`
-	}
-	resp, err := gh.Do(ctx, req, &v)
+	var v ghPermission
+	resp, err := get(ctx, gh, fmt.Sprintf("repos/%s/%s/collaborators/%s/permission",
+		url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(u.Login)), &v)
 	if err != nil {
 		if resp != nil && resp.StatusCode == http.StatusNotFound {
 			return Permission{Permission: "none"}, true, nil
@@ -140,10 +145,6 @@ func permission(ctx context.Context, gh *github.Client, owner, repo string, u Us
 		return Permission{}, false, nil
 	}
 	return Permission{Permission: v.Permission, RoleName: v.RoleName}, true, nil
-}
-
-func toUser(u *github.User) User {
-	return User{Login: u.GetLogin(), ID: u.GetID(), Type: u.GetType()}
 }
 
 // Decide fetches the review state, evaluates rule, then reads the PR head
@@ -157,12 +158,12 @@ func Decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, 
 	}
 	in.Rule = rule
 	d := Evaluate(in)
-	p, _, err := gh.PullRequests.Get(ctx, owner, repo, pr)
+	p, err := getPR(ctx, gh, owner, repo, pr)
 	if err != nil {
 		d.Satisfied = false
-		return d, fmt.Errorf("re-read pull request %s/%s#%d: %w", owner, repo, pr, err)
+		return d, fmt.Errorf("re-read: %w", err)
 	}
-	if got := p.GetHead().GetSHA(); got != head {
+	if got := p.Head.SHA; got != head {
 		d.Satisfied = false
 		herr := &HeadMovedError{PR: pr, Want: head, Got: got}
 		d.Summary = herr.Error()
@@ -184,13 +185,15 @@ type MergedPR struct {
 func FindMerged(ctx context.Context, gh *github.Client, owner, repo, commit string) (MergedPR, error) {
 	var found []MergedPR
 	for page, n := 1, 0; page != 0 && n < 20; n++ {
-		prs, resp, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, repo, commit, &github.ListOptions{Page: page, PerPage: perPage})
+		var prs []ghPR
+		resp, err := get(ctx, gh, pageURL(fmt.Sprintf("repos/%s/%s/commits/%s/pulls", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(commit)), page), &prs)
 		if err != nil {
 			return MergedPR{}, fmt.Errorf("pull requests for %s in %s/%s: %w", commit, owner, repo, err)
 		}
 		for _, p := range prs {
-			if p.MergedAt != nil && p.GetMergeCommitSHA() == commit && p.GetNumber() > 0 && hexSHA.MatchString(p.GetHead().GetSHA()) {
-				found = append(found, MergedPR{Number: p.GetNumber(), Head: p.GetHead().GetSHA()})
+			if p.MergedAt != nil && *p.MergedAt != "" && p.MergeCommitSHA != nil && *p.MergeCommitSHA == commit &&
+				p.Number > 0 && hexSHA.MatchString(p.Head.SHA) {
+				found = append(found, MergedPR{Number: p.Number, Head: p.Head.SHA})
 			}
 		}
 		page = resp.NextPage
@@ -208,13 +211,14 @@ var hexSHA = regexp.MustCompile(`^([0-9a-f]{40}|[0-9a-f]{64})$`)
 func FindPR(ctx context.Context, gh *github.Client, owner, repo, sha string) (int, error) {
 	var found []int
 	for page, n := 1, 0; page != 0 && n < 20; n++ {
-		prs, resp, err := gh.PullRequests.ListPullRequestsWithCommit(ctx, owner, repo, sha, &github.ListOptions{Page: page, PerPage: perPage})
+		var prs []ghPR
+		resp, err := get(ctx, gh, pageURL(fmt.Sprintf("repos/%s/%s/commits/%s/pulls", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(sha)), page), &prs)
 		if err != nil {
 			return 0, fmt.Errorf("pull requests for %s in %s/%s: %w", sha, owner, repo, err)
 		}
 		for _, p := range prs {
-			if p.GetState() == "open" && p.GetHead().GetSHA() == sha {
-				found = append(found, p.GetNumber())
+			if p.State == "open" && p.Head.SHA == sha {
+				found = append(found, p.Number)
 			}
 		}
 		page = resp.NextPage

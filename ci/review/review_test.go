@@ -415,3 +415,36 @@ func TestWrongTokenIsAnError(t *testing.T) {
 		t.Fatalf("bad credentials must fail: %v", err)
 	}
 }
+
+// TestRefusesCollidingReviewMembers: go-github decoded reviews with
+// encoding/json, so "State" (or a second "state") beside "state" decided
+// whether a review approved. A payload a decision depends on is decoded
+// strictly: the whole evaluation is refused, naming the member.
+func TestRefusesCollidingReviewMembers(t *testing.T) {
+	user := `{"login":"bob","id":2,"type":"User"}`
+	for name, tc := range map[string]struct {
+		r    githubtest.Review
+		path string
+	}{
+		"case variant State": {githubtest.Review{User: bob, State: "APPROVED", CommitID: head,
+			Extra: map[string]any{"State": "CHANGES_REQUESTED"}}, "[0].State"},
+		"case variant Commit_ID": {githubtest.Review{User: bob, State: "APPROVED", CommitID: head,
+			Extra: map[string]any{"Commit_ID": old}}, "[0].Commit_ID"},
+		"case variant in user": {githubtest.Review{User: bob, State: "APPROVED", CommitID: head,
+			Extra: map[string]any{"user": map[string]any{"login": "bob", "id": 2, "ID": 1, "type": "User"}}}, "[0].user.ID"},
+		"duplicate state": {githubtest.Review{Raw: []byte(`{"id":9,"user":` + user + `,"state":"CHANGES_REQUESTED","state":"APPROVED","commit_id":"` + head + `","submitted_at":"2025-01-01T00:00:00Z"}`)}, "[0].state"},
+		"duplicate user":  {githubtest.Review{Raw: []byte(`{"id":9,"user":{"login":"alice","id":1},"user":` + user + `,"state":"APPROVED","commit_id":"` + head + `","submitted_at":"2025-01-01T00:00:00Z"}`)}, "[0].user"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := setup(t)
+			f.srv.AddReview(owner, repo, prNum, tc.r)
+			d, err := f.decide(rule1)
+			if d.Satisfied {
+				t.Fatalf("a colliding review payload approved the run: %+v", d)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.path+": ") {
+				t.Fatalf("err = %v, want a refusal naming %s", err, tc.path)
+			}
+		})
+	}
+}

@@ -12,9 +12,11 @@ import (
 // jsonExpectations holds the expected error of the invalid JSON files,
 // which cannot carry "# path:" and "# want:" comments.
 var jsonExpectations = map[string][2]string{
-	"too-many-checks.json": {"checks", "has 257 items, want at most 256"},
-	"unknown-field.json":   {"checks[0].shell", `unknown field "shell"`},
-	"dup-key.json":         {"version", `duplicate key "version"`},
+	"too-many-checks.json":  {"checks", "has 257 items, want at most 256"},
+	"unknown-field.json":    {"checks[0].shell", `unknown field "shell"`},
+	"dup-key.json":          {"version", `duplicate key "version"`},
+	"dup-env-key.json":      {"checks[0].env.A", `duplicate key "A"`},
+	"case-variant-key.json": {"checks[0].Run", `unknown field "Run"`},
 }
 
 // expectation reads the "# path:" and "# want:" header of an invalid file.

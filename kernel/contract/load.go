@@ -1,7 +1,6 @@
 package contract
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -10,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // MaxFileSize is the largest contract file Load and Parse accept: 1 MiB.
@@ -91,11 +91,8 @@ func (p *parser) decodeStrict(doc *document) (*rawContract, error) {
 	if err != nil {
 		return nil, p.errf("", "cannot encode: %v", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	dec.UseNumber()
 	var raw rawContract
-	if err := dec.Decode(&raw); err != nil {
+	if err := strictjson.Decode(b, &raw); err != nil {
 		return nil, p.errf("", "does not match the contract model: %v", err)
 	}
 	return &raw, nil

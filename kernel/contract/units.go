@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // MaxSize is the largest Size a contract may declare: 1 TiB.
@@ -40,7 +42,7 @@ func (d Duration) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads a Go duration string.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	var s string
-	if err := json.Unmarshal(b, &s); err != nil {
+	if err := strictjson.Decode(b, &s); err != nil {
 		return fmt.Errorf("duration must be a string: %w", err)
 	}
 	v, err := ParseDuration(s)
@@ -116,7 +118,7 @@ func (s *Size) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if len(b) > 0 && b[0] == '"' {
 		var str string
-		if err := json.Unmarshal(b, &str); err != nil {
+		if err := strictjson.Decode(b, &str); err != nil {
 			return err
 		}
 		v, err := ParseSize(str)

@@ -22,7 +22,6 @@ package lock
 // start time): a reused pid is never hit.
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -33,6 +32,8 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/durable"
@@ -141,9 +142,7 @@ func ReadGroup(path string) (Group, error) {
 		return Group{}, fmt.Errorf("process record %s: larger than %d bytes", path, maxGroupFile)
 	}
 	var g Group
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&g); err != nil {
+	if err := strictjson.Decode(raw, &g); err != nil {
 		return Group{}, fmt.Errorf("process record %s: %w", path, err)
 	}
 	switch {

@@ -23,6 +23,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // maxLockFile bounds what Read accepts.
@@ -232,9 +234,7 @@ func readBounded(path string) ([]byte, error) {
 
 func parse(path string, raw []byte) (Owner, error) {
 	var o Owner
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&o); err != nil {
+	if err := strictjson.Decode(raw, &o); err != nil {
 		return Owner{}, fmt.Errorf("read lock %s: %w", path, err)
 	}
 	switch {

@@ -276,6 +276,10 @@ func TestUnreadable(t *testing.T) {
 		"unknown field": strings.Replace(string(good), `{"pid"`, `{"x":1,"pid"`, 1),
 		"no pid":        strings.Replace(string(good), `"pid":`+strconv.Itoa(self.PID), `"pid":0`, 1),
 		"huge":          strings.Repeat(" ", maxLockFile+1) + string(good),
+		// encoding/json let the later pid win and matched PID to pid.
+		"duplicate pid":    strings.Replace(string(good), `{"pid"`, `{"pid":1073741824,"pid"`, 1),
+		"case-variant pid": strings.Replace(string(good), `{"pid"`, `{"PID":1073741824,"pid"`, 1),
+		"trailing data":    string(good) + `{"pid":1}`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			path := filepath.Join(t.TempDir(), "events.lock")

@@ -16,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // ReasonProjectionLag is a run.json that is an exact projection of a prefix
@@ -211,8 +212,8 @@ func describeDiff(got, want *Report) string {
 	var g, w map[string]json.RawMessage
 	gb, _ := json.Marshal(got)
 	wb, _ := json.Marshal(want)
-	json.Unmarshal(gb, &g)
-	json.Unmarshal(wb, &w)
+	_ = strictjson.Decode(gb, &g)
+	_ = strictjson.Decode(wb, &w)
 	for _, k := range []string{"run_id", "state", "source", "worktree", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "repo", "profile"} {
 		if !bytes.Equal(canonOrRaw(g[k]), canonOrRaw(w[k])) {
 			return fmt.Sprintf("field %q disagrees with the event log", k)

@@ -3,12 +3,15 @@ package run
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Snapshot is one verified context snapshot (--context-file): what an agent
@@ -67,7 +70,10 @@ func ParseContext(file string, b []byte) ([]Snapshot, error) {
 	var raws []json.RawMessage
 	prefix := func(i int) string { return fmt.Sprintf("[%d]", i) }
 	if len(b) > 0 && b[0] == '[' {
-		if err := json.Unmarshal(b, &raws); err != nil {
+		if err := strictjson.Decode(b, &raws); err != nil {
+			if path, msg, ok := strictDetail(err); ok {
+				return nil, &ContextError{file, path, msg}
+			}
 			return nil, &ContextError{file, "", "not a JSON array of snapshots: " + err.Error()}
 		}
 	} else {
@@ -84,7 +90,10 @@ func ParseContext(file string, b []byte) ([]Snapshot, error) {
 	for i, raw := range raws {
 		p := prefix(i)
 		var obj map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &obj); err != nil {
+		if err := strictjson.Decode(raw, &obj); err != nil {
+			if path, msg, ok := strictDetail(err); ok {
+				return nil, &ContextError{file, joinPath(p, path), msg}
+			}
 			return nil, &ContextError{file, p, "not a JSON object"}
 		}
 		for k := range obj {
@@ -100,7 +109,10 @@ func ParseContext(file string, b []byte) ([]Snapshot, error) {
 			Provenance json.RawMessage `json:"provenance"`
 			Hash       string          `json:"snapshot_hash"`
 		}
-		if err := json.Unmarshal(raw, &s); err != nil {
+		if err := strictjson.Decode(raw, &s); err != nil {
+			if path, msg, ok := strictDetail(err); ok {
+				return nil, &ContextError{file, joinPath(p, path), msg}
+			}
 			return nil, &ContextError{file, p, err.Error()}
 		}
 		switch {
@@ -128,4 +140,22 @@ func ParseContext(file string, b []byte) ([]Snapshot, error) {
 		out = append(out, Snapshot{Query: *s.Query, Hash: s.Hash, Canonical: whole})
 	}
 	return out, nil
+}
+
+// strictDetail splits a strict decoder refusal of a member (a duplicate or
+// a case variant) into its path and message.
+func strictDetail(err error) (path, msg string, ok bool) {
+	var se *strictjson.Error
+	if !errors.As(err, &se) || se.Path == "" {
+		return "", "", false
+	}
+	return se.Path, se.Detail, true
+}
+
+// joinPath appends a path relative to one snapshot to the snapshot's own.
+func joinPath(base, rel string) string {
+	if strings.HasPrefix(rel, "[") {
+		return base + rel
+	}
+	return base + "." + rel
 }

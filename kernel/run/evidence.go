@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Structured is a check's own report, taken from the last line of its
@@ -18,6 +20,8 @@ type Structured struct {
 	Status    string     `json:"status"`
 	Criteria  []string   `json:"criteria"`
 	Artifacts []Artifact `json:"artifacts,omitempty"`
+
+	refused string // why the report line was refused (never recorded)
 }
 
 // Artifact is a file a check says it produced, with its digest.
@@ -42,19 +46,28 @@ func findReport(out []byte) (*Structured, bool) {
 		if len(l) == 0 || l[0] != '{' || len(l) > maxReportLine {
 			continue
 		}
-		var probe map[string]json.RawMessage
-		if json.Unmarshal(l, &probe) != nil {
+		// The report is an open format: other members are ignored, but
+		// member names that collide (a duplicate, or a case variant of
+		// status, criteria or artifacts) make the line a refused report,
+		// since readers would disagree on what it says.
+		var probe struct {
+			Status *string `json:"status"`
+		}
+		if err := strictjson.DecodeOpen(l, &probe); err != nil {
+			var se *strictjson.Error
+			if errors.As(err, &se) && (se.Kind == strictjson.Duplicate || se.Kind == strictjson.CaseVariant) {
+				return &Structured{refused: se.Error()}, true
+			}
 			continue
 		}
-		var status string
-		if raw, ok := probe["status"]; !ok || json.Unmarshal(raw, &status) != nil {
+		if probe.Status == nil {
 			continue
 		}
 		var s Structured
-		if err := json.Unmarshal(l, &s); err != nil {
+		if err := strictjson.DecodeOpen(l, &s); err != nil {
 			// A status line whose other fields are malformed is still the
 			// report; keep the status so the failure names it.
-			return &Structured{Status: status}, true
+			return &Structured{Status: *probe.Status}, true
 		}
 		return &s, true
 	}
@@ -67,6 +80,9 @@ func findReport(out []byte) (*Structured, bool) {
 func judgeReport(s *Structured, found bool, want []string, repo string) string {
 	if !found {
 		return "structured evidence: no JSON report line with a string \"status\" on stdout"
+	}
+	if s.refused != "" {
+		return "structured evidence: report line refused: " + s.refused
 	}
 	if s.Status != "passed" {
 		return fmt.Sprintf("structured evidence: status %q, not \"passed\"", s.Status)

@@ -1,8 +1,6 @@
 package run
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"regexp"
 	"slices"
@@ -13,6 +11,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // AuditError is a run that does not reconcile: the log, the projection, the
@@ -441,8 +440,6 @@ func VerificationDigest(r *Report) (string, error) {
 	}{r.RunID, r.ContractHash, r.Source, checks})
 }
 
-func strictJSON(b []byte, v any) error {
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.DisallowUnknownFields()
-	return d.Decode(v)
-}
+// strictJSON decodes event data, run.json and contract.json: closed
+// formats, read by the one shared strict decoder.
+func strictJSON(b []byte, v any) error { return strictjson.Decode(b, v) }

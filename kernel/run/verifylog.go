@@ -2,13 +2,13 @@ package run
 
 import (
 	"bufio"
-	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // VerifyLog verifies the event log of the run in dir against the binding
@@ -49,7 +49,7 @@ func openLog(dir string) (*os.File, *eventlog.Binding, error) {
 	var first struct {
 		Source *eventlog.Source `json:"source"`
 	}
-	if json.Unmarshal(line, &first) == nil && first.Source != nil {
+	if strictjson.DecodeOpen(line, &first) == nil && first.Source != nil {
 		want.Source = *first.Source
 	} else {
 		want = nil // line 1 is malformed: let the reader say so
