@@ -13,6 +13,7 @@
 //	helper cat PATH                 copy PATH to stdout
 //	helper env                      environment as a JSON object
 //	helper id                       uid/gid/euid/egid
+//	helper stat PATH                mode (octal, with setuid/setgid/sticky), uid, gid of PATH
 //	helper exec PATH ARGS...        execve PATH
 package main
 
@@ -117,6 +118,12 @@ func main() {
 		fmt.Println(string(b))
 	case "id":
 		fmt.Printf("uid=%d gid=%d euid=%d egid=%d\n", os.Getuid(), os.Getgid(), os.Geteuid(), os.Getegid())
+	case "stat":
+		var st syscall.Stat_t
+		if err := syscall.Lstat(arg(args, 0), &st); err != nil {
+			fail("stat: %v", err)
+		}
+		fmt.Printf("mode=%04o uid=%d gid=%d\n", st.Mode&0o7777, st.Uid, st.Gid)
 	case "exec":
 		p := arg(args, 0)
 		if err := syscall.Exec(p, args, os.Environ()); err != nil {

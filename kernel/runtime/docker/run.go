@@ -52,13 +52,14 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		return fail("%v", err)
 	}
 
-	imageID, err := r.resolveImage(ctx, sb)
+	img, err := r.resolveImage(ctx, sb)
 	if err != nil {
 		return fail("%v", err)
 	}
+	imageID := img.id
 	res.Attestation.ImageID = imageID
 
-	p, err := r.build(spec, sb, imageID)
+	p, err := r.build(spec, sb, img)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -247,30 +248,41 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	return res
 }
 
-// resolveImage applies the pull policy and returns the image ID.
-func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (string, error) {
+// image is what the run needs from the resolved image.
+type image struct {
+	id  string
+	env []string // the image configuration's environment, KEY=VALUE
+}
+
+// resolveImage applies the pull policy and returns the image's ID and
+// configured environment.
+func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (image, error) {
 	if sb.Pull == "always" {
 		if err := r.pull(ctx, sb.Image); err != nil {
-			return "", err
+			return image{}, err
 		}
 	}
 	img, err := r.cli.ImageInspect(ctx, sb.Image)
 	if err != nil && isNotFound(err) && sb.Pull == "missing" {
 		if err := r.pull(ctx, sb.Image); err != nil {
-			return "", err
+			return image{}, err
 		}
 		img, err = r.cli.ImageInspect(ctx, sb.Image)
 	}
 	if err != nil {
 		if isNotFound(err) {
-			return "", fmt.Errorf("docker: image %s is not present (pull: %s)", sb.Image, sb.Pull)
+			return image{}, fmt.Errorf("docker: image %s is not present (pull: %s)", sb.Image, sb.Pull)
 		}
-		return "", fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
+		return image{}, fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
 	}
 	if img.ID == "" {
-		return "", fmt.Errorf("docker: image %s has no id", sb.Image)
+		return image{}, fmt.Errorf("docker: image %s has no id", sb.Image)
 	}
-	return img.ID, nil
+	var env []string
+	if img.Config != nil {
+		env = img.Config.Env
+	}
+	return image{id: img.ID, env: env}, nil
 }
 
 func (r *Runtime) pull(ctx context.Context, ref string) error {
