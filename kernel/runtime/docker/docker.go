@@ -69,7 +69,7 @@ const Provider = "docker"
 const (
 	LabelRun   = "io.proofgate.run"
 	LabelCheck = "io.proofgate.check"
-	LabelOwner = "io.proofgate.owner" // "<pid>/<start ticks>/<host>" of the harness
+	LabelOwner = "io.proofgate.owner" // "<pid>/<start ticks>/<host>/<pid namespace>" of the harness
 )
 
 // Defaults applied when the spec leaves a resource at zero.
@@ -91,6 +91,7 @@ type Runtime struct {
 	apiVersion    string
 	owner         string
 	host          string
+	pidNS         string       // this process's pid namespace, part of the owner label
 	selfID        string       // the harness container's id; "" outside one
 	self          []MountPoint // the harness container's mounts; nil outside one
 	sockets       []string     // paths that resolve to the daemon socket
@@ -155,12 +156,14 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: version: %w", ErrNoDaemon, err)
 	}
 	host, _ := os.Hostname()
+	pidNS := pidNamespace()
 	r := &Runtime{
 		cli:           cli,
 		daemonVersion: v.Version,
 		apiVersion:    cli.ClientVersion(),
-		owner:         ownerLabel(os.Getpid(), host),
+		owner:         ownerLabel(os.Getpid(), host, pidNS),
 		host:          host,
+		pidNS:         pidNS,
 		orphanAge:     o.orphanAge,
 		copyLimit:     o.copyLimit,
 		sockets:       socketPaths(cli.DaemonHost()),

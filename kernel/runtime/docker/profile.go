@@ -420,6 +420,12 @@ func (r *Runtime) hostSource(field, src string) (string, error) {
 	return host, nil
 }
 
-func ownerLabel(pid int, host string) string {
-	return strconv.Itoa(pid) + "/" + procStart(pid) + "/" + host
+// ownerLabel is "<pid>/<start>/<host>/<pid namespace>" (the namespace
+// part is left out when /proc does not name it).
+func ownerLabel(pid int, host, pidNS string) string {
+	l := strconv.Itoa(pid) + "/" + procStart(pid) + "/" + host
+	if pidNS != "" {
+		l += "/" + pidNS
+	}
+	return l
 }

@@ -81,7 +81,9 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	defer func() {
 		cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
 		defer cancel()
-		if _, err := r.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) && res.Outcome != runtime.Error {
+		// A container already gone or being removed by someone else is
+		// removed: the check's outcome is the check's, not a cleanup race's.
+		if err := r.remove(cctx, id); err != nil && res.Outcome != runtime.Error {
 			res.Outcome = runtime.Error
 			res.Detail = fmt.Sprintf("docker: remove container %s: %v", id, err)
 		}
