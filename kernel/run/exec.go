@@ -240,7 +240,9 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 
 	var res runtime.Result
 	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
-		res = rt.Run(s.ctx, specFor(r.ID, c, s.opts.RepoDir), stdout, stderr)
+		spec := specFor(r.ID, c, s.opts.RepoDir)
+		spec.Exclude = stateExclude(s.opts.RepoDir, s.opts.StateDir)
+		res = rt.Run(s.ctx, spec, stdout, stderr)
 	} else {
 		why := s.opts.Unavailable[c.Runtime]
 		if why == "" {
@@ -327,7 +329,7 @@ func specFor(runID string, c contract.Check, repo string) runtime.Spec {
 		Sandbox: runtime.Sandbox{
 			Image: c.Image, Pull: c.Pull, Network: c.Network, Workspace: c.Workspace, AllowRoot: c.AllowRoot,
 			Memory: int64(c.Resources.Memory), NanoCPUs: int64(c.Resources.CPUs) * 1_000_000, Pids: c.Resources.Pids,
-			Tmpfs: int64(c.Tmpfs), Mounts: mounts,
+			Tmpfs: int64(c.Tmpfs), WorkspaceSize: int64(c.WorkspaceSize), Mounts: mounts,
 		},
 	}
 }

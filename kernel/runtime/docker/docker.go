@@ -78,10 +78,13 @@ const (
 	DefaultPids      = 512      //
 	DefaultTmpfs     = 64 << 20 // 64 MiB for /tmp and for $HOME each
 	DefaultCopyLimit = 2 << 30  // bytes copied into the container in copy mode
-	DefaultOrphanAge = 24 * time.Hour
-	Home             = "/home/sandbox"
-	WorkspaceTarget  = "/workspace"
-	SandboxUser      = "65534:65534"
+	// DefaultWorkspaceSize bounds a copy-mode workspace (copy plus writes)
+	// when the spec leaves it at zero.
+	DefaultWorkspaceSize = 1 << 30
+	DefaultOrphanAge     = 24 * time.Hour
+	Home                 = "/home/sandbox"
+	WorkspaceTarget      = "/workspace"
+	SandboxUser          = "65534:65534"
 )
 
 // Runtime runs checks in Docker containers. It is safe for concurrent use.

@@ -162,5 +162,39 @@ func (r *Runtime) GC(ctx context.Context) ([]string, error) {
 		}
 		removed = append(removed, c.ID)
 	}
+	vols, err := r.gcVolumes(ctx, now)
+	removed = append(removed, vols...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// gcVolumes removes unused ProofGate volumes (copy-mode workspaces and
+// tmpfs volumes whose container went away without them) under the same
+// rule as containers, and returns their names. A volume that another
+// container still uses, or that is already gone, is left alone.
+func (r *Runtime) gcVolumes(ctx context.Context, now time.Time) ([]string, error) {
+	res, err := r.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", LabelOwner).Add("dangling", "true")})
+	if err != nil {
+		return nil, fmt.Errorf("docker: gc: list volumes: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, v := range res.Items {
+		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
+		old := r.orphanAge > 0 && !created.IsZero() && now.Sub(created) > r.orphanAge
+		if !old && !r.ownerDead(v.Labels[LabelOwner]) {
+			continue
+		}
+		_, err := r.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{})
+		switch {
+		case err == nil:
+			removed = append(removed, v.Name)
+		case isNotFound(err) || cerrdefs.IsConflict(err):
+		default:
+			errs = append(errs, fmt.Errorf("docker: gc: remove volume %s: %w", v.Name, err))
+		}
+	}
 	return removed, errors.Join(errs...)
 }

@@ -27,12 +27,14 @@ func (e *SpecError) Error() string { return "docker: " + e.Field + ": " + e.Msg 
 // plan is everything needed to create one container, plus the profile that
 // describes it.
 type plan struct {
-	config  *container.Config
-	host    *container.HostConfig
-	profile map[string]any
-	copyWS  bool // copy the workspace into the /workspace volume
-	uid     int
-	gid     int
+	config   *container.Config
+	host     *container.HostConfig
+	profile  map[string]any
+	copyWS   bool   // copy the workspace into the /workspace volume
+	wsVolume string // that volume's name (copy mode)
+	wsSize   int64  // and its size
+	uid      int
+	gid      int
 }
 
 // effective returns the sandbox with defaults applied.
@@ -57,6 +59,9 @@ func (r *Runtime) effective(sb runtime.Sandbox) runtime.Sandbox {
 	}
 	if sb.NanoCPUs == 0 {
 		sb.NanoCPUs = r.defaultCPUs
+	}
+	if sb.WorkspaceSize == 0 {
+		sb.WorkspaceSize = DefaultWorkspaceSize
 	}
 	return sb
 }
@@ -84,7 +89,7 @@ func validate(spec runtime.Spec, sb runtime.Sandbox) error {
 	default:
 		return &SpecError{"workspace", fmt.Sprintf("%q is not readonly, copy or none", sb.Workspace)}
 	}
-	if sb.Memory < 6<<20 || sb.Pids < 0 || sb.NanoCPUs < 0 || sb.Tmpfs < 0 {
+	if sb.Memory < 6<<20 || sb.Pids < 0 || sb.NanoCPUs < 0 || sb.Tmpfs < 0 || sb.WorkspaceSize < 0 {
 		return &SpecError{"resources", "memory below 6MiB or a negative limit"}
 	}
 	if spec.Timeout < 0 {
@@ -143,14 +148,17 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: WorkspaceTarget, ReadOnly: true,
 				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 		} else {
-			p.copyWS = true
-			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: WorkspaceTarget,
-				VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner}}})
+			p.copyWS, p.wsVolume, p.wsSize = true, newVolumeName(), sb.WorkspaceSize
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: p.wsVolume, Target: WorkspaceTarget,
+				VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
 		}
 		wsProfile = map[string]any{"mode": sb.Workspace, "target": WorkspaceTarget, "workdir": workdir, "writable": sb.Workspace == "copy", "reaches_host": false}
 		if sb.Workspace == "copy" {
-			wsProfile["storage"] = "anonymous-volume-removed-with-container"
+			wsProfile["storage"] = "tmpfs-volume-removed-with-container"
+			wsProfile["size"] = sb.WorkspaceSize
+			wsProfile["mount_options"] = workspaceVolumeOpts(sb.WorkspaceSize, p.uid, p.gid)
 			wsProfile["symlinks_leaving_workspace"] = "skipped"
+			wsProfile["excluded"] = stringsToAny(spec.Exclude)
 		}
 	default:
 		wsProfile = map[string]any{"mode": "none"}
