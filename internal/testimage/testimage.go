@@ -99,6 +99,20 @@ func HelperFiles(helper []byte) []File {
 	}
 }
 
+// RootTmpFiles is the helper image with /tmp and /home/sandbox owned by
+// root with mode 0755, as some base images ship them: a tmpfs mounted there
+// with Docker's default copy-up takes that mode, not the one it was asked
+// for.
+func RootTmpFiles(helper []byte) []File {
+	files := HelperFiles(helper)
+	for i := range files {
+		if files[i].Path == "/tmp" {
+			files[i].Mode = os.ModeDir | 0o755
+		}
+	}
+	return append(files, File{Path: "/home/sandbox", Mode: os.ModeDir | 0o755})
+}
+
 // DevRef is a stable tag that Ensure also points at the helper image, for
 // examples/docker/contract.yaml. Tests use the content-addressed reference.
 const DevRef = HelperRepo + ":dev"
@@ -130,12 +144,27 @@ func Ensure(ctx context.Context) (string, error) {
 // repo:<content hash> unless that tag already exists. It returns the
 // reference.
 func Import(ctx context.Context, repo string, files []File) (string, error) {
+	return ImportWithChanges(ctx, repo, files)
+}
+
+// ImportWithChanges is Import with Dockerfile instructions applied to the
+// image's configuration (for example "ENV FOO=bar"); they count in the tag.
+func ImportWithChanges(ctx context.Context, repo string, files []File, changes ...string) (string, error) {
 	layer, err := Tar(files)
 	if err != nil {
 		return "", err
 	}
-	sum := sha256.Sum256(layer)
-	ref := repo + ":" + hex.EncodeToString(sum[:])[:16]
+	h := sha256.New()
+	h.Write(layer)
+	for _, c := range changes {
+		h.Write([]byte{0})
+		h.Write([]byte(c))
+	}
+	ref := repo + ":" + hex.EncodeToString(h.Sum(nil))[:16]
+	if len(changes) == 0 {
+		sum := sha256.Sum256(layer)
+		ref = repo + ":" + hex.EncodeToString(sum[:])[:16]
+	}
 
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
@@ -147,7 +176,7 @@ func Import(ctx context.Context, repo string, files []File) (string, error) {
 	} else if !IsNotFound(err) {
 		return "", fmt.Errorf("testimage: inspect %s: %w", ref, err)
 	}
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref, client.ImageImportOptions{Message: "proofgate test image"})
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref, client.ImageImportOptions{Message: "proofgate test image", Changes: changes})
 	if err != nil {
 		return "", fmt.Errorf("testimage: import %s: %w", ref, err)
 	}

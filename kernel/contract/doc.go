@@ -45,7 +45,7 @@
 //
 // Settings (in defaults and in each check; a profile check override may
 // set only pull, timeout, output_limit, network, workspace, resources,
-// tmpfs, allow_root and mounts, see Profiles):
+// tmpfs, workspace_size, allow_root and mounts, see Profiles):
 //
 //	field         type              built-in default  notes
 //	runtime       docker|process    docker            docker requires image (error at checks[i].image)
@@ -59,6 +59,9 @@
 //	                                {2GiB, 2, 512}    overlaid field by field; cpus > 0, ≤ 1024, at most
 //	                                                  three decimals (Resolved in thousandths: 0.5 → 500)
 //	tmpfs         size              64MiB             > 0 (0 would mean unlimited to Docker)
+//	workspace_size size             1GiB              > 0; bounds a copy-mode workspace (the copy plus
+//	                                                  what the check writes); resolved only for
+//	                                                  workspace: copy, absent from other checks
 //	env           map string→string —                 keys ^[A-Za-z_][A-Za-z0-9_]*$; overlaid key by key;
 //	                                                  nothing from the harness is inherited
 //	allow_root    bool              false
@@ -104,8 +107,8 @@
 // when the value equals the base's. Parse(file, data, P) resolves P's
 // extends chain root-first (base ← ancestor ← … ← P); each layer overlays
 // checks by id with the same merge rules as above for pull, timeout,
-// output_limit, network, workspace, resources, tmpfs, allow_root and
-// mounts. A profile cannot drop a check: there is no field for it.
+// output_limit, network, workspace, resources, tmpfs, workspace_size,
+// allow_root and mounts. A profile cannot drop a check: there is no field for it.
 // Refused, with the path of the offending field: an unknown profile (the
 // known names are listed), an extends cycle (named), an unknown or
 // twice-overridden check id, and anything looser than the base contract:
@@ -114,7 +117,9 @@
 // none → host, allow_root false → true, workspace none → readonly/copy
 // (readonly and copy are equally strict, both keep writes off the host;
 // none is stricter than both), and any mount that the base check does not
-// declare, or declares read-only, made writable. Looseness is judged
+// declare, or declares read-only, made writable, and a copy-mode
+// workspace_size above the base check's (its declared size, or the
+// default). Looseness is judged
 // against the base, not the parent profile. Timeouts, output limits,
 // resources, tmpfs, pull and budget may change either way.
 // Every profile is resolved and checked on every Parse, whichever profile

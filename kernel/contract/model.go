@@ -20,24 +20,28 @@ type Resolved struct {
 
 // Check is one fully resolved check.
 type Check struct {
-	ID        string            `json:"id"`
-	Run       []string          `json:"run"`
-	Dir       string            `json:"dir,omitempty"` // working directory relative to the repository root
-	Criteria  []string          `json:"criteria,omitempty"`
-	DependsOn []string          `json:"depends_on,omitempty"`
-	Evidence  string            `json:"evidence,omitempty"` // "" (exit code only) | "structured"
-	Runtime   string            `json:"runtime"`            // docker | process
-	Image     string            `json:"image,omitempty"`
-	Pull      string            `json:"pull"`    // never | missing | always
-	Timeout   Duration          `json:"timeout"` // 0 = none
-	Output    Size              `json:"output_limit"`
-	Network   string            `json:"network"`   // none | host
-	Workspace string            `json:"workspace"` // readonly | copy | none
-	Resources Resources         `json:"resources"`
-	Tmpfs     Size              `json:"tmpfs"`
-	AllowRoot bool              `json:"allow_root,omitempty"`
-	Mounts    []Mount           `json:"mounts,omitempty"`
-	Env       map[string]string `json:"env,omitempty"`
+	ID        string    `json:"id"`
+	Run       []string  `json:"run"`
+	Dir       string    `json:"dir,omitempty"` // working directory relative to the repository root
+	Criteria  []string  `json:"criteria,omitempty"`
+	DependsOn []string  `json:"depends_on,omitempty"`
+	Evidence  string    `json:"evidence,omitempty"` // "" (exit code only) | "structured"
+	Runtime   string    `json:"runtime"`            // docker | process
+	Image     string    `json:"image,omitempty"`
+	Pull      string    `json:"pull"`    // never | missing | always
+	Timeout   Duration  `json:"timeout"` // 0 = none
+	Output    Size      `json:"output_limit"`
+	Network   string    `json:"network"`   // none | host
+	Workspace string    `json:"workspace"` // readonly | copy | none
+	Resources Resources `json:"resources"`
+	Tmpfs     Size      `json:"tmpfs"`
+	// WorkspaceSize bounds what a copy-mode check can hold in its
+	// workspace (the copy plus its writes); set exactly when Workspace is
+	// "copy", so the canonical form of other checks is unchanged.
+	WorkspaceSize Size              `json:"workspace_size,omitempty"`
+	AllowRoot     bool              `json:"allow_root,omitempty"`
+	Mounts        []Mount           `json:"mounts,omitempty"`
+	Env           map[string]string `json:"env,omitempty"`
 }
 
 // Resources are the sandbox limits of a check.

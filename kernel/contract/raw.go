@@ -35,6 +35,7 @@ type rawTunables struct {
 	Workspace   *string         `json:"workspace"`
 	Resources   *rawResources   `json:"resources"`
 	Tmpfs       json.RawMessage `json:"tmpfs"`
+	WorkspaceSz json.RawMessage `json:"workspace_size"`
 	AllowRoot   *bool           `json:"allow_root"`
 	Mounts      *[]rawMount     `json:"mounts"`
 }

@@ -22,7 +22,9 @@ const (
 	DefaultCPUs        = Milli(2000)
 	DefaultPids        = 512
 	DefaultTmpfs       = Size(64 << 20)
-	DefaultApprovals   = 1
+	// DefaultWorkspaceSize bounds a copy-mode workspace (copy plus writes).
+	DefaultWorkspaceSize = Size(1 << 30)
+	DefaultApprovals     = 1
 )
 
 // roles lists the GitHub repository roles in increasing order of permission.
@@ -169,7 +171,7 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		}
 	}
 	if profile == "" {
-		return base, nil
+		return finish(base), nil
 	}
 	if chosen == nil {
 		known := "none are defined"
@@ -178,7 +180,33 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		}
 		return nil, p.errf("", "unknown profile %q (%s)", profile, known)
 	}
-	return chosen, nil
+	return finish(chosen), nil
+}
+
+// effectiveWorkspaceSize is the bound a copy-mode workspace of c gets: its
+// declared workspace_size, or the default.
+func effectiveWorkspaceSize(c Check) Size {
+	if c.WorkspaceSize > 0 {
+		return c.WorkspaceSize
+	}
+	return DefaultWorkspaceSize
+}
+
+// finish returns a copy of r whose copy-mode checks carry their effective
+// workspace_size and whose other checks carry none. While resolving, a
+// declared size is kept whatever the mode, since a profile may switch a
+// check to copy.
+func finish(r *Resolved) *Resolved {
+	out := r.clone()
+	for i := range out.Checks {
+		c := &out.Checks[i]
+		if c.Workspace == "copy" {
+			c.WorkspaceSize = effectiveWorkspaceSize(*c)
+		} else {
+			c.WorkspaceSize = 0
+		}
+	}
+	return out
 }
 
 // checkDependencyCycles refuses depends_on cycles, naming the cycle. The
@@ -310,6 +338,13 @@ func (p *parser) applyTunables(c *Check, s *rawTunables, at fieldPath) error {
 			return err
 		}
 		c.Tmpfs = v
+	}
+	if s.WorkspaceSz != nil {
+		v, err := p.positiveSize(s.WorkspaceSz, at.key("workspace_size"))
+		if err != nil {
+			return err
+		}
+		c.WorkspaceSize = v
 	}
 	if s.AllowRoot != nil {
 		c.AllowRoot = *s.AllowRoot
@@ -567,6 +602,9 @@ func (p *parser) checkNotLooser(base, c Check, at fieldPath) error {
 	}
 	if workspaceExposure[c.Workspace] > workspaceExposure[base.Workspace] {
 		return p.errf(at.key("workspace"), "%q is looser than the base check's %q: a profile cannot expose the workspace", c.Workspace, base.Workspace)
+	}
+	if c.Workspace == "copy" && effectiveWorkspaceSize(c) > effectiveWorkspaceSize(base) {
+		return p.errf(at.key("workspace_size"), "%d bytes is above the base check's %d: a profile cannot raise the workspace bound", effectiveWorkspaceSize(c), effectiveWorkspaceSize(base))
 	}
 	for i, m := range c.Mounts {
 		j := slices.IndexFunc(base.Mounts, func(b Mount) bool { return b.Source == m.Source && b.Target == m.Target })

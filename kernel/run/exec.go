@@ -243,6 +243,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
 		spec := specFor(r.ID, c, s.opts.RepoDir)
 		spec.ProcDir = filepath.Join(r.Dir, ProcDir)
+		spec.Exclude = stateExclude(s.opts.RepoDir, s.opts.StateDir)
 		res = rt.Run(s.ctx, spec, stdout, stderr)
 	} else {
 		why := s.opts.Unavailable[c.Runtime]
@@ -330,7 +331,7 @@ func specFor(runID string, c contract.Check, repo string) runtime.Spec {
 		Sandbox: runtime.Sandbox{
 			Image: c.Image, Pull: c.Pull, Network: c.Network, Workspace: c.Workspace, AllowRoot: c.AllowRoot,
 			Memory: int64(c.Resources.Memory), NanoCPUs: int64(c.Resources.CPUs) * 1_000_000, Pids: c.Resources.Pids,
-			Tmpfs: int64(c.Tmpfs), Mounts: mounts,
+			Tmpfs: int64(c.Tmpfs), WorkspaceSize: int64(c.WorkspaceSize), Mounts: mounts,
 		},
 	}
 }

@@ -419,17 +419,31 @@ func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error
 	if err != nil {
 		return source.State{}, err
 	}
-	var exclude []string
-	if abs, err := filepath.Abs(filepath.Join(stateDir, "runs")); err == nil {
-		if realRoot, err := filepath.EvalSymlinks(root); err == nil {
-			if realAbs, err := evalPrefix(abs); err == nil {
-				if rel, err := filepath.Rel(realRoot, realAbs); err == nil && filepath.IsLocal(rel) {
-					exclude = append(exclude, rel)
-				}
-			}
-		}
+	return source.Inspect(ctx, repoDir, stateExclude(root, stateDir)...)
+}
+
+// stateExclude returns the state directory's runs/ (everything the harness
+// writes: run directories, blobs and their temporary files, events.lock)
+// relative to dir, when it lies inside dir: the work-tree digest and a
+// workspace copy both leave it out.
+func stateExclude(dir, stateDir string) []string {
+	abs, err := filepath.Abs(filepath.Join(stateDir, "runs"))
+	if err != nil {
+		return nil
 	}
-	return source.Inspect(ctx, repoDir, exclude...)
+	realRoot, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil
+	}
+	realAbs, err := evalPrefix(abs)
+	if err != nil {
+		return nil
+	}
+	rel, err := filepath.Rel(realRoot, realAbs)
+	if err != nil || !filepath.IsLocal(rel) {
+		return nil
+	}
+	return []string{filepath.ToSlash(rel)}
 }
 
 // evalPrefix resolves symlinks in the longest existing prefix of p.

@@ -19,24 +19,27 @@ import (
 // "passed" means the process exited 0 within its limits.
 type Outcome string
 
-// Outcomes. Providers report the first six; the kernel adds Skipped (a
+// Outcomes. Providers report the first seven; the kernel adds Skipped (a
 // dependency did not pass) and Interrupted (the harness died mid-check and a
-// later reconcile found no check.finished event).
+// later reconcile found no check.finished event). WorkspaceLimit means a
+// copy-mode workspace filled its declared size (workspace_size): the copy
+// did not fit, or the check's writes used up the room.
 const (
-	Passed      Outcome = "passed"
-	Failed      Outcome = "failed"
-	Timeout     Outcome = "timeout"
-	OutputLimit Outcome = "output-limit"
-	OOM         Outcome = "oom"
-	Error       Outcome = "error"
-	Skipped     Outcome = "skipped"
-	Interrupted Outcome = "interrupted"
+	Passed         Outcome = "passed"
+	Failed         Outcome = "failed"
+	Timeout        Outcome = "timeout"
+	OutputLimit    Outcome = "output-limit"
+	OOM            Outcome = "oom"
+	WorkspaceLimit Outcome = "workspace-limit"
+	Error          Outcome = "error"
+	Skipped        Outcome = "skipped"
+	Interrupted    Outcome = "interrupted"
 )
 
 // Valid reports whether o is one of the defined outcomes.
 func (o Outcome) Valid() bool {
 	switch o {
-	case Passed, Failed, Timeout, OutputLimit, OOM, Error, Skipped, Interrupted:
+	case Passed, Failed, Timeout, OutputLimit, OOM, WorkspaceLimit, Error, Skipped, Interrupted:
 		return true
 	}
 	return false
@@ -55,6 +58,10 @@ type Spec struct {
 	Workspace string
 	// Dir is the working directory relative to the workspace ("" = root).
 	Dir string
+	// Exclude lists subtrees of the workspace (slash-separated, relative)
+	// that a copy of it leaves out: the harness's own live state (the
+	// state directory's runs/, with its locks and temporary blob files).
+	Exclude []string
 	// Timeout bounds the wall time of the check; 0 means no bound.
 	Timeout time.Duration
 	// Sandbox holds the container settings; the process provider records
@@ -69,16 +76,19 @@ type Spec struct {
 
 // Sandbox is the effective isolation profile requested for a check.
 type Sandbox struct {
-	Image     string  `json:"image,omitempty"`
-	Pull      string  `json:"pull,omitempty"`      // never | missing | always
-	Network   string  `json:"network,omitempty"`   // none | host
-	Workspace string  `json:"workspace,omitempty"` // readonly | copy | none
-	AllowRoot bool    `json:"allow_root,omitempty"`
-	Memory    int64   `json:"memory,omitempty"`    // bytes, 0 = provider default
-	NanoCPUs  int64   `json:"nano_cpus,omitempty"` // 1e9 = one CPU
-	Pids      int64   `json:"pids,omitempty"`
-	Tmpfs     int64   `json:"tmpfs,omitempty"` // bytes for /tmp and $HOME each
-	Mounts    []Mount `json:"mounts,omitempty"`
+	Image     string `json:"image,omitempty"`
+	Pull      string `json:"pull,omitempty"`      // never | missing | always
+	Network   string `json:"network,omitempty"`   // none | host
+	Workspace string `json:"workspace,omitempty"` // readonly | copy | none
+	AllowRoot bool   `json:"allow_root,omitempty"`
+	Memory    int64  `json:"memory,omitempty"`    // bytes, 0 = provider default
+	NanoCPUs  int64  `json:"nano_cpus,omitempty"` // 1e9 = one CPU
+	Pids      int64  `json:"pids,omitempty"`
+	Tmpfs     int64  `json:"tmpfs,omitempty"` // bytes for /tmp and $HOME each
+	// WorkspaceSize bounds a copy-mode workspace (copy plus writes), bytes;
+	// 0 = provider default.
+	WorkspaceSize int64   `json:"workspace_size,omitempty"`
+	Mounts        []Mount `json:"mounts,omitempty"`
 }
 
 // Mount is an extra bind mount declared by the contract.

@@ -13,6 +13,8 @@
 //	helper cat PATH                 copy PATH to stdout
 //	helper env                      environment as a JSON object
 //	helper id                       uid/gid/euid/egid
+//	helper fill PATH BYTES          write up to BYTES into PATH, print how many made it, exit 0 anyway
+//	helper stat PATH                mode (octal, with setuid/setgid/sticky), uid, gid of PATH
 //	helper exec PATH ARGS...        execve PATH
 package main
 
@@ -117,6 +119,29 @@ func main() {
 		fmt.Println(string(b))
 	case "id":
 		fmt.Printf("uid=%d gid=%d euid=%d egid=%d\n", os.Getuid(), os.Getgid(), os.Geteuid(), os.Getegid())
+	case "fill":
+		f, err := os.OpenFile(arg(args, 0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+		if err != nil {
+			fmt.Printf("filled 0: %v\n", err)
+			return
+		}
+		buf := make([]byte, 1<<20)
+		var n int64
+		for want := int64(atoi(arg(args, 1))); n < want; {
+			k, err := f.Write(buf[:min(int64(len(buf)), want-n)])
+			n += int64(k)
+			if err != nil {
+				fmt.Printf("filled %d: %v\n", n, err)
+				return
+			}
+		}
+		fmt.Printf("filled %d\n", n)
+	case "stat":
+		var st syscall.Stat_t
+		if err := syscall.Lstat(arg(args, 0), &st); err != nil {
+			fail("stat: %v", err)
+		}
+		fmt.Printf("mode=%04o uid=%d gid=%d\n", st.Mode&0o7777, st.Uid, st.Gid)
 	case "exec":
 		p := arg(args, 0)
 		if err := syscall.Exec(p, args, os.Environ()); err != nil {

@@ -69,7 +69,7 @@ const Provider = "docker"
 const (
 	LabelRun   = "io.proofgate.run"
 	LabelCheck = "io.proofgate.check"
-	LabelOwner = "io.proofgate.owner" // "<pid>/<start ticks>/<host>" of the harness
+	LabelOwner = "io.proofgate.owner" // "<pid>/<start ticks>/<host>/<pid namespace>" of the harness
 )
 
 // Defaults applied when the spec leaves a resource at zero.
@@ -78,10 +78,13 @@ const (
 	DefaultPids      = 512      //
 	DefaultTmpfs     = 64 << 20 // 64 MiB for /tmp and for $HOME each
 	DefaultCopyLimit = 2 << 30  // bytes copied into the container in copy mode
-	DefaultOrphanAge = 24 * time.Hour
-	Home             = "/home/sandbox"
-	WorkspaceTarget  = "/workspace"
-	SandboxUser      = "65534:65534"
+	// DefaultWorkspaceSize bounds a copy-mode workspace (copy plus writes)
+	// when the spec leaves it at zero.
+	DefaultWorkspaceSize = 1 << 30
+	DefaultOrphanAge     = 24 * time.Hour
+	Home                 = "/home/sandbox"
+	WorkspaceTarget      = "/workspace"
+	SandboxUser          = "65534:65534"
 )
 
 // Runtime runs checks in Docker containers. It is safe for concurrent use.
@@ -91,6 +94,7 @@ type Runtime struct {
 	apiVersion    string
 	owner         string
 	host          string
+	pidNS         string       // this process's pid namespace, part of the owner label
 	selfID        string       // the harness container's id; "" outside one
 	self          []MountPoint // the harness container's mounts; nil outside one
 	sockets       []string     // paths that resolve to the daemon socket
@@ -155,12 +159,14 @@ func New(ctx context.Context, opts ...Option) (*Runtime, error) {
 		return nil, fmt.Errorf("%w: version: %w", ErrNoDaemon, err)
 	}
 	host, _ := os.Hostname()
+	pidNS := pidNamespace()
 	r := &Runtime{
 		cli:           cli,
 		daemonVersion: v.Version,
 		apiVersion:    cli.ClientVersion(),
-		owner:         ownerLabel(os.Getpid(), host),
+		owner:         ownerLabel(os.Getpid(), host, pidNS),
 		host:          host,
+		pidNS:         pidNS,
 		orphanAge:     o.orphanAge,
 		copyLimit:     o.copyLimit,
 		sockets:       socketPaths(cli.DaemonHost()),

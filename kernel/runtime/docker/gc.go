@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	cerrdefs "github.com/containerd/errdefs"
 	"github.com/moby/moby/client"
 )
 
@@ -41,7 +42,8 @@ func parseStatStart(line string) string {
 	return f[19]
 }
 
-// parseOwner splits an owner label "<pid>/<start>/<host>".
+// parseOwner splits an owner label "<pid>/<start>/<host>[/<pid namespace>]";
+// host is returned with the namespace part, if any.
 func parseOwner(label string) (pid int, start, host string, ok bool) {
 	p, rest, ok1 := strings.Cut(label, "/")
 	s, h, ok2 := strings.Cut(rest, "/")
@@ -55,22 +57,88 @@ func parseOwner(label string) (pid int, start, host string, ok bool) {
 	return n, s, h, true
 }
 
-// ownerDead reports whether the owner label names a harness on this host
-// that no longer runs (its pid is gone, or reused by a process with another
-// start time). Owners on other hosts, and unparsable labels, are never
+// pidNamespace is this process's pid namespace ("pid:[4026531836]"), or ""
+// when /proc does not say.
+func pidNamespace() string {
+	ns, err := os.Readlink("/proc/self/ns/pid")
+	if err != nil || strings.ContainsAny(ns, "/ ") || len(ns) > 64 {
+		return ""
+	}
+	return ns
+}
+
+// ownerDead reports whether the owner label names a harness that provably
+// no longer runs: on this host and in this pid namespace (so its pid means
+// the same process here), its pid is gone or reused by a process with
+// another start time. Owners on other hosts or in other pid namespaces
+// (two harness containers sharing the host's hostname under --network
+// host), labels without a start time, and unparsable labels are never
 // "dead" here: only the age bound removes them.
 func (r *Runtime) ownerDead(label string) bool {
-	pid, start, host, ok := parseOwner(label)
-	if !ok || host != r.host {
+	pid, start, hostNS, ok := parseOwner(label)
+	if !ok || start == "" {
+		return false
+	}
+	host, ns, hasNS := strings.Cut(hostNS, "/")
+	if host != r.host || (hasNS && ns != r.pidNS) {
 		return false
 	}
 	cur := procStart(pid)
 	return cur == "" || cur != start
 }
 
+// gone reports a daemon answer meaning the container is going away or is
+// already gone: "no such container" (404), or "removal of container ... is
+// already in progress" (409, another remover — a concurrent gc or cleanup —
+// got there first).
+func gone(err error) bool {
+	if err == nil || isNotFound(err) {
+		return err != nil
+	}
+	return cerrdefs.IsConflict(err) && strings.Contains(err.Error(), "already in progress")
+}
+
+// remove force-removes a container with its anonymous volumes. A container
+// that another remover is already removing counts as removed once it is
+// gone: remove waits for that (bounded by ctx) and tries again if it is
+// still there, so "removed" never hides a leak.
+func (r *Runtime) remove(ctx context.Context, id string) error {
+	for {
+		_, err := r.cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+		if err == nil || isNotFound(err) {
+			return nil
+		}
+		if !gone(err) {
+			return err
+		}
+		// Removal in progress elsewhere: wait for the container to vanish.
+		for {
+			t := time.NewTimer(100 * time.Millisecond)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("waiting for a concurrent removal: %w", ctx.Err())
+			case <-t.C:
+			}
+			ins, err := r.cli.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+			if isNotFound(err) {
+				return nil
+			}
+			if err != nil {
+				return err
+			}
+			if st := ins.Container.State; st == nil || st.Status != "removing" {
+				break // the other removal gave up: try again
+			}
+		}
+	}
+}
+
 // GC removes ProofGate containers (and their anonymous volumes) whose owner
 // is dead or that are older than the orphan age, and returns the removed
-// container ids. Containers of live harnesses, including this one, stay.
+// container ids. Containers of live harnesses, including this one, stay. A
+// container that disappears or is being removed by someone else meanwhile
+// (another gc, its own harness) is no error.
 func (r *Runtime) GC(ctx context.Context) ([]string, error) {
 	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{
 		All:     true,
@@ -88,12 +156,45 @@ func (r *Runtime) GC(ctx context.Context) ([]string, error) {
 		if !old && !r.ownerDead(label) {
 			continue
 		}
-		_, err := r.cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-		if err != nil && !isNotFound(err) {
+		if err := r.remove(ctx, c.ID); err != nil {
 			errs = append(errs, fmt.Errorf("docker: gc: remove %s: %w", c.ID, err))
 			continue
 		}
 		removed = append(removed, c.ID)
+	}
+	vols, err := r.gcVolumes(ctx, now)
+	removed = append(removed, vols...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	return removed, errors.Join(errs...)
+}
+
+// gcVolumes removes unused ProofGate volumes (copy-mode workspaces and
+// tmpfs volumes whose container went away without them) under the same
+// rule as containers, and returns their names. A volume that another
+// container still uses, or that is already gone, is left alone.
+func (r *Runtime) gcVolumes(ctx context.Context, now time.Time) ([]string, error) {
+	res, err := r.cli.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", LabelOwner).Add("dangling", "true")})
+	if err != nil {
+		return nil, fmt.Errorf("docker: gc: list volumes: %w", err)
+	}
+	var removed []string
+	var errs []error
+	for _, v := range res.Items {
+		created, _ := time.Parse(time.RFC3339, v.CreatedAt)
+		old := r.orphanAge > 0 && !created.IsZero() && now.Sub(created) > r.orphanAge
+		if !old && !r.ownerDead(v.Labels[LabelOwner]) {
+			continue
+		}
+		_, err := r.cli.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{})
+		switch {
+		case err == nil:
+			removed = append(removed, v.Name)
+		case isNotFound(err) || cerrdefs.IsConflict(err):
+		default:
+			errs = append(errs, fmt.Errorf("docker: gc: remove volume %s: %w", v.Name, err))
+		}
 	}
 	return removed, errors.Join(errs...)
 }

@@ -10,8 +10,24 @@ import (
 	"testing"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
+
+// volumesOf lists the volumes labelled with run id.
+func volumesOf(t testing.TB, r *Runtime, run string) []string {
+	t.Helper()
+	res, err := r.cli.VolumeList(context.Background(), client.VolumeListOptions{Filters: make(client.Filters).Add("label", LabelRun+"="+run)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, v := range res.Items {
+		names = append(names, v.Name)
+	}
+	return names
+}
 
 // TestOrphanHelperProcess is not a test on its own: TestKill9HarnessThenGC
 // runs the test binary with PROOFGATE_ORPHAN_RUN set, and this function then
@@ -27,6 +43,8 @@ func TestOrphanHelperProcess(t *testing.T) {
 	}
 	spec := helperSpec(os.Getenv("PROOFGATE_ORPHAN_IMAGE"), "sleep", "3600")
 	spec.RunID = run
+	// Copy mode: the orphan leaves a workspace volume and a copy holder too.
+	spec.Workspace, spec.Sandbox.Workspace = t.TempDir(), "copy"
 	spec.Timeout = time.Hour
 	var o, e strings.Builder
 	r.Run(context.Background(), spec, runtime.NewCapture(&o, 1<<10), runtime.NewCapture(&e, 1<<10))
@@ -42,22 +60,28 @@ func TestKill9HarnessThenGC(t *testing.T) {
 		t.Fatal(err)
 	}
 	var ids []string
+	running := func() bool {
+		res, err := r.cli.ContainerList(context.Background(), client.ContainerListOptions{Filters: make(client.Filters).Add("label", LabelRun+"="+run)})
+		return err == nil && len(res.Items) == 1
+	}
 	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if ids = containersOf(t, r, run); len(ids) == 1 {
+		if running() {
 			break
 		}
 	}
-	if len(ids) != 1 {
+	if ids = containersOf(t, r, run); len(ids) != 2 || !running() {
 		cmd.Process.Kill()
-		t.Fatalf("harness container never appeared: %v", ids)
+		t.Fatalf("harness check and copy holder never appeared: %v", ids)
 	}
-	time.Sleep(500 * time.Millisecond) // let it reach the running state
 	if err := cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	cmd.Wait()
-	if got := containersOf(t, r, run); len(got) != 1 {
-		t.Fatalf("expected the orphan to survive the harness: %v", got)
+	if got := containersOf(t, r, run); len(got) != 2 {
+		t.Fatalf("expected the orphan and its holder to survive the harness: %v", got)
+	}
+	if vols := volumesOf(t, r, run); len(vols) == 0 {
+		t.Fatal("the orphan's workspace volume is missing")
 	}
 
 	// A live check of this harness runs meanwhile and must survive GC.
@@ -80,10 +104,15 @@ func TestKill9HarnessThenGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Contains(removed, ids[0]) {
-		t.Fatalf("GC removed %v, not the orphan %s", removed, ids[0])
+	for _, id := range ids {
+		if !slices.Contains(removed, id) {
+			t.Fatalf("GC removed %v, not the orphan %s", removed, id)
+		}
 	}
 	assertGone(t, r, run)
+	if vols := volumesOf(t, r, run); len(vols) != 0 {
+		t.Fatalf("GC left the orphan's volumes %v", vols)
+	}
 	if len(liveIDs) != 1 || slices.Contains(removed, liveIDs[0]) {
 		t.Fatalf("GC removed a live harness's container (live %v, removed %v)", liveIDs, removed)
 	}

@@ -338,7 +338,7 @@ func TestEnvironmentIsExactlyDeclared(t *testing.T) {
 	for k, v := range env {
 		switch k {
 		case "DECLARED", "GOFLAGS", "HOME":
-		case "PATH", "HOSTNAME": // set by the daemon, not the harness
+		case "PATH": // set by the daemon (attested in daemon_env_keys); HOSTNAME is unset
 		default:
 			t.Fatalf("undeclared variable %s=%q reached the check", k, v)
 		}
@@ -483,20 +483,32 @@ func TestEffectiveConfigAndCancelRemoves(t *testing.T) {
 	cancel()
 	if !hc.ReadonlyRootfs || hc.Privileged || strings.Join(hc.CapDrop, ",") != "ALL" || strings.Join(hc.SecurityOpt, ",") != "no-new-privileges" ||
 		hc.NetworkMode != "none" || hc.Memory != 128<<20 || hc.MemorySwap != 128<<20 || hc.NanoCPUs != 5e8 || hc.PidsLimit == nil || *hc.PidsLimit != 64 ||
-		cfg.User != SandboxUser || cfg.WorkingDir != WorkspaceTarget || len(hc.Binds) != 0 || hc.Tmpfs["/tmp"] == "" || hc.Tmpfs[Home] == "" {
+		cfg.User != SandboxUser || cfg.WorkingDir != WorkspaceTarget || len(hc.Binds) != 0 || len(hc.Tmpfs) != 0 {
 		t.Fatalf("effective config not hardened: %+v %+v", hc, cfg)
 	}
 	// The workspace, and (own network namespace) the harness's /etc/hosts,
-	// both read-only; nothing else.
-	wantMounts := 1
+	// both read-only, then the two tmpfs volumes (no copy-up, the attested
+	// options); nothing else.
+	wantMounts := 3
 	if r.hostsFile != "" {
-		wantMounts = 2
+		wantMounts = 4
 		if !cfg.NetworkDisabled || hc.Mounts[1].Target != "/etc/hosts" || hc.Mounts[1].Source != r.hostsFile || !hc.Mounts[1].ReadOnly {
 			t.Fatalf("network-none sandbox without the daemon's network: %v %+v", cfg.NetworkDisabled, hc.Mounts)
 		}
 	}
 	if len(hc.Mounts) != wantMounts || hc.Mounts[0].Target != WorkspaceTarget || !hc.Mounts[0].ReadOnly {
 		t.Fatalf("mounts %+v", hc.Mounts)
+	}
+	for i, dir := range []string{"/tmp", Home} {
+		m := hc.Mounts[wantMounts-2+i]
+		if m.Target != dir || m.Type != "volume" || m.Source != "" || m.VolumeOptions == nil || !m.VolumeOptions.NoCopy ||
+			m.VolumeOptions.DriverConfig == nil || m.VolumeOptions.DriverConfig.Options["type"] != "tmpfs" ||
+			!strings.HasPrefix(m.VolumeOptions.DriverConfig.Options["o"], "rw,nosuid,nodev,exec,size=8388608,mode=") {
+			t.Fatalf("%s mount %+v", dir, m)
+		}
+	}
+	if e := strings.Join(cfg.Env, " "); !strings.Contains(" "+e+" ", " HOSTNAME ") {
+		t.Fatalf("env %q does not unset HOSTNAME", e)
 	}
 	if cfg.Labels[LabelCheck] != spec.CheckID || cfg.Labels[LabelOwner] != r.owner || cfg.Image != ins.Container.Image {
 		t.Fatalf("labels/image %v %s", cfg.Labels, cfg.Image)

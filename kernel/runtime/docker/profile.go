@@ -27,12 +27,14 @@ func (e *SpecError) Error() string { return "docker: " + e.Field + ": " + e.Msg 
 // plan is everything needed to create one container, plus the profile that
 // describes it.
 type plan struct {
-	config  *container.Config
-	host    *container.HostConfig
-	profile map[string]any
-	copyWS  bool // copy the workspace into the /workspace volume
-	uid     int
-	gid     int
+	config   *container.Config
+	host     *container.HostConfig
+	profile  map[string]any
+	copyWS   bool   // copy the workspace into the /workspace volume
+	wsVolume string // that volume's name (copy mode)
+	wsSize   int64  // and its size
+	uid      int
+	gid      int
 }
 
 // effective returns the sandbox with defaults applied.
@@ -57,6 +59,9 @@ func (r *Runtime) effective(sb runtime.Sandbox) runtime.Sandbox {
 	}
 	if sb.NanoCPUs == 0 {
 		sb.NanoCPUs = r.defaultCPUs
+	}
+	if sb.WorkspaceSize == 0 {
+		sb.WorkspaceSize = DefaultWorkspaceSize
 	}
 	return sb
 }
@@ -84,7 +89,7 @@ func validate(spec runtime.Spec, sb runtime.Sandbox) error {
 	default:
 		return &SpecError{"workspace", fmt.Sprintf("%q is not readonly, copy or none", sb.Workspace)}
 	}
-	if sb.Memory < 6<<20 || sb.Pids < 0 || sb.NanoCPUs < 0 || sb.Tmpfs < 0 {
+	if sb.Memory < 6<<20 || sb.Pids < 0 || sb.NanoCPUs < 0 || sb.Tmpfs < 0 || sb.WorkspaceSize < 0 {
 		return &SpecError{"resources", "memory below 6MiB or a negative limit"}
 	}
 	if spec.Timeout < 0 {
@@ -105,8 +110,9 @@ func validate(spec runtime.Spec, sb runtime.Sandbox) error {
 }
 
 // build turns a spec into a container configuration and its profile.
-// imageID is the resolved image ID the container is created from.
-func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (*plan, error) {
+// img is the resolved image the container is created from.
+func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan, error) {
+	imageID := img.id
 	p := &plan{uid: 65534, gid: 65534}
 	user := SandboxUser
 	if sb.AllowRoot {
@@ -115,22 +121,8 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 	tmpOpts := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=1777", sb.Tmpfs)
 	homeOpts := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=0700,uid=%d,gid=%d", sb.Tmpfs, p.uid, p.gid)
 
-	env := map[string]string{}
-	for k, v := range spec.Env {
-		env[k] = v
-	}
-	if _, ok := env["HOME"]; !ok {
-		env["HOME"] = Home
-	}
-	keys := make([]string, 0, len(env))
-	for k := range env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	envList := make([]string, 0, len(keys))
-	for _, k := range keys {
-		envList = append(envList, k+"="+env[k])
-	}
+	env, envList, ce := containerEnv(spec.Env, img.env)
+	keys := ce.declared
 
 	var mounts []mount.Mount
 	var wsProfile map[string]any
@@ -156,14 +148,17 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: WorkspaceTarget, ReadOnly: true,
 				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
 		} else {
-			p.copyWS = true
-			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Target: WorkspaceTarget,
-				VolumeOptions: &mount.VolumeOptions{NoCopy: true, Labels: map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner}}})
+			p.copyWS, p.wsVolume, p.wsSize = true, newVolumeName(), sb.WorkspaceSize
+			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: p.wsVolume, Target: WorkspaceTarget,
+				VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
 		}
 		wsProfile = map[string]any{"mode": sb.Workspace, "target": WorkspaceTarget, "workdir": workdir, "writable": sb.Workspace == "copy", "reaches_host": false}
 		if sb.Workspace == "copy" {
-			wsProfile["storage"] = "anonymous-volume-removed-with-container"
+			wsProfile["storage"] = "tmpfs-volume-removed-with-container"
+			wsProfile["size"] = sb.WorkspaceSize
+			wsProfile["mount_options"] = workspaceVolumeOpts(sb.WorkspaceSize, p.uid, p.gid)
 			wsProfile["symlinks_leaving_workspace"] = "skipped"
+			wsProfile["excluded"] = stringsToAny(spec.Exclude)
 		}
 	default:
 		wsProfile = map[string]any{"mode": "none"}
@@ -217,6 +212,7 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 	}
 
 	pids := sb.Pids
+	labels := map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner}
 	p.config = &container.Config{
 		Image:           imageID,
 		Cmd:             spec.Argv,
@@ -227,7 +223,7 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 		AttachStdout:    true,
 		AttachStderr:    true,
 		NetworkDisabled: netns == "private",
-		Labels:          map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner},
+		Labels:          labels,
 	}
 	netMode := container.NetworkMode(sb.Network)
 	p.host = &container.HostConfig{
@@ -236,8 +232,7 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 		CapDrop:        []string{"ALL"},
 		SecurityOpt:    []string{"no-new-privileges"},
 		Privileged:     false,
-		Tmpfs:          map[string]string{"/tmp": tmpOpts, Home: homeOpts},
-		Mounts:         mounts,
+		Mounts:         append(mounts, tmpfsVolume("/tmp", tmpOpts, labels), tmpfsVolume(Home, homeOpts, labels)),
 		LogConfig:      container.LogConfig{Type: "none"},
 		Resources: container.Resources{
 			Memory:     sb.Memory,
@@ -262,10 +257,13 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 		"nano_cpus":         sb.NanoCPUs,
 		"pids":              sb.Pids,
 		"tmpfs":             map[string]any{"/tmp": tmpOpts, Home: homeOpts},
+		"tmpfs_copy_up":     false,
 		"home":              env["HOME"],
 		"workspace":         wsProfile,
 		"mounts":            mountProfile,
 		"env_keys":          stringsToAny(keys),
+		"image_env_keys":    stringsToAny(ce.image),
+		"daemon_env_keys":   stringsToAny(ce.daemon),
 		"docker_socket":     "refused",
 		"log_driver":        "none",
 		"timeout":           spec.Timeout.String(),
@@ -274,8 +272,73 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, imageID string) (
 	return p, nil
 }
 
+// envKeys says where each variable of a check's environment comes from.
+type envKeys struct {
+	declared []string // the spec's, plus HOME unless declared
+	image    []string // the image configuration's, not overridden
+	daemon   []string // what Docker adds: PATH when neither sets it
+}
+
+// containerEnv returns the check's declared environment (HOME defaults to
+// Home), the Config.Env list for it, and where every variable the process
+// will see comes from. Docker merges the image's environment under the
+// declared one, adds PATH when neither has it, and sets HOSTNAME from the
+// container's hostname unless Config.Env names HOSTNAME: a bare "HOSTNAME"
+// entry (no "=") unsets it, so nothing undeclared but the image's own
+// variables and PATH reaches the check.
+func containerEnv(declared map[string]string, imageEnv []string) (map[string]string, []string, envKeys) {
+	env := map[string]string{}
+	for k, v := range declared {
+		env[k] = v
+	}
+	if _, ok := env["HOME"]; !ok {
+		env["HOME"] = Home
+	}
+	var ks envKeys
+	for k := range env {
+		ks.declared = append(ks.declared, k)
+	}
+	sort.Strings(ks.declared)
+	list := make([]string, 0, len(ks.declared)+1)
+	for _, k := range ks.declared {
+		list = append(list, k+"="+env[k])
+	}
+	if _, ok := env["HOSTNAME"]; !ok {
+		list = append(list, "HOSTNAME")
+	}
+	fromImage := map[string]bool{}
+	for _, kv := range imageEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		if _, ok := env[k]; !ok && k != "" && !fromImage[k] {
+			fromImage[k] = true
+			ks.image = append(ks.image, k)
+		}
+	}
+	sort.Strings(ks.image)
+	if _, ok := env["PATH"]; !ok && !fromImage["PATH"] {
+		ks.daemon = []string{"PATH"}
+	}
+	return env, list, ks
+}
+
+// tmpfsVolume is a tmpfs at target as an anonymous volume of the local
+// driver, removed with the container. HostConfig.Tmpfs would copy the
+// image directory's content and mode into the tmpfs (Docker's tmpcopyup,
+// which 20.10 cannot turn off), so an image whose /tmp is root 0755 would
+// get an unwritable /tmp whatever mode= says; a volume with NoCopy mounts
+// exactly opts.
+func tmpfsVolume(target, opts string, labels map[string]string) mount.Mount {
+	return mount.Mount{Type: mount.TypeVolume, Target: target, VolumeOptions: &mount.VolumeOptions{
+		NoCopy: true,
+		Labels: labels,
+		DriverConfig: &mount.Driver{Name: "local", Options: map[string]string{
+			"type": "tmpfs", "device": "tmpfs", "o": opts,
+		}},
+	}}
+}
+
 func stringsToAny(s []string) []any {
-	out := make([]any, len(s))
+	out := make([]any, len(s)) // never nil: an empty list stays [] in the profile
 	for i, v := range s {
 		out[i] = v
 	}
@@ -365,6 +428,12 @@ func (r *Runtime) hostSource(field, src string) (string, error) {
 	return host, nil
 }
 
-func ownerLabel(pid int, host string) string {
-	return strconv.Itoa(pid) + "/" + procStart(pid) + "/" + host
+// ownerLabel is "<pid>/<start>/<host>/<pid namespace>" (the namespace
+// part is left out when /proc does not name it).
+func ownerLabel(pid int, host, pidNS string) string {
+	l := strconv.Itoa(pid) + "/" + procStart(pid) + "/" + host
+	if pidNS != "" {
+		l += "/" + pidNS
+	}
+	return l
 }

@@ -52,13 +52,14 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		return fail("%v", err)
 	}
 
-	imageID, err := r.resolveImage(ctx, sb)
+	img, err := r.resolveImage(ctx, sb)
 	if err != nil {
 		return fail("%v", err)
 	}
+	imageID := img.id
 	res.Attestation.ImageID = imageID
 
-	p, err := r.build(spec, sb, imageID)
+	p, err := r.build(spec, sb, img)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -72,6 +73,20 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	// Calls after this point run on a context that the caller's cancellation
 	// does not cut short; cancellation is observed explicitly and kills.
 	bg := context.WithoutCancel(ctx)
+	if p.copyWS {
+		if err := r.createWorkspaceVolume(ctx, p); err != nil {
+			return fail("%v", err)
+		}
+		// Registered first, so it runs last: after the container and the
+		// copy holder that use the volume are gone.
+		defer func() {
+			cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+			defer cancel()
+			if err := r.removeVolume(cctx, p.wsVolume); err != nil && res.Outcome != runtime.Error {
+				res.Outcome, res.Detail = runtime.Error, err.Error()
+			}
+		}()
+	}
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: p.config, HostConfig: p.host})
 	if err != nil {
 		return fail("docker: create container from %s (%s): %v", sb.Image, imageID, err)
@@ -80,16 +95,36 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	defer func() {
 		cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
 		defer cancel()
-		if _, err := r.cli.ContainerRemove(cctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) && res.Outcome != runtime.Error {
+		// A container already gone or being removed by someone else is
+		// removed: the check's outcome is the check's, not a cleanup race's.
+		if err := r.remove(cctx, id); err != nil && res.Outcome != runtime.Error {
 			res.Outcome = runtime.Error
 			res.Detail = fmt.Sprintf("docker: remove container %s: %v", id, err)
 		}
 	}()
 
+	var ws *wsCopy
 	if p.copyWS {
-		if err := r.copyWorkspace(ctx, id, spec.Workspace, p.uid, p.gid); err != nil {
+		c, err := r.startCopy(ctx, p, id, spec.Workspace, spec.Exclude)
+		if c != nil {
+			defer func() {
+				cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
+				defer cancel()
+				if err := c.close(cctx); err != nil && res.Outcome != runtime.Error {
+					res.Outcome, res.Detail = runtime.Error, fmt.Sprintf("docker: remove workspace copy holder: %v", err)
+				}
+			}()
+		}
+		var limit *workspaceLimitError
+		if errors.As(err, &limit) {
+			res = fail("%v", err)
+			res.Outcome = runtime.WorkspaceLimit
+			return res
+		}
+		if err != nil {
 			return fail("%v", err)
 		}
+		ws = c
 	}
 
 	// Attach and wait are both registered before start (so no output and
@@ -195,6 +230,17 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	}
 	res.Finished = time.Now().UTC()
 
+	// A copy-mode workspace is probed after the check: full means the check
+	// hit its workspace_size.
+	wsFull := false
+	if ws != nil {
+		full, err := ws.probe()
+		if err != nil && killed == "" {
+			return fail("%v", err)
+		}
+		wsFull = full
+	}
+
 	ictx, cancel := context.WithTimeout(bg, cleanupTimeout)
 	defer cancel()
 	// The image is looked up again (concurrently with the container's
@@ -235,6 +281,8 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		res.Outcome, res.Detail = killed, killDetail
 	case st.OOMKilled:
 		res.Outcome, res.Detail = runtime.OOM, fmt.Sprintf("killed by the kernel OOM killer (memory limit %d bytes)", sb.Memory)
+	case wsFull:
+		res.Outcome, res.Detail = runtime.WorkspaceLimit, fmt.Sprintf("the check filled its workspace (workspace_size %d bytes)", sb.WorkspaceSize)
 	case waitErr != nil:
 		return fail("docker: wait: %v", waitErr)
 	case stdout.Err() != nil || stderr.Err() != nil:
@@ -247,30 +295,41 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	return res
 }
 
-// resolveImage applies the pull policy and returns the image ID.
-func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (string, error) {
+// image is what the run needs from the resolved image.
+type image struct {
+	id  string
+	env []string // the image configuration's environment, KEY=VALUE
+}
+
+// resolveImage applies the pull policy and returns the image's ID and
+// configured environment.
+func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (image, error) {
 	if sb.Pull == "always" {
 		if err := r.pull(ctx, sb.Image); err != nil {
-			return "", err
+			return image{}, err
 		}
 	}
 	img, err := r.cli.ImageInspect(ctx, sb.Image)
 	if err != nil && isNotFound(err) && sb.Pull == "missing" {
 		if err := r.pull(ctx, sb.Image); err != nil {
-			return "", err
+			return image{}, err
 		}
 		img, err = r.cli.ImageInspect(ctx, sb.Image)
 	}
 	if err != nil {
 		if isNotFound(err) {
-			return "", fmt.Errorf("docker: image %s is not present (pull: %s)", sb.Image, sb.Pull)
+			return image{}, fmt.Errorf("docker: image %s is not present (pull: %s)", sb.Image, sb.Pull)
 		}
-		return "", fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
+		return image{}, fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
 	}
 	if img.ID == "" {
-		return "", fmt.Errorf("docker: image %s has no id", sb.Image)
+		return image{}, fmt.Errorf("docker: image %s has no id", sb.Image)
 	}
-	return img.ID, nil
+	var env []string
+	if img.Config != nil {
+		env = img.Config.Env
+	}
+	return image{id: img.ID, env: env}, nil
 }
 
 func (r *Runtime) pull(ctx context.Context, ref string) error {
@@ -280,21 +339,6 @@ func (r *Runtime) pull(ctx context.Context, ref string) error {
 	}
 	if err := drain(rc); err != nil {
 		return fmt.Errorf("docker: pull %s: %w", ref, err)
-	}
-	return nil
-}
-
-// copyWorkspace streams the workspace into the container's /workspace
-// volume before start.
-func (r *Runtime) copyWorkspace(ctx context.Context, id, dir string, uid, gid int) error {
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(writeWorkspaceTar(pw, dir, uid, gid, r.copyLimit))
-	}()
-	_, err := r.cli.CopyToContainer(ctx, id, client.CopyToContainerOptions{DestinationPath: WorkspaceTarget, Content: pr})
-	pr.CloseWithError(errors.New("copy finished"))
-	if err != nil {
-		return fmt.Errorf("docker: copy workspace: %w", err)
 	}
 	return nil
 }

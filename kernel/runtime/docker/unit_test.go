@@ -95,8 +95,8 @@ func FuzzParseOwner(f *testing.F) {
 }
 
 func TestOwnerDead(t *testing.T) {
-	r := &Runtime{host: "h"}
-	me := ownerLabel(os.Getpid(), "h")
+	r := &Runtime{host: "h", pidNS: "pid:[1]"}
+	me := ownerLabel(os.Getpid(), "h", r.pidNS)
 	if r.ownerDead(me) {
 		t.Fatal("self reported dead")
 	}
@@ -109,6 +109,18 @@ func TestOwnerDead(t *testing.T) {
 	}
 	if r.ownerDead("999999999/1/otherhost") || r.ownerDead("garbage") {
 		t.Fatal("foreign or unparsable owner reported dead (only age may remove it)")
+	}
+	// Another pid namespace on the same host (a second harness container
+	// under --network host shares the hostname): its pids mean nothing here.
+	if r.ownerDead("999999999/1/h/pid:[2]") || r.ownerDead(strconv.Itoa(pid)+"/"+start+"1/h/pid:[2]") {
+		t.Fatal("owner in another pid namespace reported dead")
+	}
+	if !r.ownerDead("999999999/1/h/pid:[1]") || !r.ownerDead("999999999/1/h") {
+		t.Fatal("absent pid in this namespace (or a label without one) reported alive")
+	}
+	// Without a recorded start time nothing is provable.
+	if r.ownerDead("999999999//h/pid:[1]") {
+		t.Fatal("owner without a start time reported dead")
 	}
 }
 
