@@ -12,7 +12,22 @@ step "docker daemon"
 bash scripts/docker-up.sh
 export PROOFGATE_REQUIRE_DOCKER=1
 
-step "staticcheck"
+step "cgroup v2 delegation"
+# Where this process may create a cgroup v2 child, the process runtime's
+# cgroup containment must be in effect: its tests fail instead of falling
+# back (the same rule as Docker's: what the host has is tested, not skipped).
+cg=$(awk -F: '$1 == "0" { print $3 }' /proc/self/cgroup 2>/dev/null || true)
+root=$(awk '$9 == "cgroup2" { print $5; exit }' /proc/self/mountinfo 2>/dev/null || true)
+probe="$root${cg%/}/proofgate-probe-$$"
+if [ -n "$root" ] && mkdir "$probe" 2>/dev/null; then
+  rmdir "$probe"
+  export PROOFGATE_REQUIRE_CGROUP=1
+  echo "cgroup v2 at $root$cg is writable: PROOFGATE_REQUIRE_CGROUP=1"
+else
+  echo "no writable cgroup v2 here: process checks fall back to process groups (and say so)"
+fi
+
+step "install staticcheck"
 if ! command -v staticcheck >/dev/null 2>&1; then
   export PATH="$(go env GOPATH)/bin:$PATH"
   command -v staticcheck >/dev/null 2>&1 || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
