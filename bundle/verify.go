@@ -429,7 +429,7 @@ func (o *VerifyOptions) check() error {
 	}
 	for name, v := range map[string]string{"commit": o.Commit, "tree": o.Tree} {
 		if v != "" && !fullSHA.MatchString(v) {
-			return &PolicyError{fmt.Sprintf("%s %q: give the full 40-hex (or 64-hex) SHA", name, clip(v))}
+			return &PolicyError{fmt.Sprintf("%s %q: give the full 40-hex SHA (64-hex in SHA-256 repositories, e.g. from git rev-parse HEAD), not a short or symbolic one", name, clip(v))}
 		}
 	}
 	if (o.ContractHash != "") == o.AnyContract {

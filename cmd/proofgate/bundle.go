@@ -448,11 +448,6 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	if n := count(f.commit != "", f.tree != "", f.anySource); n != 1 {
 		return o, usageErr(errors.New("give exactly one of --commit SHA, --tree SHA or --any-source: the gate must say which source it accepts"))
 	}
-	for name, v := range map[string]string{"commit": f.commit, "tree": f.tree} {
-		if v != "" && !fullSHA.MatchString(v) {
-			return o, usageErr(fmt.Errorf("--%s %q: give the full 40-hex SHA (git rev-parse HEAD), not a short or symbolic one", name, printable.Escape(v)))
-		}
-	}
 	if f.repo != "" && !repoName.MatchString(f.repo) {
 		return o, usageErr(fmt.Errorf("--repo %q: want owner/name", printable.Escape(f.repo)))
 	}
@@ -484,10 +479,7 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	return o, nil
 }
 
-var (
-	fullSHA  = regexp.MustCompile(`^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$`)
-	repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
-)
+var repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
 
 func count(bs ...bool) int {
 	n := 0

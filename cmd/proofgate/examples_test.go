@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -17,15 +16,7 @@ func TestQuickstartExample(t *testing.T) {
 	repo := t.TempDir()
 	dir := filepath.Join(repo, "examples", "quickstart")
 	copyTree(t, "../../examples/quickstart", dir)
-	for _, args := range [][]string{{"init", "-q", "."}, {"add", "-A"}, {"commit", "-q", "-m", "quickstart"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir = repo
-		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x.invalid", "GIT_COMMITTER_NAME=t",
-			"GIT_COMMITTER_EMAIL=t@x.invalid", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("git %v: %v\n%s", args, err, out)
-		}
-	}
+	gitCommitAll(t, repo, "quickstart")
 	wd, _ := os.Getwd()
 	t.Cleanup(func() { os.Chdir(wd) })
 	if err := os.Chdir(dir); err != nil {

@@ -155,6 +155,21 @@ func cmdRundir(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv("RUNID", ents[len(ents)-1].Name())
 }
 
+// gitCommitAll makes dir a git repository holding one commit of all its
+// files, with a fixed identity and no user or system git config.
+func gitCommitAll(t testing.TB, dir, msg string) {
+	t.Helper()
+	for _, args := range [][]string{{"init", "-q", "."}, {"add", "-A"}, {"commit", "-q", "-m", msg}} {
+		cmd := exec.Command("git", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x.invalid", "GIT_COMMITTER_NAME=t",
+			"GIT_COMMITTER_EMAIL=t@x.invalid", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+}
+
 // gitsha VAR [REV] sets $VAR to the full SHA of REV (default HEAD).
 func cmdGitsha(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) < 1 || len(args) > 2 {
