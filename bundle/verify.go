@@ -142,12 +142,14 @@ type Result struct {
 var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
 // Verify checks a bundle offline against store, failing closed. The order
-// is fixed: safe archive read; the DSSE signature over the raw payload with
-// a trusted key before anything in the payload is used; the key's status
-// and validity at the signing time; every subject digest, no file missing
-// or extra; run.AuditFS over the files; the predicate against the audit;
-// the checkpoint, if carried; the source, repository and profile binding;
-// the approvals.
+// is fixed: the policy in opts (a *PolicyError before anything is read);
+// safe archive read; the DSSE signature over the raw payload with a trusted
+// key before anything in the payload is used; the key's status and validity
+// at the signing time and at the witness time; every subject digest, no
+// file missing or extra; run.AuditFS over the files; the predicate against
+// the audit; a plausible signing time; the checkpoint, if carried; the
+// source, clean work tree, repository, profile and contract binding; the
+// approvals.
 func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
