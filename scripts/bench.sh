@@ -114,7 +114,8 @@ a="" b="" c="" d=""
 for i in $(seq "$ROUNDS"); do
 	a="$a $(elapsed_ms sh -c "cd '$big' && '$PG' bundle export latest --key '$work/key.pem' -o '$work/b$i.tar.gz'")"
 	b="$b $(elapsed_ms sha256sum "$blob")"
-	c="$c $(elapsed_ms "$PG" bundle verify "$work/b$i.tar.gz" --trust "$work/trust.json")"
+	c="$c $(elapsed_ms "$PG" bundle verify "$work/b$i.tar.gz" --trust "$work/trust.json" \
+		--commit "$(git -C "$big" rev-parse HEAD)" --contract "$big/.proofgate/contract.yaml")"
 	d="$d $(elapsed_ms sha256sum "$work/b$i.tar.gz")"
 	rm -f "$work/b$i.tar.gz"
 done

@@ -28,7 +28,8 @@ import (
 // gc of every `run` and of `proofgate gc` something to race on). No check
 // of the two harnesses may end in error, every gc must succeed, and
 // afterwards no container or volume of the test is left.
-// PROOFGATE_CONCURRENCY_SECONDS changes the duration (default 50).
+// PROOFGATE_CONCURRENCY_SECONDS changes the duration (default 60, as the
+// issue that found the race asks).
 func TestConcurrentHarnessesAndGC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("a minute of real harnesses")
@@ -46,7 +47,7 @@ func TestConcurrentHarnessesAndGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seconds := 50
+	seconds := 60
 	if s := os.Getenv("PROOFGATE_CONCURRENCY_SECONDS"); s != "" {
 		if seconds, err = strconv.Atoi(s); err != nil {
 			t.Fatal(err)
