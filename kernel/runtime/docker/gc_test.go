@@ -104,16 +104,15 @@ func TestKill9HarnessThenGC(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, id := range ids {
-		if !slices.Contains(removed, id) {
-			t.Fatalf("GC removed %v, not the orphan %s", removed, id)
-		}
-	}
+	// The orphan is gone afterwards. Another gc on the same daemon (a
+	// concurrent test's) may have removed it first; this GC then treats it
+	// as gone (item 9), so the removed list is not asserted, only the
+	// result.
 	assertGone(t, r, run)
 	if vols := volumesOf(t, r, run); len(vols) != 0 {
 		t.Fatalf("GC left the orphan's volumes %v", vols)
 	}
-	if len(liveIDs) != 1 || slices.Contains(removed, liveIDs[0]) {
+	if len(liveIDs) != 1 || slices.Contains(removed, liveIDs[0]) || !slices.Equal(containersOf(t, r, live.RunID), liveIDs) {
 		t.Fatalf("GC removed a live harness's container (live %v, removed %v)", liveIDs, removed)
 	}
 }
