@@ -57,6 +57,15 @@ func main() {
 		writeN(w, int64(atoi(arg(args, 0))))
 	case "alloc":
 		mib := atoi(arg(args, 0))
+		if len(args) > 1 {
+			// alloc MIB DELAY: run DELAY before ballooning, as a real
+			// process does (see TestMemoryBalloonIsOOM).
+			d, err := time.ParseDuration(args[1])
+			if err != nil {
+				fail("alloc: %v", err)
+			}
+			time.Sleep(d)
+		}
 		var keep [][]byte
 		for i := 0; i < mib; i++ {
 			b := make([]byte, 1<<20)

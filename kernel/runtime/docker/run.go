@@ -289,6 +289,12 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		return fail("docker: output sink: %v", errors.Join(stdout.Err(), stderr.Err()))
 	case st.ExitCode == 0:
 		res.Outcome = runtime.Passed
+	case st.ExitCode == 137 && sb.Memory > 0:
+		// Docker 20.10 misses an OOM kill that happens before the shim
+		// watches the container's memory cgroup (the first moments after
+		// start): the check then fails as a plain SIGKILL.
+		res.Outcome = runtime.Failed
+		res.Detail = fmt.Sprintf("killed by SIGKILL (exit 137); the daemon reported no OOM kill (memory limit %d bytes; Docker misses one in the first moments after start)", sb.Memory)
 	default:
 		res.Outcome = runtime.Failed
 	}
