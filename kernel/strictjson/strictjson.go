@@ -1,5 +1,5 @@
 // Package strictjson is the one JSON decoder ProofGate reads input with
-// ("canonical decoding" in DESIGN.md). encoding/json matches member names
+// (docs/SPEC.md section 8, "Decoding"; ADR 0008). encoding/json matches member names
 // case-insensitively and lets a later duplicate win, so {"status":"revoked",
 // "Status":"active"} reads as active; this package refuses both.
 //
