@@ -312,7 +312,7 @@ func oldCountApprovals(ds []oldDecision) int {
 // TestLinear: a replay of very many decisions stays fast (the replay adds
 // every approval.recorded of a log of up to eventlog.MaxEvents lines).
 func TestLinear(t *testing.T) {
-	n := 200_000
+	n := 100_000
 	if testing.Short() {
 		n = 20_000
 	}
