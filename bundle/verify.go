@@ -8,7 +8,6 @@ import (
 	"io"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"testing/fstest"
 	"time"
@@ -17,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -366,56 +366,17 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 }
 
 // countApprovals counts distinct approving people that no later decision
-// of theirs withdrew. A person is known by the same identities the kernel's
-// replay uses (kernel/run approverKeys): the actor and the GitHub login,
-// each trimmed and case-folded, and the GitHub numeric user id; decisions
-// sharing any identity are one person, so one reviewer cannot count twice
-// under another spelling or login.
+// of theirs withdrew, grouped by kernel/approval as the kernel's replay
+// groups them: the actor and the GitHub login, each trimmed and case
+// folded, and the GitHub numeric user id; decisions sharing any identity
+// are one person, so one reviewer cannot count twice under another
+// spelling or login.
 func countApprovals(ds []run.Decision) int {
-	type person struct {
-		keys map[string]bool
-		last string
-	}
-	var people []*person
+	var t approval.Tally
 	for _, d := range ds {
-		keys := []string{"actor:" + strings.ToLower(strings.TrimSpace(d.Actor))}
-		if d.GitHub != nil {
-			keys = append(keys, "github-id:"+strconv.FormatInt(d.GitHub.UserID, 10),
-				"actor:"+strings.ToLower(strings.TrimSpace(d.GitHub.Login)))
-		}
-		var p *person
-		for _, q := range people {
-			for _, k := range keys {
-				if q.keys[k] {
-					if p == nil {
-						p = q
-					} else if p != q {
-						// The decision links two people: merge them.
-						for k := range q.keys {
-							p.keys[k] = true
-						}
-						q.keys = map[string]bool{}
-					}
-					break
-				}
-			}
-		}
-		if p == nil {
-			p = &person{keys: map[string]bool{}}
-			people = append(people, p)
-		}
-		for _, k := range keys {
-			p.keys[k] = true
-		}
-		p.last = d.Decision
+		t.Add(d.Identity(), approval.Decision(d.Decision))
 	}
-	n := 0
-	for _, p := range people {
-		if len(p.keys) > 0 && p.last == "approved" {
-			n++
-		}
-	}
-	return n
+	return len(t.Approvers())
 }
 
 // check refuses options that leave the source or the contract unsaid.

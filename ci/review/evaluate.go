@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 
@@ -35,12 +37,19 @@ func (u User) IsBot() bool {
 	return strings.EqualFold(u.Type, "Bot") || strings.HasSuffix(strings.ToLower(u.Login), "[bot]")
 }
 
-func (u User) same(o User) bool {
-	if u.ID != 0 && o.ID != 0 {
-		return u.ID == o.ID
+// account is u as a provider-neutral account; an unknown id (0) is no
+// subject.
+func (u User) account() approval.Account {
+	a := approval.Account{Provider: approval.ProviderGitHub, Login: u.Login}
+	if u.ID != 0 {
+		a.Subject = strconv.FormatInt(u.ID, 10)
 	}
-	return u.Login != "" && strings.EqualFold(u.Login, o.Login)
+	return a
 }
+
+// same reports whether u and o are one account: by id when both have one,
+// else by login.
+func (u User) same(o User) bool { return u.account().Same(o.account()) }
 
 // Review is one submitted pull-request review.
 type Review struct {
@@ -251,8 +260,12 @@ func Evaluate(in Input) Decision {
 		}
 	}
 
-	d.Missing = max(0, in.Rule.Required-len(d.Counted))
-	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && d.Missing == 0 && len(d.Blocking) == 0
+	// Every counted approval and every blocker is a distinct account (the
+	// latest decisive review of one user id), so their numbers are the
+	// count and the standing rejection the requirement measures.
+	v := approval.Requirement{Required: in.Rule.Required}.Verdict(len(d.Counted), len(d.Blocking) > 0)
+	d.Missing = v.Missing()
+	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && v.Decision == approval.Approved
 	d.Summary = summary(d, in.Rule)
 	return d
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/source"
@@ -118,7 +119,7 @@ func (e *RefusedError) Error() string { return "decision refused: " + e.Why }
 // callers report success.
 type DecidedError struct {
 	Actor    string
-	Decision string // approved | rejected
+	Decision approval.Decision
 	State    State
 }
 
@@ -160,18 +161,19 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.fold
-	if !o.Reject && f.approvedBy(o.Actor, o.GitHub) {
+	if !o.Reject && f.approvals.Approved(o.GitHub.Identity(o.Actor)) {
 		return &RefusedError{Why: fmt.Sprintf("%s already approved this run", o.Actor)}
 	}
 	next := AwaitingApproval
-	decision := "approved"
+	decision := approval.Approved
+	req := approval.Requirement{Required: r.Contract.Approval.Required}
 	if o.Reject {
-		next, decision = Rejected, "rejected"
-	} else if f.approvers+1 >= r.Contract.Approval.Required {
+		next, decision = Rejected, approval.Rejected
+	} else if req.Verdict(f.approvals.Counted()+1, false).Decision == approval.Approved {
 		next = Complete
 	}
 	d := ApprovalData{
-		Decision: decision, Actor: o.Actor, Reason: o.Reason, State: next,
+		Decision: string(decision), Actor: o.Actor, Reason: o.Reason, State: next,
 		VerificationDigest: f.r.VerificationDigest,
 		Source:             Source{Commit: f.r.Source.Commit, Tree: f.r.Source.Tree},
 		Contract:           f.r.ContractHash, GitHub: o.GitHub,
@@ -191,12 +193,12 @@ func (r *Run) decided(o DecisionOptions) error {
 	defer r.mu.Unlock()
 	f := r.fold
 	switch {
-	case f.state == Complete && !o.Reject && f.approvedBy(o.Actor, o.GitHub):
-		return &DecidedError{Actor: o.Actor, Decision: "approved", State: Complete}
+	case f.state == Complete && !o.Reject && f.approvals.Approved(o.GitHub.Identity(o.Actor)):
+		return &DecidedError{Actor: o.Actor, Decision: approval.Approved, State: Complete}
 	case f.state == Rejected && o.Reject:
 		for _, d := range f.r.Decisions {
-			if d.Decision == "rejected" && strings.EqualFold(strings.TrimSpace(d.Actor), strings.TrimSpace(o.Actor)) {
-				return &DecidedError{Actor: o.Actor, Decision: "rejected", State: Rejected}
+			if approval.Decision(d.Decision) == approval.Rejected && strings.EqualFold(strings.TrimSpace(d.Actor), strings.TrimSpace(o.Actor)) {
+				return &DecidedError{Actor: o.Actor, Decision: approval.Rejected, State: Rejected}
 			}
 		}
 	}

@@ -4,9 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
-	"strconv"
-	"strings"
 
+	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -54,9 +53,7 @@ type folder struct {
 	state     State
 	pending   map[string]bool // started, not finished
 	results   map[string]CheckReport
-	approvals map[string]bool // approver identities (see approverKeys) since the verification
-	approvers int             // distinct approving persons
-	rejected  bool
+	approvals approval.Tally
 	verified  bool   // a verification.completed was replayed
 	worktree  string // the work-tree digest it recorded
 	budgetHit bool   // a budget.exceeded was replayed
@@ -74,30 +71,13 @@ type folder struct {
 // name a path outside blobs/ or crash a reader slicing off the prefix.
 var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 
-// approverKeys are the identities a decision speaks for: its actor, case
-// folded (GitHub logins are case-insensitive), and for a GitHub review the
-// reviewer's immutable numeric id (a login can be renamed). One person
-// counts once however many of these it shows.
-func approverKeys(actor string, gh *GitHubReview) []string {
-	keys := []string{"actor:" + strings.ToLower(strings.TrimSpace(actor))}
-	if gh != nil {
-		keys = append(keys, "github-id:"+strconv.FormatInt(gh.UserID, 10), "actor:"+strings.ToLower(strings.TrimSpace(gh.Login)))
-	}
-	return keys
-}
-
-// approvedBy reports whether any identity of the decision already approved.
-func (f *folder) approvedBy(actor string, gh *GitHubReview) bool {
-	for _, k := range approverKeys(actor, gh) {
-		if f.approvals[k] {
-			return true
-		}
-	}
-	return false
+// verdict measures the decisions replayed against the contract.
+func (f *folder) verdict() approval.Verdict {
+	return approval.Requirement{Required: f.c.Approval.Required}.Of(&f.approvals)
 }
 
 func newFolder(c *contract.Resolved) *folder {
-	return &folder{c: c, pending: map[string]bool{}, results: map[string]CheckReport{}, approvals: map[string]bool{}, blobs: map[string]bool{}}
+	return &folder{c: c, pending: map[string]bool{}, results: map[string]CheckReport{}, blobs: map[string]bool{}}
 }
 
 func bad(line int, reason, format string, a ...any) *AuditError {
@@ -264,24 +244,17 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 		case d.Actor == "":
 			return bad(line, ReasonDecision, "decision without actor")
 		}
-		var next State
-		switch d.Decision {
-		case "approved":
-			if !f.approvedBy(d.Actor, d.GitHub) {
-				f.approvers++
-			}
-			for _, k := range approverKeys(d.Actor, d.GitHub) {
-				f.approvals[k] = true
-			}
-			next = AwaitingApproval
-			if !f.rejected && f.approvers >= f.c.Approval.Required {
-				next = Complete
-			}
-		case "rejected":
-			f.rejected = true
-			next = Rejected
-		default:
+		v := approval.Decision(d.Decision)
+		if !v.Valid() {
 			return bad(line, ReasonDecision, "decision %q", d.Decision)
+		}
+		f.approvals.Add(d.GitHub.Identity(d.Actor), v)
+		next := AwaitingApproval
+		switch {
+		case v == approval.Rejected:
+			next = Rejected
+		case f.verdict().Decision == approval.Approved:
+			next = Complete
 		}
 		if d.State != next {
 			return bad(line, ReasonDecision, "decision says it moves the run to %s, the replay says %s", d.State, next)
@@ -319,11 +292,11 @@ func (f *folder) move(line int, to State) error {
 	}
 	switch to {
 	case Complete:
-		if f.rejected || f.approvers < f.c.Approval.Required {
-			return bad(line, ReasonDecision, "COMPLETE with %d of %d approvals", f.approvers, f.c.Approval.Required)
+		if v := f.verdict(); v.Decision != approval.Approved {
+			return bad(line, ReasonDecision, "COMPLETE with %d of %d approvals", v.Approvals, v.Required)
 		}
 	case Rejected:
-		if !f.rejected {
+		if !f.approvals.Rejected() {
 			return bad(line, ReasonDecision, "REJECTED without a rejection")
 		}
 	case AwaitingApproval:

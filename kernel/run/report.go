@@ -1,6 +1,7 @@
 package run
 
 import (
+	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -90,4 +91,16 @@ type GitHubReview struct {
 	Permission  string `json:"permission"`
 	SubmittedAt string `json:"submitted_at,omitempty"`
 	PullRequest int    `json:"pull_request,omitempty"`
+}
+
+// Identity is who decision d speaks for.
+func (d Decision) Identity() approval.Identity { return d.GitHub.Identity(d.Actor) }
+
+// Identity is who a decision recorded as actor from review g speaks for;
+// g is nil for a local decision.
+func (g *GitHubReview) Identity(actor string) approval.Identity {
+	if g == nil {
+		return approval.Local(actor)
+	}
+	return approval.GitHub(actor, g.Login, g.UserID)
 }
