@@ -11,7 +11,9 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/source"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Freshness tells where to recheck the code a run is bound to. A contract
@@ -23,7 +25,7 @@ type Freshness struct {
 }
 
 // staleReasons compares the planned work tree with the observed one.
-func staleReasons(planned, now source.State) []string {
+func staleReasons(planned replay.WorktreeState, now source.State) []string {
 	var r []string
 	if now.Commit != planned.Commit {
 		r = append(r, fmt.Sprintf("HEAD moved from %.12s to %.12s", planned.Commit, now.Commit))
@@ -92,7 +94,8 @@ func (r *Run) MarkStaleIfChanged(ctx context.Context, f Freshness) error {
 	if ierr != nil {
 		return ierr
 	}
-	if terr := r.transition(Stale, StateData{Reason: listShort(se.Reasons), Worktree: &now}); terr != nil {
+	w := replay.WorktreeState(now)
+	if terr := r.transition(Stale, StateData{Reason: listShort(se.Reasons), Worktree: &w}); terr != nil {
 		return terr
 	}
 	return se
@@ -160,21 +163,21 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.fold
-	if !o.Reject && f.approvedBy(o.Actor, o.GitHub) {
+	if !o.Reject && f.ApprovedBy(o.Actor, o.GitHub) {
 		return &RefusedError{Why: fmt.Sprintf("%s already approved this run", o.Actor)}
 	}
 	next := AwaitingApproval
 	decision := "approved"
 	if o.Reject {
 		next, decision = Rejected, "rejected"
-	} else if f.approvers+1 >= r.Contract.Approval.Required {
+	} else if f.Approvers()+1 >= r.Contract.Approval.Required {
 		next = Complete
 	}
 	d := ApprovalData{
 		Decision: decision, Actor: o.Actor, Reason: o.Reason, State: next,
-		VerificationDigest: f.r.VerificationDigest,
-		Source:             Source{Commit: f.r.Source.Commit, Tree: f.r.Source.Tree},
-		Contract:           f.r.ContractHash, GitHub: o.GitHub,
+		VerificationDigest: f.VerificationDigest(),
+		Source:             Source{Commit: f.Source().Commit, Tree: f.Source().Tree},
+		Contract:           f.ContractHash(), GitHub: o.GitHub,
 	}
 	if err := r.appendLocked(TypeApproval, d); err != nil {
 		return err
@@ -191,10 +194,10 @@ func (r *Run) decided(o DecisionOptions) error {
 	defer r.mu.Unlock()
 	f := r.fold
 	switch {
-	case f.state == Complete && !o.Reject && f.approvedBy(o.Actor, o.GitHub):
+	case f.State() == Complete && !o.Reject && f.ApprovedBy(o.Actor, o.GitHub):
 		return &DecidedError{Actor: o.Actor, Decision: "approved", State: Complete}
-	case f.state == Rejected && o.Reject:
-		for _, d := range f.r.Decisions {
+	case f.State() == Rejected && o.Reject:
+		for _, d := range f.Decisions() {
 			if d.Decision == "rejected" && strings.EqualFold(strings.TrimSpace(d.Actor), strings.TrimSpace(o.Actor)) {
 				return &DecidedError{Actor: o.Actor, Decision: "rejected", State: Rejected}
 			}
@@ -209,7 +212,7 @@ func (r *Run) decided(o DecisionOptions) error {
 func (r *Run) reconcileOnDisk() error {
 	rep, err := Audit(r.Dir)
 	if err != nil && r.log.Damaged() {
-		if irep, _, ok, ierr := auditIntact(r.Dir); ok {
+		if irep, _, ok, ierr := replay.AuditIntact(r.Dir); ok {
 			rep, err = irep, ierr
 		}
 	}
@@ -225,7 +228,7 @@ func (r *Run) reconcileOnDisk() error {
 		return &AuditError{Reason: ReasonMissing, Detail: err.Error()}
 	}
 	var proj Report
-	if err := strictJSON(b, &proj); err != nil {
+	if err := strictjson.Decode(b, &proj); err != nil {
 		return &AuditError{Reason: ReasonProjection, Detail: err.Error()}
 	}
 	got, err := VerificationDigest(&proj)
@@ -322,7 +325,7 @@ func Retry(ctx context.Context, o RetryOptions) (*Run, error) {
 		return nil, &StateError{State: st, Action: "retry"}
 	}
 	old.mu.Lock()
-	by := old.fold.supersededBy
+	by := old.fold.SupersededBy()
 	old.mu.Unlock()
 	_, err = NewStore(p.StateDir).Resolve(by)
 	var nf *NotFoundError

@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"fmt"
@@ -47,8 +47,8 @@ func (e *AuditError) Error() string {
 	return fmt.Sprintf("run does not reconcile: %s: %s", e.Reason, e.Detail)
 }
 
-// folder replays a log into a Report, refusing what the lifecycle forbids.
-type folder struct {
+// Folder replays a log into a Report, refusing what the lifecycle forbids.
+type Folder struct {
 	c         *contract.Resolved
 	r         Report
 	state     State
@@ -87,7 +87,7 @@ func approverKeys(actor string, gh *GitHubReview) []string {
 }
 
 // approvedBy reports whether any identity of the decision already approved.
-func (f *folder) approvedBy(actor string, gh *GitHubReview) bool {
+func (f *Folder) approvedBy(actor string, gh *GitHubReview) bool {
 	for _, k := range approverKeys(actor, gh) {
 		if f.approvals[k] {
 			return true
@@ -96,15 +96,15 @@ func (f *folder) approvedBy(actor string, gh *GitHubReview) bool {
 	return false
 }
 
-func newFolder(c *contract.Resolved) *folder {
-	return &folder{c: c, pending: map[string]bool{}, results: map[string]CheckReport{}, approvals: map[string]bool{}, blobs: map[string]bool{}}
+func NewFolder(c *contract.Resolved) *Folder {
+	return &Folder{c: c, pending: map[string]bool{}, results: map[string]CheckReport{}, approvals: map[string]bool{}, blobs: map[string]bool{}}
 }
 
 func bad(line int, reason, format string, a ...any) *AuditError {
 	return &AuditError{Reason: reason, Line: line, Detail: fmt.Sprintf(format, a...)}
 }
 
-func (f *folder) apply(line int, e eventlog.Event) error {
+func (f *Folder) Apply(line int, e eventlog.Event) error {
 	f.r.LastEventTime = e.Time
 	if line == 1 {
 		if e.Type != TypePlanned {
@@ -313,7 +313,7 @@ func (f *folder) apply(line int, e eventlog.Event) error {
 	return nil
 }
 
-func (f *folder) move(line int, to State) error {
+func (f *Folder) move(line int, to State) error {
 	if !CanTransition(f.state, to) {
 		return &AuditError{Reason: ReasonIllegalTransition, Line: line, Detail: (&TransitionError{f.state, to}).Error()}
 	}
@@ -377,7 +377,7 @@ func passedInconsistency(c contract.Check, d CheckFinishedData) string {
 }
 
 // collect orders the results by the contract's check order.
-func (f *folder) collect() {
+func (f *Folder) collect() {
 	f.r.Checks = f.r.Checks[:0]
 	for _, c := range f.c.Checks {
 		if r, ok := f.results[c.ID]; ok {
@@ -386,7 +386,7 @@ func (f *folder) collect() {
 	}
 }
 
-func (f *folder) report(n int, head string) *Report {
+func (f *Folder) Report(n int, head string) *Report {
 	f.collect()
 	r := f.r
 	r.Checks = slices.Clone(f.r.Checks)
@@ -409,13 +409,13 @@ func (f *folder) report(n int, head string) *Report {
 
 // Fold replays events against the frozen contract into a Report.
 func Fold(c *contract.Resolved, events []eventlog.Event) (*Report, error) {
-	f := newFolder(c)
+	f := NewFolder(c)
 	for i, e := range events {
-		if err := f.apply(i+1, e); err != nil {
+		if err := f.Apply(i+1, e); err != nil {
 			return nil, err
 		}
 	}
-	return f.report(len(events), headOf(events)), nil
+	return f.Report(len(events), headOf(events)), nil
 }
 
 func headOf(events []eventlog.Event) string {
