@@ -354,12 +354,11 @@ func (r *Run) Head() (string, int) {
 	return r.log.Head(), r.log.Len()
 }
 
-// Append records an extension event (checkpoint.signed, lock.broken) that
-// changes no state.
+// Append records an extension event that changes no state: a type the
+// event-type table lets replay.WriterAppend write (checkpoint.signed,
+// lock.broken).
 func (r *Run) Append(typ string, data any) (eventlog.Event, error) {
-	switch typ {
-	case TypeCheckpoint, TypeLockBroken:
-	default:
+	if !replay.MayWrite(typ, replay.WriterAppend) {
 		return eventlog.Event{}, fmt.Errorf("event type %q cannot be appended directly", typ)
 	}
 	r.mu.Lock()
