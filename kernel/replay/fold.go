@@ -104,6 +104,25 @@ func bad(line int, reason, format string, a ...any) *AuditError {
 	return &AuditError{Reason: reason, Line: line, Detail: fmt.Sprintf(format, a...)}
 }
 
+// Apply replays event e, line line of the log.
+func (f *Folder) Apply(line int, e eventlog.Event) error {
+	f.r.LastEventTime = e.Time
+	if line == 1 {
+		if e.Type != TypePlanned {
+			return bad(line, ReasonBadEvent, "first event is %q, want %s", e.Type, TypePlanned)
+		}
+		f.r.RunID, f.r.Source, f.r.ContractHash = e.Run, e.Source, e.Contract
+	}
+	t, ok := eventTypes[e.Type]
+	switch {
+	case !ok:
+		return bad(line, ReasonUnknownEvent, "event type %q", e.Type)
+	case t.first && line != 1:
+		return bad(line, ReasonBadEvent, "%s after line 1", e.Type)
+	}
+	return t.apply(f, line, e)
+}
+
 func (f *Folder) move(line int, to State) error {
 	if !CanTransition(f.state, to) {
 		return &AuditError{Reason: ReasonIllegalTransition, Line: line, Detail: (&TransitionError{f.state, to}).Error()}

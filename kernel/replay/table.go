@@ -85,25 +85,6 @@ func decoded[T any](apply func(*Folder, int, eventlog.Event, T) error) func(*Fol
 // read by the replay.
 func recorded(*Folder, int, eventlog.Event) error { return nil }
 
-// Apply replays event e, line line of the log.
-func (f *Folder) Apply(line int, e eventlog.Event) error {
-	f.r.LastEventTime = e.Time
-	if line == 1 {
-		if e.Type != TypePlanned {
-			return bad(line, ReasonBadEvent, "first event is %q, want %s", e.Type, TypePlanned)
-		}
-		f.r.RunID, f.r.Source, f.r.ContractHash = e.Run, e.Source, e.Contract
-	}
-	t, ok := eventTypes[e.Type]
-	switch {
-	case !ok:
-		return bad(line, ReasonUnknownEvent, "event type %q", e.Type)
-	case t.first && line != 1:
-		return bad(line, ReasonBadEvent, "%s after line 1", e.Type)
-	}
-	return t.apply(f, line, e)
-}
-
 func (f *Folder) applyPlanned(line int, e eventlog.Event, d PlannedData) error {
 	f.planned = d
 	if f.planned.Contract.Hash != e.Contract {
