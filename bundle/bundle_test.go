@@ -17,6 +17,7 @@ import (
 	itpb "github.com/in-toto/attestation/go/v1"
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
+	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/canon"
@@ -476,7 +477,7 @@ func TestCheckpointCarriedAndChecked(t *testing.T) {
 	f := makeRun(t, runOpts{approve: []string{"alice"}})
 	k := newKey(t)
 	st := storeWith(t, k)
-	rec, err := checkpoint.Record(f.state, f.id, k.s, time.Now())
+	rec, err := record.Checkpoint(f.state, f.id, k.s, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -65,7 +65,7 @@ type ExportResult struct {
 const maxSmallFile = 1 << 30
 
 // Export writes the evidence bundle of the run in runDir to w. Only a run
-// that reconciles (run.AuditFS) as COMPLETE exports. The bytes audited are
+// that reconciles (replay.AuditFS) as COMPLETE exports. The bytes audited are
 // the bytes packed: the small files are read once, and every blob is
 // re-hashed while it is copied and must match its name.
 func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*ExportResult, error) {
@@ -78,14 +78,14 @@ func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*Exp
 		}
 		mem[name] = &fstest.MapFile{Data: b, Mode: 0o644}
 	}
-	rep, err := run.AuditFS(overlayFS{mem: mem, disk: os.DirFS(runDir)}, run.BlobsVerified())
+	rep, err := replay.AuditFS(overlayFS{mem: mem, disk: os.DirFS(runDir)}, replay.BlobsVerified())
 	if err != nil {
 		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
 	}
 	if rep.RunID != id {
 		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("the log belongs to run %s", rep.RunID)}
 	}
-	if rep.State != run.Complete {
+	if rep.State != replay.Complete {
 		return nil, &ExportError{Reason: NotComplete, RunID: id,
 			Detail: fmt.Sprintf("the run is %s; only a COMPLETE run exports", rep.State)}
 	}

@@ -2,7 +2,7 @@ package bundle
 
 import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -48,22 +48,22 @@ type Predicate struct {
 }
 
 // RunSummary is what the bundle asserts about the run; verify recomputes
-// it from the files with run.AuditFS and requires equality.
+// it from the files with replay.AuditFS and requires equality.
 type RunSummary struct {
 	RunID   string          `json:"run_id"`
-	State   run.State       `json:"state"`
+	State   replay.State    `json:"state"`
 	Source  eventlog.Source `json:"source"`
 	Repo    string          `json:"repo,omitempty"`
 	Profile string          `json:"profile,omitempty"`
 	// Worktree says whether the checks ran on the committed content
 	// (dirty false) or on a work tree with uncommitted changes, and its
 	// digest. A gate refuses a dirty run unless told otherwise.
-	Worktree           run.Worktree   `json:"worktree"`
-	ContractHash       string         `json:"contract_hash"`
-	VerificationDigest string         `json:"verification_digest"`
-	Chain              Chain          `json:"chain"`
-	Checks             []CheckSummary `json:"checks"`
-	Decisions          []run.Decision `json:"decisions"`
+	Worktree           replay.Worktree   `json:"worktree"`
+	ContractHash       string            `json:"contract_hash"`
+	VerificationDigest string            `json:"verification_digest"`
+	Chain              Chain             `json:"chain"`
+	Checks             []CheckSummary    `json:"checks"`
+	Decisions          []replay.Decision `json:"decisions"`
 }
 
 // Chain is the event chain's head hash and length.
@@ -93,7 +93,7 @@ type RuntimeSummary struct {
 }
 
 // Summarize derives the predicate's run summary from an audit report.
-func Summarize(r *run.Report) RunSummary {
+func Summarize(r *replay.Report) RunSummary {
 	s := RunSummary{
 		RunID:              r.RunID,
 		State:              r.State,
@@ -104,7 +104,7 @@ func Summarize(r *run.Report) RunSummary {
 		VerificationDigest: r.VerificationDigest,
 		Chain:              Chain{Head: r.ChainHead, Length: r.ChainLength},
 		Checks:             []CheckSummary{},
-		Decisions:          append([]run.Decision{}, r.Decisions...),
+		Decisions:          append([]replay.Decision{}, r.Decisions...),
 	}
 	if r.Worktree != nil {
 		s.Worktree = *r.Worktree

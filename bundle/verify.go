@@ -19,7 +19,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -146,7 +146,7 @@ var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // safe archive read; the DSSE signature over the raw payload with a trusted
 // key before anything in the payload is used; the key's status and validity
 // at the signing time and at the witness time; every subject digest, no
-// file missing or extra; run.AuditFS over the files; the predicate against
+// file missing or extra; replay.AuditFS over the files; the predicate against
 // the audit; a plausible signing time; the checkpoint, if carried; the
 // source, clean work tree, repository, profile and contract binding; the
 // approvals.
@@ -275,14 +275,14 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 			mem[f.Name] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
 		}
 	}
-	rep, err := run.AuditFS(mem, run.BlobsVerified())
+	rep, err := replay.AuditFS(mem, replay.BlobsVerified())
 	if err != nil {
-		var ae *run.AuditError
+		var ae *replay.AuditError
 		if errors.As(err, &ae) {
 			switch ae.Reason {
-			case run.ReasonChain:
+			case replay.ReasonChain:
 				return nil, refuse(ChainBroken, ae.Error(), id, err)
-			case run.ReasonBlob, run.ReasonMissing:
+			case replay.ReasonBlob, replay.ReasonMissing:
 				return nil, refuse(MissingFile, ae.Error(), id, err)
 			}
 		}
@@ -303,7 +303,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 		return nil, refuse(ChainMismatch, fmt.Sprintf("the log is run %s with %d events ending %s; the predicate says run %s, %d events ending %s",
 			rep.RunID, rep.ChainLength, rep.ChainHead, clip(pred.Run.RunID), pred.Run.Chain.Length, clip(pred.Run.Chain.Head)), id, nil)
 	}
-	if rep.State != run.Complete {
+	if rep.State != replay.Complete {
 		return nil, refuse(NotComplete, fmt.Sprintf("the log says the run is %s", rep.State), id, nil)
 	}
 	want := Summarize(rep)
@@ -371,7 +371,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 // folded, and the GitHub numeric user id; decisions sharing any identity
 // are one person, so one reviewer cannot count twice under another
 // spelling or login.
-func countApprovals(ds []run.Decision) int {
+func countApprovals(ds []replay.Decision) int {
 	var t approval.Tally
 	for _, d := range ds {
 		t.Add(d.Identity(), approval.Decision(d.Decision))

@@ -8,56 +8,18 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"time"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key"
-	"github.com/proofgate/proofgate/kernel/durable"
-	"github.com/proofgate/proofgate/kernel/run"
 )
 
-// SignedData is the data of the checkpoint.signed event.
+// SignedData is the data of the checkpoint.signed event (written by
+// bundle/checkpoint/record).
 type SignedData struct {
 	Length int    `json:"length"`
 	Head   string `json:"head"`
 	KeyID  string `json:"key_id"`
 	Time   string `json:"time"`
 	File   string `json:"file"` // relative to the run directory
-}
-
-// Recorded is a checkpoint written to a run directory.
-type Recorded struct {
-	Checkpoint
-	KeyID    string
-	Path     string // absolute path of the envelope file
-	Envelope []byte
-}
-
-// Record signs a checkpoint of the run in stateDir at its current head,
-// writes it to <run>/checkpoints/<length>.dsse.json and records a
-// checkpoint.signed event through the kernel, which holds the run's writer
-// lock, replays the event and keeps run.json current.
-func Record(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
-	r, err := run.Open(stateDir, id)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	head, length := r.Head()
-	c := Checkpoint{V: Version, Run: r.ID, Length: length, Head: head, Time: now.UTC().Format(time.RFC3339Nano)}
-	env, err := Sign(s, c)
-	if err != nil {
-		return nil, err
-	}
-	rel := filepath.ToSlash(filepath.Join(Dir, FileName(c.Length)))
-	p := filepath.Join(r.Dir, Dir, FileName(c.Length))
-	if err := writeAtomic(p, env); err != nil {
-		return nil, err
-	}
-	if _, err := r.Append(run.TypeCheckpoint, SignedData{Length: c.Length, Head: c.Head, KeyID: s.ID, Time: c.Time, File: rel}); err != nil {
-		return nil, err
-	}
-	return &Recorded{Checkpoint: c, KeyID: s.ID, Path: p, Envelope: env}, nil
 }
 
 var nameRE = regexp.MustCompile(`^[0-9]{20}\.dsse\.json$`)
@@ -100,12 +62,4 @@ func ReadFile(p string) ([]byte, error) {
 		return nil, fmt.Errorf("checkpoint %s: larger than %d bytes", p, envelope.MaxSize)
 	}
 	return b, nil
-}
-
-// writeAtomic writes b to p (creating its directory) via durable.WriteFile.
-func writeAtomic(p string, b []byte) error {
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return err
-	}
-	return durable.WriteFile(p, b, 0o444)
 }

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/checkpoint"
+	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -604,7 +604,7 @@ FILE inside the run store (<state>/runs) always is.`,
 					return outputErr(fmt.Errorf("%s: %w", out, fs.ErrExist))
 				}
 			}
-			rec, err := checkpoint.Record(g.state, args[0], s, time.Now())
+			rec, err := record.Checkpoint(g.state, args[0], s, time.Now())
 			if err != nil {
 				return classify(err)
 			}

@@ -12,7 +12,9 @@ import (
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/source"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Freshness tells where to recheck the code a run is bound to. A contract
@@ -24,7 +26,7 @@ type Freshness struct {
 }
 
 // staleReasons compares the planned work tree with the observed one.
-func staleReasons(planned, now source.State) []string {
+func staleReasons(planned replay.WorktreeState, now source.State) []string {
 	var r []string
 	if now.Commit != planned.Commit {
 		r = append(r, fmt.Sprintf("HEAD moved from %.12s to %.12s", planned.Commit, now.Commit))
@@ -93,7 +95,8 @@ func (r *Run) MarkStaleIfChanged(ctx context.Context, f Freshness) error {
 	if ierr != nil {
 		return ierr
 	}
-	if terr := r.transition(Stale, StateData{Reason: listShort(se.Reasons), Worktree: &now}); terr != nil {
+	w := replay.WorktreeState(now)
+	if terr := r.transition(Stale, StateData{Reason: listShort(se.Reasons), Worktree: &w}); terr != nil {
 		return terr
 	}
 	return se
@@ -161,7 +164,7 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.fold
-	if !o.Reject && f.approvals.Approved(o.GitHub.Identity(o.Actor)) {
+	if !o.Reject && f.ApprovedBy(o.Actor, o.GitHub) {
 		return &RefusedError{Why: fmt.Sprintf("%s already approved this run", o.Actor)}
 	}
 	next := AwaitingApproval
@@ -169,14 +172,14 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	req := approval.Requirement{Required: r.Contract.Approval.Required}
 	if o.Reject {
 		next, decision = Rejected, approval.Rejected
-	} else if req.Verdict(f.approvals.Counted()+1, false).Decision == approval.Approved {
+	} else if req.Verdict(f.Approvers()+1, false).Decision == approval.Approved {
 		next = Complete
 	}
 	d := ApprovalData{
 		Decision: string(decision), Actor: o.Actor, Reason: o.Reason, State: next,
-		VerificationDigest: f.r.VerificationDigest,
-		Source:             Source{Commit: f.r.Source.Commit, Tree: f.r.Source.Tree},
-		Contract:           f.r.ContractHash, GitHub: o.GitHub,
+		VerificationDigest: f.VerificationDigest(),
+		Source:             Source{Commit: f.Source().Commit, Tree: f.Source().Tree},
+		Contract:           f.ContractHash(), GitHub: o.GitHub,
 	}
 	if err := r.appendLocked(TypeApproval, d); err != nil {
 		return err
@@ -193,10 +196,10 @@ func (r *Run) decided(o DecisionOptions) error {
 	defer r.mu.Unlock()
 	f := r.fold
 	switch {
-	case f.state == Complete && !o.Reject && f.approvals.Approved(o.GitHub.Identity(o.Actor)):
+	case f.State() == Complete && !o.Reject && f.ApprovedBy(o.Actor, o.GitHub):
 		return &DecidedError{Actor: o.Actor, Decision: approval.Approved, State: Complete}
-	case f.state == Rejected && o.Reject:
-		for _, d := range f.r.Decisions {
+	case f.State() == Rejected && o.Reject:
+		for _, d := range f.Decisions() {
 			if approval.Decision(d.Decision) == approval.Rejected && strings.EqualFold(strings.TrimSpace(d.Actor), strings.TrimSpace(o.Actor)) {
 				return &DecidedError{Actor: o.Actor, Decision: approval.Rejected, State: Rejected}
 			}
@@ -211,7 +214,7 @@ func (r *Run) decided(o DecisionOptions) error {
 func (r *Run) reconcileOnDisk() error {
 	rep, err := Audit(r.Dir)
 	if err != nil && r.log.Damaged() {
-		if irep, _, ok, ierr := auditIntact(r.Dir); ok {
+		if irep, _, ok, ierr := replay.AuditIntact(r.Dir); ok {
 			rep, err = irep, ierr
 		}
 	}
@@ -227,7 +230,7 @@ func (r *Run) reconcileOnDisk() error {
 		return &AuditError{Reason: ReasonMissing, Detail: err.Error()}
 	}
 	var proj Report
-	if err := strictJSON(b, &proj); err != nil {
+	if err := strictjson.Decode(b, &proj); err != nil {
 		return &AuditError{Reason: ReasonProjection, Detail: err.Error()}
 	}
 	got, err := VerificationDigest(&proj)
@@ -324,7 +327,7 @@ func Retry(ctx context.Context, o RetryOptions) (*Run, error) {
 		return nil, &StateError{State: st, Action: "retry"}
 	}
 	old.mu.Lock()
-	by := old.fold.supersededBy
+	by := old.fold.SupersededBy()
 	old.mu.Unlock()
 	_, err = NewStore(p.StateDir).Resolve(by)
 	var nf *NotFoundError
@@ -353,12 +356,11 @@ func (r *Run) Head() (string, int) {
 	return r.log.Head(), r.log.Len()
 }
 
-// Append records an extension event (checkpoint.signed, lock.broken) that
-// changes no state.
+// Append records an extension event that changes no state: a type the
+// event-type table lets replay.WriterAppend write (checkpoint.signed,
+// lock.broken).
 func (r *Run) Append(typ string, data any) (eventlog.Event, error) {
-	switch typ {
-	case TypeCheckpoint, TypeLockBroken:
-	default:
+	if !replay.MayWrite(typ, replay.WriterAppend) {
 		return eventlog.Event{}, fmt.Errorf("event type %q cannot be appended directly", typ)
 	}
 	r.mu.Lock()

@@ -40,7 +40,7 @@ func decisionOnly(t *testing.T, r *Run, decision, actor, reason string, next Sta
 	defer r.mu.Unlock()
 	f := r.fold
 	err := r.appendLocked(TypeApproval, ApprovalData{Decision: decision, Actor: actor, Reason: reason, State: next,
-		VerificationDigest: f.r.VerificationDigest, Source: Source{Commit: f.r.Source.Commit, Tree: f.r.Source.Tree}, Contract: f.r.ContractHash})
+		VerificationDigest: f.VerificationDigest(), Source: Source{Commit: f.Source().Commit, Tree: f.Source().Tree}, Contract: f.ContractHash()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,20 +14,20 @@ import (
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
-// Structured is a check's own report, taken from the last line of its
-// stdout that is a JSON object with a string "status" (evidence: structured).
-type Structured struct {
-	Status    string     `json:"status"`
-	Criteria  []string   `json:"criteria"`
-	Artifacts []Artifact `json:"artifacts,omitempty"`
-
-	refused string // why the report line was refused (never recorded)
+// foundReport is a check's structured report as found on its stdout (see
+// Structured), and why the line was refused, which is never recorded.
+type foundReport struct {
+	Structured
+	refused string
 }
 
-// Artifact is a file a check says it produced, with its digest.
-type Artifact struct {
-	Path   string `json:"path"`
-	SHA256 string `json:"sha256"`
+// recorded is what check.finished records of the report: its Structured
+// part (a refused line records an empty report, which never passes).
+func (s *foundReport) recorded() *Structured {
+	if s == nil {
+		return nil
+	}
+	return &s.Structured
 }
 
 // Bounds on a structured report.
@@ -39,7 +39,7 @@ const (
 
 // findReport returns the last line of out that is a JSON object with a
 // string "status".
-func findReport(out []byte) (*Structured, bool) {
+func findReport(out []byte) (*foundReport, bool) {
 	lines := bytes.Split(out, []byte("\n"))
 	for i := len(lines) - 1; i >= 0; i-- {
 		l := bytes.TrimSpace(lines[i])
@@ -56,7 +56,7 @@ func findReport(out []byte) (*Structured, bool) {
 		if err := strictjson.DecodeOpen(l, &probe); err != nil {
 			var se *strictjson.Error
 			if errors.As(err, &se) && (se.Kind == strictjson.Duplicate || se.Kind == strictjson.CaseVariant) {
-				return &Structured{refused: se.Error()}, true
+				return &foundReport{refused: se.Error()}, true
 			}
 			continue
 		}
@@ -67,9 +67,9 @@ func findReport(out []byte) (*Structured, bool) {
 		if err := strictjson.DecodeOpen(l, &s); err != nil {
 			// A status line whose other fields are malformed is still the
 			// report; keep the status so the failure names it.
-			return &Structured{Status: *probe.Status}, true
+			return &foundReport{Structured: Structured{Status: *probe.Status}}, true
 		}
-		return &s, true
+		return &foundReport{Structured: s}, true
 	}
 	return nil, false
 }
@@ -77,7 +77,7 @@ func findReport(out []byte) (*Structured, bool) {
 // judgeReport checks a structured report against the criteria mapped to the
 // check and the repository. It returns "" when the report proves the check
 // passed, else the reason it did not.
-func judgeReport(s *Structured, found bool, want []string, repo string) string {
+func judgeReport(s *foundReport, found bool, want []string, repo string) string {
 	if !found {
 		return "structured evidence: no JSON report line with a string \"status\" on stdout"
 	}

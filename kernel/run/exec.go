@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -95,27 +96,28 @@ func (r *Run) finishVerification(ctx context.Context, opts ExecOptions, budgetHi
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.fold.collect()
-	digest, err := VerificationDigest(&r.fold.r)
+	checks := r.fold.Checks()
+	digest, err := r.fold.CurrentDigest()
 	if err != nil {
 		return err
 	}
 	passed := true
-	for _, c := range r.fold.r.Checks {
+	for _, c := range checks {
 		passed = passed && c.Outcome == runtime.Passed
 	}
 	if err := r.appendLocked(TypeVerification, VerificationData{Digest: digest, Passed: passed, Worktree: st.Digest}); err != nil {
 		return err
 	}
 	if reasons := staleReasons(r.Planned.Worktree, st); len(reasons) > 0 {
-		return r.transitionLocked(Stale, StateData{Reason: "changed while verifying: " + listShort(reasons), Worktree: &st})
+		w := replay.WorktreeState(st)
+		return r.transitionLocked(Stale, StateData{Reason: "changed while verifying: " + listShort(reasons), Worktree: &w})
 	}
 	switch {
 	case budgetHit:
 		return r.transitionLocked(Blocked, StateData{Reason: "budget.max_duration exceeded"})
 	case !passed:
 		var failed []string
-		for _, c := range r.fold.r.Checks {
+		for _, c := range checks {
 			if c.Outcome != runtime.Passed {
 				failed = append(failed, fmt.Sprintf("%s %s", c.ID, c.Outcome))
 			}
@@ -281,7 +283,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 			return runtime.Error, err
 		}
 		rep, found := findReport(out)
-		d.Structured = rep
+		d.Structured = rep.recorded()
 		if why := judgeReport(rep, found, c.Criteria, s.opts.RepoDir); why != "" {
 			d.Outcome, d.Detail = runtime.Failed, why
 		}

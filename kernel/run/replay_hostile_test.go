@@ -75,7 +75,7 @@ func (h *hist) decide(decision, actor string, next State, gh *GitHubReview) {
 	rep := &Report{RunID: h.l.Binding().Run, ContractHash: h.p.Contract.Hash, Source: h.l.Binding().Source, Checks: h.results}
 	d, _ := VerificationDigest(rep)
 	h.add(TypeApproval, ApprovalData{Decision: decision, Actor: actor, State: next, VerificationDigest: d,
-		Contract: h.p.Contract.Hash, Source: Source{h.p.Worktree.Commit, h.p.Worktree.Tree}, GitHub: gh})
+		Contract: h.p.Contract.Hash, Source: Source{Commit: h.p.Worktree.Commit, Tree: h.p.Worktree.Tree}, GitHub: gh})
 }
 
 var procAtt = &runtime.Attestation{Provider: "process"}

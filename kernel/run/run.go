@@ -19,6 +19,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
@@ -35,7 +36,7 @@ type Run struct {
 	mu    sync.Mutex
 	log   *eventlog.Log
 	lk    *lock.Lock
-	fold  *folder
+	fold  *replay.Folder
 	blobs *blob.Store
 	now   func() time.Time
 }
@@ -161,7 +162,7 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	if err != nil {
 		return nil, err
 	}
-	r = &Run{ID: id, Dir: dir, Contract: opts.Contract, lk: lk, fold: newFolder(opts.Contract), blobs: blob.New(filepath.Join(dir, BlobDir)), now: now}
+	r = &Run{ID: id, Dir: dir, Contract: opts.Contract, lk: lk, fold: replay.NewFolder(opts.Contract), blobs: blob.New(filepath.Join(dir, BlobDir)), now: now}
 	if err := durable.WriteFile(filepath.Join(dir, ContractFile), frozen, 0o444); err != nil {
 		return r, fmt.Errorf("state directory: %w", err)
 	}
@@ -175,7 +176,7 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	}
 	r.Planned = PlannedData{
 		Contract:   ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
-		Worktree:   st,
+		Worktree:   replay.WorktreeState(st),
 		AllowDirty: opts.AllowDirty,
 		Checks:     ids,
 		Repo:       opts.Repo,
@@ -278,7 +279,7 @@ func Open(stateDir, id string) (r *Run, err error) {
 			lk.Release()
 		}
 	}()
-	c, hash, err := readFrozenContract(os.DirFS(dir))
+	c, hash, err := replay.ReadContract(os.DirFS(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -297,15 +298,15 @@ func Open(stateDir, id string) (r *Run, err error) {
 	if len(events) == 0 || events[0].Contract != hash || events[0].Run != id {
 		return nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: "the log is not bound to this run's contract.json and id"}
 	}
-	r = &Run{ID: id, Dir: dir, Contract: c, lk: lk, log: lg, fold: newFolder(c), blobs: blob.New(filepath.Join(dir, BlobDir)), now: time.Now}
+	r = &Run{ID: id, Dir: dir, Contract: c, lk: lk, log: lg, fold: replay.NewFolder(c), blobs: blob.New(filepath.Join(dir, BlobDir)), now: time.Now}
 	for i, e := range events {
-		if err := r.fold.apply(i+1, e); err != nil {
+		if err := r.fold.Apply(i+1, e); err != nil {
 			return nil, err
 		}
 	}
-	r.Planned = r.fold.planned
-	rep := r.fold.report(len(events), headOf(events))
-	switch err := compareProjection(os.DirFS(dir), c, events, rep); {
+	r.Planned = r.fold.Planned()
+	rep := r.fold.Report(len(events), replay.HeadOf(events))
+	switch err := replay.CompareProjection(os.DirFS(dir), c, events, rep); {
 	case err == nil:
 	case isReason(err, ReasonProjectionLag):
 		if err := r.writeProjection(); err != nil {
@@ -327,16 +328,11 @@ func Open(stateDir, id string) (r *Run, err error) {
 func (r *Run) completeDecision() error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	d := r.fold.due
-	if d == nil || r.fold.state != d.From {
+	d := r.fold.Due()
+	if d == nil || r.fold.State() != d.From {
 		return nil
 	}
 	return r.transitionLocked(d.To, StateData{Actor: d.Actor, Reason: d.Reason})
-}
-
-func isReason(err error, reason string) bool {
-	var ae *AuditError
-	return errors.As(err, &ae) && ae.Reason == reason
 }
 
 // Close releases the log and the lock.
@@ -355,14 +351,14 @@ func (r *Run) Close() error {
 func (r *Run) State() State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.fold.state
+	return r.fold.State()
 }
 
 // Report returns the current projection.
 func (r *Run) Report() *Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return r.fold.report(r.log.Len(), r.log.Head())
+	return r.fold.Report(r.log.Len(), r.log.Head())
 }
 
 // append writes one event, replays it and rewrites run.json.
@@ -377,7 +373,7 @@ func (r *Run) appendLocked(typ string, data any) error {
 	if err != nil {
 		return err
 	}
-	if err := r.fold.apply(r.log.Len(), e); err != nil {
+	if err := r.fold.Apply(r.log.Len(), e); err != nil {
 		return fmt.Errorf("kernel wrote an event it cannot replay: %w", err)
 	}
 	return r.writeProjectionLocked()
@@ -390,7 +386,7 @@ func (r *Run) transition(to State, d StateData) error {
 }
 
 func (r *Run) transitionLocked(to State, d StateData) error {
-	from := r.fold.state
+	from := r.fold.State()
 	if !CanTransition(from, to) {
 		return &TransitionError{From: from, To: to}
 	}
@@ -405,7 +401,7 @@ func (r *Run) writeProjection() error {
 }
 
 func (r *Run) writeProjectionLocked() error {
-	b, err := json.MarshalIndent(r.fold.report(r.log.Len(), r.log.Head()), "", "  ")
+	b, err := json.MarshalIndent(r.fold.Report(r.log.Len(), r.log.Head()), "", "  ")
 	if err != nil {
 		return err
 	}

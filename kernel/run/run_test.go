@@ -348,7 +348,7 @@ func TestFoldRefusesIllegalHistories(t *testing.T) {
 			mustAppend(t, l, TypeVerification, VerificationData{Digest: d, Passed: true, Worktree: p.Worktree.Digest})
 			mustAppend(t, l, TypeState, StateData{From: Verifying, To: AwaitingApproval})
 			mustAppend(t, l, TypeApproval, ApprovalData{Decision: "approved", Actor: "x", State: Complete, VerificationDigest: "sha256:" + strings.Repeat("1", 64),
-				Contract: p.Contract.Hash, Source: Source{p.Worktree.Commit, p.Worktree.Tree}})
+				Contract: p.Contract.Hash, Source: Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree}})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,16 +1,14 @@
 package run
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // Status is a reconciled report plus what only the live directory shows:
@@ -58,7 +56,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	if o, err := lock.Read(filepath.Join(dir, LockFile)); err == nil {
 		st.Writer = &Writer{PID: o.PID, Host: o.Host, Created: o.Created, Alive: lock.Alive(o)}
 	}
-	rep, f, err := auditDir(dir)
+	rep, f, err := replay.AuditReplay(dir)
 	switch {
 	case err == nil:
 	case isReason(err, ReasonProjectionLag):
@@ -68,7 +66,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 		// lines and report it; the next writer records its recovery.
 		var ok bool
 		var ierr error
-		rep, f, ok, ierr = auditIntact(dir)
+		rep, f, ok, ierr = replay.AuditIntact(dir)
 		if !ok {
 			return nil, err
 		}
@@ -82,7 +80,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	if !liveWriter {
 		st.Interrupted = rep.Pending
 	}
-	if d := f.due; d != nil && f.state == d.From {
+	if d := f.Due(); d != nil && f.State() == d.From {
 		st.DecisionPending = d
 		if !liveWriter {
 			// Take the run over: Open records the decision's state change.
@@ -95,7 +93,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.DecisionPending != nil {
 		return st, nil
 	}
-	ferr := checkFresh(ctx, f.planned, fresh)
+	ferr := checkFresh(ctx, f.Planned(), fresh)
 	var se *StaleError
 	if !errors.As(ferr, &se) {
 		return st, ferr
@@ -120,58 +118,3 @@ func isTorn(err error) bool {
 	var ce *eventlog.ChainError
 	return errors.As(err, &ce) && ce.Reason == eventlog.TornTail
 }
-
-// auditIntact audits the intact lines of a log whose tail is damaged (see
-// eventlog.Intact); ok is false when the log has no such damage.
-func auditIntact(dir string) (rep *Report, f *folder, ok bool, err error) {
-	// run.json before the log, as in auditFS: it may trail, never lead.
-	proj, err := readBounded(os.DirFS(dir), RunFile, maxRunJSON)
-	if err != nil {
-		return nil, nil, false, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
-	if err != nil {
-		return nil, nil, false, err
-	}
-	intact, ok := eventlog.Intact(b)
-	if !ok {
-		return nil, nil, false, nil
-	}
-	fsys := overlayFS{dir: dir, files: map[string][]byte{EventsFile: intact, RunFile: proj}}
-	rep, f, err = auditFS(fsys)
-	return rep, f, true, err
-}
-
-// overlayFS serves some files from memory and the rest from a directory.
-type overlayFS struct {
-	dir   string
-	files map[string][]byte
-}
-
-func (o overlayFS) Open(name string) (fs.File, error) {
-	if data, ok := o.files[name]; ok {
-		return &memFile{Reader: bytes.NewReader(data), name: name, size: int64(len(data))}, nil
-	}
-	return os.DirFS(o.dir).Open(name)
-}
-
-type memFile struct {
-	*bytes.Reader
-	name string
-	size int64
-}
-
-func (m *memFile) Stat() (fs.FileInfo, error) { return memInfo{m.name, m.size}, nil }
-func (m *memFile) Close() error               { return nil }
-
-type memInfo struct {
-	name string
-	size int64
-}
-
-func (i memInfo) Name() string       { return i.name }
-func (i memInfo) Size() int64        { return i.size }
-func (i memInfo) Mode() fs.FileMode  { return 0o444 }
-func (i memInfo) ModTime() time.Time { return time.Time{} }
-func (i memInfo) IsDir() bool        { return false }
-func (i memInfo) Sys() any           { return nil }

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"sort"
 	"time"
+
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // Store is the directory holding one repository's runs: <state>/runs.
@@ -20,11 +22,11 @@ func NewStore(stateDir string) *Store { return &Store{Dir: filepath.Join(stateDi
 
 // Files of a run directory.
 const (
-	EventsFile   = "events.ndjson"
-	RunFile      = "run.json"
-	ContractFile = "contract.json"
+	EventsFile   = replay.EventsFile
+	RunFile      = replay.RunFile
+	ContractFile = replay.ContractFile
 	LockFile     = "events.lock"
-	BlobDir      = "blobs"
+	BlobDir      = replay.BlobDir
 	// ProcDir holds the process records of checks that run as host
 	// processes (kernel/lock): what a dead harness may have left running.
 	ProcDir = "procs"

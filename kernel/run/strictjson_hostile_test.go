@@ -65,7 +65,7 @@ func TestReplayRefusesCaseVariantEventData(t *testing.T) {
 			rep := &Report{RunID: h.l.Binding().Run, ContractHash: h.p.Contract.Hash, Source: h.l.Binding().Source, Checks: h.results}
 			d, _ := VerificationDigest(rep)
 			h.add(TypeApproval, withMember(h.t, ApprovalData{Decision: "approved", Actor: "alice", State: AwaitingApproval,
-				VerificationDigest: d, Contract: h.p.Contract.Hash, Source: Source{h.p.Worktree.Commit, h.p.Worktree.Tree}}, "Actor", "bob"))
+				VerificationDigest: d, Contract: h.p.Contract.Hash, Source: Source{Commit: h.p.Worktree.Commit, Tree: h.p.Worktree.Tree}}, "Actor", "bob"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

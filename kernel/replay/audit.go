@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"bytes"
@@ -50,7 +50,7 @@ func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) {
 	return rep, err
 }
 
-func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *folder, error) {
+func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 	var cfg auditConfig
 	for _, o := range opts {
 		o(&cfg)
@@ -85,13 +85,13 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *folder, error) {
 	if events[0].Contract != hash {
 		return nil, nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: fmt.Sprintf("the log is bound to %s, contract.json hashes to %s", events[0].Contract, hash)}
 	}
-	f := newFolder(c)
+	f := NewFolder(c)
 	for i, e := range events {
-		if err := f.apply(i+1, e); err != nil {
+		if err := f.Apply(i+1, e); err != nil {
 			return nil, nil, err
 		}
 	}
-	rep := f.report(len(events), headOf(events))
+	rep := f.Report(len(events), headOf(events))
 	for _, d := range rep.Blobs {
 		if err := checkBlob(fsys, d, cfg.blobsVerified); err != nil {
 			return nil, nil, err
@@ -110,7 +110,7 @@ func Audit(dir string) (*Report, error) {
 	return rep, err
 }
 
-func auditDir(dir string) (*Report, *folder, error) {
+func auditDir(dir string) (*Report, *Folder, error) {
 	rep, f, err := auditFS(os.DirFS(dir))
 	if rep != nil && rep.RunID != filepath.Base(dir) {
 		return nil, nil, &AuditError{Reason: ReasonBadEvent, Line: 1, Detail: fmt.Sprintf("the log belongs to run %s, not %s", rep.RunID, filepath.Base(dir))}
@@ -227,4 +227,26 @@ func canonOrRaw(b json.RawMessage) []byte {
 		return c
 	}
 	return b
+}
+
+// AuditReplay is Audit returning the replay too, for a writer that
+// continues from it. With a lagging projection (ReasonProjectionLag) it
+// returns the report and the replay beside the error.
+func AuditReplay(dir string) (*Report, *Folder, error) { return auditDir(dir) }
+
+// ReadContract reads and checks fsys's contract.json: canonical JSON, a
+// resolved contract. It returns the contract and its hash.
+func ReadContract(fsys fs.FS) (*contract.Resolved, string, error) { return readFrozenContract(fsys) }
+
+// CompareProjection checks fsys's run.json against the replayed report rep
+// of events: nil when equal, a *AuditError with ReasonProjectionLag when it
+// is the exact projection of a prefix of events, else ReasonProjection.
+func CompareProjection(fsys fs.FS, c *contract.Resolved, events []eventlog.Event, rep *Report) error {
+	return compareProjection(fsys, c, events, rep)
+}
+
+// IsReason reports whether err is an *AuditError with the given reason.
+func IsReason(err error, reason string) bool {
+	var ae *AuditError
+	return errors.As(err, &ae) && ae.Reason == reason
 }

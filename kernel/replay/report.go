@@ -1,4 +1,4 @@
-package run
+package replay
 
 import (
 	"github.com/proofgate/proofgate/kernel/approval"

@@ -1,9 +1,6 @@
-package run
+package replay
 
-import (
-	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/source"
-)
+import "github.com/proofgate/proofgate/kernel/runtime"
 
 // Event types written by the kernel (docs/SPEC.md documents each).
 const (
@@ -22,13 +19,25 @@ const (
 
 // PlannedData is the data of run.planned.
 type PlannedData struct {
-	Contract   ContractRef  `json:"contract"`
-	Worktree   source.State `json:"worktree"`
-	AllowDirty bool         `json:"allow_dirty"`
-	Checks     []string     `json:"checks"`
-	Repo       string       `json:"repo,omitempty"`
-	Supersedes string       `json:"supersedes,omitempty"`
-	Planner    string       `json:"planner"`
+	Contract   ContractRef   `json:"contract"`
+	Worktree   WorktreeState `json:"worktree"`
+	AllowDirty bool          `json:"allow_dirty"`
+	Checks     []string      `json:"checks"`
+	Repo       string        `json:"repo,omitempty"`
+	Supersedes string        `json:"supersedes,omitempty"`
+	Planner    string        `json:"planner"`
+}
+
+// WorktreeState is the observed state of the repository's work tree as
+// run.planned and state.changed record it: the wire shape of
+// kernel/source's State, which the writer converts (the replay itself
+// reads no repository).
+type WorktreeState struct {
+	Commit  string   `json:"commit"`
+	Tree    string   `json:"tree"`
+	Dirty   bool     `json:"dirty"`
+	Digest  string   `json:"worktree_digest"`
+	Changes []string `json:"changes,omitempty"`
 }
 
 // ContractRef says where the frozen contract came from.
@@ -59,7 +68,7 @@ type StateData struct {
 	// By names the run that superseded this one.
 	By string `json:"by,omitempty"`
 	// Worktree is the observed work-tree digest when moving to STALE.
-	Worktree *source.State `json:"worktree,omitempty"`
+	Worktree *WorktreeState `json:"worktree,omitempty"`
 }
 
 // CheckStartedData is the data of check.started.
@@ -80,6 +89,21 @@ type CheckFinishedData struct {
 	Attestation *runtime.Attestation `json:"attestation,omitempty"`
 	Detail      string               `json:"detail,omitempty"`
 	Structured  *Structured          `json:"structured,omitempty"`
+}
+
+// Structured is a check's own report, taken from the last line of its
+// stdout that is a JSON object with a string "status" (evidence:
+// structured), as check.finished records it.
+type Structured struct {
+	Status    string     `json:"status"`
+	Criteria  []string   `json:"criteria"`
+	Artifacts []Artifact `json:"artifacts,omitempty"`
+}
+
+// Artifact is a file a check says it produced, with its digest.
+type Artifact struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
 }
 
 // VerificationData is the data of verification.completed.

@@ -1,0 +1,66 @@
+package replay
+
+import (
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/proofgate/proofgate/"
+
+// writerSide are packages a verifier must not need: the writer's lock,
+// git, the run writer, the blob store it writes through and the runtime
+// providers.
+var writerSide = []string{
+	module + "kernel/lock",
+	module + "kernel/source",
+	module + "kernel/run",
+	module + "kernel/blob",
+	module + "kernel/runtime/docker",
+	module + "kernel/runtime/process",
+}
+
+func goList(t *testing.T, args ...string) []string {
+	t.Helper()
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to list packages with")
+	}
+	out, err := exec.Command(gobin, append([]string{"list"}, args...)...).Output()
+	if err != nil {
+		t.Fatalf("go list %v: %v", args, err)
+	}
+	return strings.Fields(string(out))
+}
+
+// The verification side (this package, and the bundle verifier with its
+// checkpoint reader) imports nothing of the writer side.
+func TestVerifierImportsNoWriter(t *testing.T) {
+	for _, pkg := range []string{module + "kernel/replay", module + "bundle", module + "bundle/checkpoint"} {
+		deps := goList(t, "-deps", pkg)
+		if !slices.Contains(deps, pkg) {
+			t.Fatalf("go list -deps %s does not list the package itself: %v", pkg, deps)
+		}
+		for _, w := range writerSide {
+			if slices.Contains(deps, w) {
+				t.Errorf("%s depends on %s", pkg, w)
+			}
+		}
+	}
+}
+
+// The replay itself stands on the event log, canonical JSON, the strict
+// decoder, the contract model, the approval tally and the runtime seam's types only, and runs
+// no command.
+func TestReplayImports(t *testing.T) {
+	allowed := []string{"kernel/approval", "kernel/canon", "kernel/contract", "kernel/eventlog", "kernel/runtime", "kernel/strictjson"}
+	for _, dep := range goList(t, "-deps", module+"kernel/replay") {
+		if dep == "os/exec" {
+			t.Errorf("kernel/replay depends on os/exec")
+		}
+		if rel, ok := strings.CutPrefix(dep, module); ok && rel != "kernel/replay" && !slices.Contains(allowed, rel) {
+			t.Errorf("kernel/replay depends on %s", rel)
+		}
+	}
+}

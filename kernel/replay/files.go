@@ -1,0 +1,10 @@
+package replay
+
+// Files of a run directory that the replay reads (kernel/run adds the
+// writer's own: its lock and process records).
+const (
+	EventsFile   = "events.ndjson"
+	RunFile      = "run.json"
+	ContractFile = "contract.json"
+	BlobDir      = "blobs"
+)

@@ -1,0 +1,68 @@
+package replay
+
+import (
+	"bytes"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/proofgate/proofgate/kernel/eventlog"
+)
+
+// AuditIntact audits the intact lines of the run in directory dir whose
+// log tail is damaged (see eventlog.Intact), returning the replay too, for
+// a writer that continues from it; ok is false when the log has no such
+// damage.
+func AuditIntact(dir string) (rep *Report, f *Folder, ok bool, err error) {
+	// run.json before the log, as in auditFS: it may trail, never lead.
+	proj, err := readBounded(os.DirFS(dir), RunFile, maxRunJSON)
+	if err != nil {
+		return nil, nil, false, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	intact, ok := eventlog.Intact(b)
+	if !ok {
+		return nil, nil, false, nil
+	}
+	fsys := overlayFS{dir: dir, files: map[string][]byte{EventsFile: intact, RunFile: proj}}
+	rep, f, err = auditFS(fsys)
+	return rep, f, true, err
+}
+
+// overlayFS serves some files from memory and the rest from a directory.
+type overlayFS struct {
+	dir   string
+	files map[string][]byte
+}
+
+func (o overlayFS) Open(name string) (fs.File, error) {
+	if data, ok := o.files[name]; ok {
+		return &memFile{Reader: bytes.NewReader(data), name: name, size: int64(len(data))}, nil
+	}
+	return os.DirFS(o.dir).Open(name)
+}
+
+type memFile struct {
+	*bytes.Reader
+	name string
+	size int64
+}
+
+func (m *memFile) Stat() (fs.FileInfo, error) { return memInfo{m.name, m.size}, nil }
+func (m *memFile) Close() error               { return nil }
+
+type memInfo struct {
+	name string
+	size int64
+}
+
+func (i memInfo) Name() string       { return i.name }
+func (i memInfo) Size() int64        { return i.size }
+func (i memInfo) Mode() fs.FileMode  { return 0o444 }
+func (i memInfo) ModTime() time.Time { return time.Time{} }
+func (i memInfo) IsDir() bool        { return false }
+func (i memInfo) Sys() any           { return nil }
