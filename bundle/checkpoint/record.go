@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -37,7 +36,7 @@ type Recorded struct {
 // writes it to <run>/checkpoints/<length>.dsse.json and records a
 // checkpoint.signed event through the kernel, which holds the run's writer
 // lock, replays the event and keeps run.json current.
-func Record(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
+func Record(stateDir, id string, s envelope.Signer, now time.Time) (*Recorded, error) {
 	r, err := run.Open(stateDir, id)
 	if err != nil {
 		return nil, err
@@ -54,10 +53,10 @@ func Record(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, error
 	if err := writeAtomic(p, env); err != nil {
 		return nil, err
 	}
-	if _, err := r.Append(run.TypeCheckpoint, SignedData{Length: c.Length, Head: c.Head, KeyID: s.ID, Time: c.Time, File: rel}); err != nil {
+	if _, err := r.Append(run.TypeCheckpoint, SignedData{Length: c.Length, Head: c.Head, KeyID: s.KeyID(), Time: c.Time, File: rel}); err != nil {
 		return nil, err
 	}
-	return &Recorded{Checkpoint: c, KeyID: s.ID, Path: p, Envelope: env}, nil
+	return &Recorded{Checkpoint: c, KeyID: s.KeyID(), Path: p, Envelope: env}, nil
 }
 
 var nameRE = regexp.MustCompile(`^[0-9]{20}\.dsse\.json$`)
