@@ -18,7 +18,6 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -68,7 +67,7 @@ const maxSmallFile = 1 << 30
 // that reconciles (replay.AuditFS) as COMPLETE exports. The bytes audited are
 // the bytes packed: the small files are read once, and every blob is
 // re-hashed while it is copied and must match its name.
-func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*ExportResult, error) {
+func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (*ExportResult, error) {
 	id := filepath.Base(runDir)
 	mem := fstest.MapFS{}
 	for _, name := range []string{RunFile, EventsFile, ContractFile} {
@@ -147,7 +146,7 @@ func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*Exp
 		PredicateType: PredicateType,
 		Predicate: Predicate{
 			SignedAt: signedAt.UTC().Format(time.RFC3339Nano),
-			KeyID:    s.ID,
+			KeyID:    s.KeyID(),
 			Run:      Summarize(rep),
 		},
 	}
@@ -173,14 +172,14 @@ func Export(runDir string, s *key.Signer, w io.Writer, opts ExportOptions) (*Exp
 	if err := archive.Write(cw, entries); err != nil {
 		return nil, err
 	}
-	return &ExportResult{RunID: id, KeyID: s.ID, SignedAt: signedAt.UTC(), Files: len(entries),
+	return &ExportResult{RunID: id, KeyID: s.KeyID(), SignedAt: signedAt.UTC(), Files: len(entries),
 		Size: cw.n}, nil
 }
 
 // ExportFile exports to path atomically: nothing is left at path unless
 // the whole bundle was written and fsynced. An existing file is refused
 // (fs.ErrExist) unless opts.Replace.
-func ExportFile(runDir, outPath string, s *key.Signer, opts ExportOptions) (*ExportResult, error) {
+func ExportFile(runDir, outPath string, s envelope.Signer, opts ExportOptions) (*ExportResult, error) {
 	write := durable.WriteExclusive
 	if opts.Replace {
 		write = durable.Write

@@ -150,7 +150,7 @@ var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // the audit; a plausible signing time; the checkpoint, if carried; the
 // source, clean work tree, repository, profile and contract binding; the
 // approvals.
-func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error) {
+func Verify(r io.Reader, store envelope.Verifiers, opts VerifyOptions) (*Result, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
 	}
@@ -174,16 +174,9 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	if !ok {
 		return nil, refuse(MissingFile, AttestationFile+" is missing", "", nil)
 	}
-	env, payload, err := envelope.Parse(att, PayloadType, AttestationFile)
+	payload, k, err := openAttestation(att, store)
 	if err != nil {
-		return nil, refuse(Malformed, err.Error(), "", err)
-	}
-	k, err := store.Lookup(env.Signatures[0].KeyID)
-	if err != nil {
-		return nil, refuse(UnknownKey, fmt.Sprintf("keyid %q is not in the trust store", clip(env.Signatures[0].KeyID)), "", err)
-	}
-	if err := envelope.Verify(env, k.Public()); err != nil {
-		return nil, refuse(SignatureInvalid, "the signature does not verify with key "+k.ID, "", err)
+		return nil, err
 	}
 
 	// 2. The signed statement.
@@ -202,7 +195,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 	}
 	pred := &st.Predicate
 	id := pred.Run.RunID
-	if pred.KeyID != k.ID {
+	if pred.KeyID != k.KeyID() {
 		return nil, refuse(Malformed, fmt.Sprintf("predicate key_id %q is not the signature's keyid", clip(pred.KeyID)), id, nil)
 	}
 	signedAt, err := time.Parse(time.RFC3339Nano, pred.SignedAt)
@@ -314,7 +307,7 @@ func Verify(r io.Reader, store *trust.Store, opts VerifyOptions) (*Result, error
 		return nil, refuse(SigningTimeImplausible, err.Error(), id, nil)
 	}
 
-	res := &Result{RunID: rep.RunID, KeyID: k.ID, SignedAt: signedAt.UTC(), Run: want, Files: len(list)}
+	res := &Result{RunID: rep.RunID, KeyID: k.KeyID(), SignedAt: signedAt.UTC(), Run: want, Files: len(list)}
 
 	// 6. A carried checkpoint must verify and agree with the log.
 	if cp, ok := files[CheckpointFile]; ok {

@@ -10,12 +10,12 @@
 package checkpoint
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -93,7 +93,7 @@ func Payload(c Checkpoint) ([]byte, error) {
 }
 
 // Sign returns the checkpoint envelope (canonical JSON).
-func Sign(s *key.Signer, c Checkpoint) ([]byte, error) {
+func Sign(s envelope.Signer, c Checkpoint) ([]byte, error) {
 	p, err := Payload(c)
 	if err != nil {
 		return nil, err
@@ -110,19 +110,12 @@ type Verified struct {
 	KeyID string
 }
 
-// Verify checks the envelope's signature with a key from store and the
-// key's validity at the checkpoint's time, then decodes the checkpoint.
-func Verify(b []byte, store *trust.Store) (*Verified, error) {
-	env, payload, err := envelope.Parse(b, PayloadType, "checkpoint")
+// Verify opens the envelope with a key from vs (envelope.Open), decodes
+// the checkpoint and checks the key's validity at the checkpoint's time.
+func Verify(b []byte, vs envelope.Verifiers) (*Verified, error) {
+	payload, k, err := envelope.Open(b, PayloadType, "checkpoint", vs)
 	if err != nil {
-		return nil, &Error{Reason: Invalid, Detail: err.Error()}
-	}
-	k, err := store.Lookup(env.Signatures[0].KeyID)
-	if err != nil {
-		return nil, &Error{Reason: Invalid, Detail: err.Error(), Err: err}
-	}
-	if err := envelope.Verify(env, k.Public()); err != nil {
-		return nil, &Error{Reason: Invalid, Detail: "signature does not verify with key " + k.ID}
+		return nil, openError(err)
 	}
 	var c Checkpoint
 	if err := strictjson.Decode(payload, &c); err != nil {
@@ -139,15 +132,31 @@ func Verify(b []byte, store *trust.Store) (*Verified, error) {
 			return nil, &Error{Reason: Invalid, Detail: err.Error(), Err: err}
 		}
 	}
-	return &Verified{Checkpoint: c, KeyID: k.ID}, nil
+	return &Verified{Checkpoint: c, KeyID: k.KeyID()}, nil
 }
 
-// VerifyLog verifies checkpoint cp with store and checks it against a log
+// openError turns envelope.Open's refusal into an Invalid checkpoint; a
+// refused key stays reachable through Err.
+func openError(err error) error {
+	var oe *envelope.Error
+	if !errors.As(err, &oe) {
+		return &Error{Reason: Invalid, Detail: err.Error(), Err: err}
+	}
+	switch oe.Reason {
+	case envelope.Malformed:
+		return &Error{Reason: Invalid, Detail: oe.Err.Error()}
+	case envelope.UnknownKey:
+		return &Error{Reason: Invalid, Detail: oe.Err.Error(), Err: oe.Err}
+	}
+	return &Error{Reason: Invalid, Detail: "signature does not verify with key " + oe.KeyID}
+}
+
+// VerifyLog verifies checkpoint cp with vs and checks it against a log
 // whose chain the caller has already verified (eventlog.Read/Verify): the
 // log must belong to the checkpoint's run, hold at least Length events,
 // and its event number Length must have the checkpoint's head hash.
-func VerifyLog(cp []byte, store *trust.Store, events []eventlog.Event) error {
-	v, err := Verify(cp, store)
+func VerifyLog(cp []byte, vs envelope.Verifiers, events []eventlog.Event) error {
+	v, err := Verify(cp, vs)
 	if err != nil {
 		return err
 	}

@@ -1,18 +1,30 @@
-// Package envelope signs and verifies the DSSE envelopes of evidence bundles
-// and checkpoints through sigstore, with one Ed25519 signature whose keyid
-// is the ProofGate key id, and parses untrusted envelopes strictly.
+// Package envelope signs and opens the DSSE envelopes of evidence bundles
+// and checkpoints: one signature whose keyid is the signer's key id, over
+// the DSSE pre-authentication encoding (PAE) of the payload. Untrusted
+// envelopes are parsed strictly.
+//
+// The package is the consumer of signing and verification, so the seams
+// live here, in the style of golang.org/x/mod/sumdb/note: a [Signer] signs
+// PAE bytes under a key id; [Verifiers] finds the [TrustedKey] for a key
+// id, a [Verifier] that also knows when and for whom its key may sign.
+// The trust store (bundle/trust) is one Verifiers and bundle/key's
+// Ed25519 PKCS#8 signer one Signer; a keyless signer and its verifiers
+// would be others. [Open] is the one verification path of bundles and
+// checkpoints: parse strictly, look up the key by keyid, verify the
+// signature over PAE, and only then hand out the payload.
 package envelope
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ed25519"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
-	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 	"github.com/sigstore/sigstore/pkg/signature"
@@ -50,22 +62,119 @@ func PAE(payloadType string, payload []byte) []byte {
 	return append(b, payload...)
 }
 
-// Sign signs payload with s through sigstore's DSSE signer and
-// returns the envelope as canonical JSON.
-func Sign(s *key.Signer, payloadType string, payload []byte) ([]byte, error) {
-	raw, err := sigdsse.WrapSigner(s.Signer, payloadType).SignMessage(bytes.NewReader(payload))
+// SignatureSize is the length of the one signature of a v1 envelope (an
+// Ed25519 signature): the wire format fixes it, and Parse refuses others.
+const SignatureSize = ed25519.SignatureSize
+
+// Signer signs messages under one key id.
+type Signer interface {
+	// KeyID is the id verifiers look the key up by (the envelope's keyid).
+	KeyID() string
+	// Sign returns the signature of message (the PAE bytes).
+	Sign(ctx context.Context, message []byte) ([]byte, error)
+}
+
+// Verifier checks signatures made by one key.
+type Verifier interface {
+	// KeyID is the id the key was looked up by.
+	KeyID() string
+	// Verify reports whether sig is the key's signature of message.
+	Verify(message, sig []byte) bool
+}
+
+// TrustedKey is a Verifier whose trust is bounded: the key may sign only
+// at some times and, when the payload names one, for some identity. Its
+// refusals are the caller's to classify (a trust store's are
+// *trust.KeyError).
+type TrustedKey interface {
+	Verifier
+	// CheckAt refuses the key for a signature made at signedAt on behalf
+	// of identity ("" when the payload names none).
+	CheckAt(signedAt time.Time, identity string) error
+	// CheckWitnessed refuses the key for a signature that a witness the
+	// signer does not control first saw at at.
+	CheckWitnessed(at time.Time) error
+}
+
+// Verifiers finds the trusted key for a key id.
+type Verifiers interface {
+	// Verifier returns the key with keyID, or an error when there is none
+	// to trust (a trust store's is a *trust.KeyError, reason unknown-key).
+	Verifier(keyID string) (TrustedKey, error)
+}
+
+// Reason is the typed cause of an envelope Open refused.
+type Reason string
+
+// Reasons Open refuses an envelope, in the order it checks them.
+const (
+	Malformed        Reason = "malformed"         // Parse refused it
+	UnknownKey       Reason = "unknown-key"       // no trusted key for its keyid
+	SignatureInvalid Reason = "signature-invalid" // the key does not verify it
+)
+
+// Error is an envelope Open refused.
+type Error struct {
+	Reason Reason
+	Name   string // the envelope's label, as given to Open
+	KeyID  string // the envelope's keyid (UnknownKey, SignatureInvalid)
+	Err    error  // the Parse or Verifiers error
+}
+
+func (e *Error) Error() string {
+	switch e.Reason {
+	case Malformed:
+		return e.Err.Error()
+	case UnknownKey:
+		return fmt.Sprintf("%s: keyid %q: %v", e.Name, clip(e.KeyID), e.Err)
+	}
+	return fmt.Sprintf("%s: the signature does not verify with key %s", e.Name, e.KeyID)
+}
+
+// Unwrap returns the Parse or Verifiers error, if any.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Sign is SignContext without a deadline.
+func Sign(s Signer, payloadType string, payload []byte) ([]byte, error) {
+	return SignContext(context.Background(), s, payloadType, payload)
+}
+
+// SignContext signs PAE(payloadType, payload) with s and returns the
+// envelope as canonical JSON.
+func SignContext(ctx context.Context, s Signer, payloadType string, payload []byte) ([]byte, error) {
+	sig, err := s.Sign(ctx, PAE(payloadType, payload))
 	if err != nil {
 		return nil, fmt.Errorf("sign: %w", err)
 	}
-	var env Envelope
-	if err := strictjson.Decode(raw, &env); err != nil {
-		return nil, fmt.Errorf("sign: %w", err)
-	}
-	if len(env.Signatures) != 1 || env.PayloadType != payloadType || env.Payload != base64.StdEncoding.EncodeToString(payload) {
-		return nil, fmt.Errorf("sign: unexpected envelope from the signer")
-	}
-	env.Signatures[0].KeyID = s.ID
+	env := Envelope{PayloadType: payloadType, Payload: base64.StdEncoding.EncodeToString(payload),
+		Signatures: []Signature{{KeyID: s.KeyID(), Sig: base64.StdEncoding.EncodeToString(sig)}}}
 	return canon.Marshal(&env)
+}
+
+// Open verifies envelope b and returns its payload and the key that
+// signed it: Parse (Malformed), the key for its keyid from vs
+// (UnknownKey), the signature over PAE of the exact payload bytes
+// (SignatureInvalid), each refusal an *Error. The key's status at the
+// signing time is the caller's to check (TrustedKey.CheckAt), once it has
+// read the time from the now authenticated payload.
+func Open(b []byte, payloadType, name string, vs Verifiers) ([]byte, TrustedKey, error) {
+	env, payload, err := Parse(b, payloadType, name)
+	if err != nil {
+		return nil, nil, &Error{Reason: Malformed, Name: name, Err: err}
+	}
+	id := env.Signatures[0].KeyID
+	k, err := vs.Verifier(id)
+	if err == nil && (k == nil || k.KeyID() != id) {
+		err = fmt.Errorf("the verifiers returned another key")
+	}
+	if err != nil {
+		return nil, nil, &Error{Reason: UnknownKey, Name: name, KeyID: id, Err: err}
+	}
+	sig, err := base64.StdEncoding.Strict().DecodeString(env.Signatures[0].Sig)
+	if err != nil || !k.Verify(PAE(env.PayloadType, payload), sig) {
+		return nil, nil, &Error{Reason: SignatureInvalid, Name: name, KeyID: id}
+	}
+	return payload, k, nil
 }
 
 // Parse strictly decodes an envelope: known fields only, exactly
@@ -90,14 +199,16 @@ func Parse(b []byte, payloadType, name string) (*Envelope, []byte, error) {
 		return nil, nil, fmt.Errorf("%s: payload: not standard base64", name)
 	}
 	sig, err := base64.StdEncoding.Strict().DecodeString(env.Signatures[0].Sig)
-	if err != nil || len(sig) != ed25519.SignatureSize {
+	if err != nil || len(sig) != SignatureSize {
 		return nil, nil, fmt.Errorf("%s: signatures[0].sig: not a base64 Ed25519 signature", name)
 	}
 	return &env, payload, nil
 }
 
-// Verify checks env's signature over PAE(payloadType, payload)
-// with pub, through sigstore's DSSE verifier.
+// Verify checks env's signature over PAE(payloadType, payload) with the
+// Ed25519 key pub through sigstore's DSSE verifier: an implementation
+// independent of Open's, against which tests and the SPEC vector check
+// the bytes. Verification of untrusted input goes through Open.
 func Verify(env *Envelope, pub ed25519.PublicKey) error {
 	v, err := signature.LoadVerifier(pub, crypto.Hash(0))
 	if err != nil {

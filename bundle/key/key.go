@@ -4,13 +4,16 @@
 // Private keys are PKCS#8 PEM ("PRIVATE KEY"), so keys made by
 // `openssl genpkey -algorithm ed25519` load as they are. Public keys are
 // PKIX PEM ("PUBLIC KEY"). A key id is the lowercase hex SHA-256 of the
-// public key's DER SubjectPublicKeyInfo. Signing goes through
-// github.com/sigstore/sigstore's signature.Signer so that other signers (KMS)
-// can plug in later. Error messages never include key material.
+// public key's DER SubjectPublicKeyInfo. A *Signer is the Ed25519 PKCS#8
+// implementation of bundle/envelope's Signer (KeyID, Sign); other signers
+// (KMS, keyless) implement that interface in their own packages. Signing
+// goes through github.com/sigstore/sigstore's signature.Signer. Error
+// messages never include key material.
 package key
 
 import (
 	"bytes"
+	"context"
 	"crypto"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -26,6 +29,7 @@ import (
 
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 	"github.com/sigstore/sigstore/pkg/signature"
+	"github.com/sigstore/sigstore/pkg/signature/options"
 
 	"github.com/proofgate/proofgate/kernel/durable"
 )
@@ -45,6 +49,22 @@ type Signer struct {
 	signature.Signer
 	ID     string
 	Public ed25519.PublicKey
+}
+
+// KeyID returns the key id the signatures of s are looked up by.
+func (s *Signer) KeyID() string { return s.ID }
+
+// Sign returns the Ed25519 signature of message (pure Ed25519, no
+// pre-hash), unless ctx is done.
+func (s *Signer) Sign(ctx context.Context, message []byte) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	sig, err := s.Signer.SignMessage(bytes.NewReader(message), options.WithContext(ctx))
+	if err != nil {
+		return nil, fmt.Errorf("key %s: sign: %w", s.ID, err)
+	}
+	return sig, nil
 }
 
 // ID returns the key id of pub: lowercase hex SHA-256 of its DER SPKI.

@@ -7,6 +7,10 @@
 // or every bundle of the key when no time is given. A key is only valid
 // for signing times inside [not_before, not_after]. The store is rewritten
 // atomically (temp file, fsync, rename).
+//
+// A *Store is one envelope.Verifiers: Verifier looks a key up by id, and
+// the *Key it returns verifies Ed25519 signatures and applies its status,
+// window and identity (CheckAt, CheckWitnessed).
 package trust
 
 import (
@@ -20,6 +24,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/strictjson"
@@ -83,6 +88,15 @@ type Key struct {
 
 // Public returns the parsed public key.
 func (k *Key) Public() ed25519.PublicKey { return k.pub }
+
+// KeyID returns the key's id.
+func (k *Key) KeyID() string { return k.ID }
+
+// Verify reports whether sig is the key's Ed25519 signature of message.
+// Status and validity are CheckAt's.
+func (k *Key) Verify(message, sig []byte) bool {
+	return len(k.pub) == ed25519.PublicKeySize && len(sig) == ed25519.SignatureSize && ed25519.Verify(k.pub, message, sig)
+}
 
 // Store is the content of trust.json.
 type Store struct {
@@ -272,6 +286,16 @@ func (s *Store) Check(id string, signedAt time.Time, identity string) (ed25519.P
 		return nil, err
 	}
 	return k.pub, k.CheckAt(signedAt, identity)
+}
+
+// Verifier returns the key with id as an envelope.TrustedKey, or an
+// UnknownKey *KeyError.
+func (s *Store) Verifier(id string) (envelope.TrustedKey, error) {
+	k, err := s.Lookup(id)
+	if err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // Lookup returns the key with id or an UnknownKey error.

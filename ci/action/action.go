@@ -37,6 +37,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/event"
@@ -287,7 +288,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	}
 	s.repo = repoFull
 
-	var signer *key.Signer
+	var signer envelope.Signer // nil: no signing key, no export
 	if in.signingKey != "" {
 		pk, err := key.ParsePrivate([]byte(in.signingKey), "input signing-key")
 		if err != nil {
@@ -500,7 +501,7 @@ func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.R
 
 // publish exports the bundle of a COMPLETE run and uploads it.
 func publish(ctx context.Context, f *workflow, s *summary, res *Result, runDir, stateDir, ws string, ev *event.Context,
-	signer *key.Signer, in inputs, getenv func(string) string) (int, error) {
+	signer envelope.Signer, in inputs, getenv func(string) string) (int, error) {
 	if signer == nil {
 		if ev.Fork {
 			s.pending = "the run is COMPLETE, but a fork pull request run has no signing key: no bundle was exported"

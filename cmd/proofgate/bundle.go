@@ -12,6 +12,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/checkpoint/record"
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -81,7 +82,9 @@ func optTime(flag, v string) (*time.Time, error) {
 	return &t, nil
 }
 
-func loadSigner(ref string) (*key.Signer, error) {
+// loadSigner returns the signer --key names: an Ed25519 PKCS#8 key from a
+// file or env:VAR.
+func loadSigner(ref string) (envelope.Signer, error) {
 	if ref == "" {
 		return nil, usageErr(errors.New("--key is required (a PKCS#8 PEM file, or env:VAR)"))
 	}

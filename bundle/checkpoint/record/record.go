@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/checkpoint"
-	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -28,7 +28,7 @@ type Recorded struct {
 // writes it to <run>/checkpoints/<length>.dsse.json and records a
 // checkpoint.signed event through the kernel, which holds the run's writer
 // lock, replays the event and keeps run.json current.
-func Checkpoint(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, error) {
+func Checkpoint(stateDir, id string, s envelope.Signer, now time.Time) (*Recorded, error) {
 	r, err := run.Open(stateDir, id)
 	if err != nil {
 		return nil, err
@@ -45,10 +45,10 @@ func Checkpoint(stateDir, id string, s *key.Signer, now time.Time) (*Recorded, e
 	if err := writeAtomic(p, env); err != nil {
 		return nil, err
 	}
-	if _, err := r.Append(run.TypeCheckpoint, checkpoint.SignedData{Length: c.Length, Head: c.Head, KeyID: s.ID, Time: c.Time, File: rel}); err != nil {
+	if _, err := r.Append(run.TypeCheckpoint, checkpoint.SignedData{Length: c.Length, Head: c.Head, KeyID: s.KeyID(), Time: c.Time, File: rel}); err != nil {
 		return nil, err
 	}
-	return &Recorded{Checkpoint: c, KeyID: s.ID, Path: p, Envelope: env}, nil
+	return &Recorded{Checkpoint: c, KeyID: s.KeyID(), Path: p, Envelope: env}, nil
 }
 
 // writeAtomic writes b to p (creating its directory) via durable.WriteFile.
