@@ -22,7 +22,7 @@ import (
 // ReasonProjectionLag is a run.json that is an exact projection of a prefix
 // of the log: a writer died between an append and the projection rewrite.
 // It is not tampering, and the next writer repairs it.
-const ReasonProjectionLag = "projection-lagging"
+const ReasonProjectionLag AuditReason = "projection-lagging"
 
 // Bounds on the files of a run directory.
 const (

@@ -334,7 +334,7 @@ func (r *Run) completeDecision() error {
 	return r.transitionLocked(d.To, StateData{Actor: d.Actor, Reason: d.Reason})
 }
 
-func isReason(err error, reason string) bool {
+func isReason(err error, reason AuditReason) bool {
 	var ae *AuditError
 	return errors.As(err, &ae) && ae.Reason == reason
 }
