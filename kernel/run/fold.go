@@ -19,7 +19,7 @@ import (
 // frozen contract or the evidence disagree. Callers refuse (exit 1).
 type AuditError struct {
 	Reason AuditReason
-	Line   int    // the event line concerned, 0 when none
+	Line   int // the event line concerned, 0 when none
 	Detail string
 	Err    error // the underlying typed error, e.g. an *eventlog.ChainError
 }
