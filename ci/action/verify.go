@@ -70,6 +70,8 @@ type verdict = bundle.Verdict
 // VerifyResult is what Verify decided: the verdict, the same document
 // `proofgate bundle verify --json` prints (Verdict, Reason, Detail, RunID
 // and, once accepted, what was accepted), and how the gate found it.
+// Commit and Tree name the release commit; the accepted run's are in
+// Accepted (and BundleVerdict).
 type VerifyResult struct {
 	Code int
 	verdict

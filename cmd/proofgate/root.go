@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes (DESIGN.md "CLI"), one per class of kernel/exit.
+// Exit codes (README.md), one per class of kernel/exit.
 const (
 	exitOK       = exit.OK
 	exitRefused  = int(exit.Refused)     // a check failed or a verification was refused

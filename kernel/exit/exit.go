@@ -1,5 +1,5 @@
 // Package exit names the few classes every ProofGate failure falls in, and
-// the one process exit code of each (docs/SPEC.md and DESIGN.md "CLI"):
+// the one process exit code of each (README.md "Exit codes", docs/action.md):
 //
 //	0  success (no class)
 //	1  Refused      a check failed or a verification was refused
@@ -116,18 +116,4 @@ func Code(err error, otherwise Class) int {
 		return int(c)
 	}
 	return int(otherwise)
-}
-
-// Message returns what to print for err, and false for a failure that was
-// already reported (a bare Class, or an Error without Err).
-func Message(err error) (string, bool) {
-	switch e := err.(type) {
-	case nil, Class:
-		return "", false
-	case *Error:
-		if e.Err == nil {
-			return "", false
-		}
-	}
-	return err.Error(), true
 }

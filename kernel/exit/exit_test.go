@@ -46,12 +46,6 @@ func TestClasses(t *testing.T) {
 	if !errors.As(w, &re) || !errors.Is(w, plain) || !errors.Is(w, exit.Usage) || w.Error() != typed.Error() {
 		t.Errorf("Wrap hides what it wraps: %v", w)
 	}
-	if msg, ok := exit.Message(exit.Reported(exit.Refused)); ok || msg != "" {
-		t.Error("a reported failure has nothing to print")
-	}
-	if msg, ok := exit.Message(w); !ok || msg != typed.Error() {
-		t.Errorf("message %q", msg)
-	}
 	for c, want := range map[exit.Class]string{exit.Refused: "refused", exit.Usage: "usage", exit.Awaiting: "awaiting", exit.Environment: "environment", 9: "exit 9"} {
 		if c.Error() != want {
 			t.Errorf("%d: %q", c, c.Error())
