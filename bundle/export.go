@@ -21,11 +21,13 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
-// ExportError is a run that may not be exported.
+// ExportError is a run that may not be exported. It is of class
+// exit.Refused.
 type ExportError struct {
 	Reason Reason // NotComplete or AuditFailed
 	RunID  string
@@ -39,6 +41,9 @@ func (e *ExportError) Error() string {
 
 // Unwrap returns the underlying audit error, if any.
 func (e *ExportError) Unwrap() error { return e.Err }
+
+// Is reports whether target is exit.Refused, the class of a refused export.
+func (e *ExportError) Is(target error) bool { return target == exit.Refused }
 
 // ExportOptions adjust Export.
 type ExportOptions struct {

@@ -19,6 +19,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -62,14 +63,7 @@ const (
 // time) a signature's signed_at may lie.
 const MaxClockSkew = 5 * time.Minute
 
-// PolicyError is a VerifyOptions that does not say what the caller
-// requires: a gate must name the source and the contract it accepts, or
-// opt out of each explicitly.
-type PolicyError struct{ Detail string }
-
-func (e *PolicyError) Error() string { return "bundle verify policy: " + e.Detail }
-
-// VerifyError is a refused bundle.
+// VerifyError is a refused bundle. It is of class exit.Refused.
 type VerifyError struct {
 	Reason Reason
 	Detail string
@@ -84,49 +78,8 @@ func (e *VerifyError) Error() string {
 // Unwrap returns the underlying error.
 func (e *VerifyError) Unwrap() error { return e.Err }
 
-// VerifyOptions say what the caller requires beyond a valid bundle. Every
-// requirement is explicit: one of Commit, Tree and AnySource, and one of
-// ContractHash and AnyContract, must be set, or Verify returns a
-// *PolicyError before reading the bundle.
-type VerifyOptions struct {
-	Commit string // the run's source commit must equal it (full hex SHA)
-	Tree   string // the run's source tree must equal it (full hex SHA)
-	// AnySource accepts a run of any commit and tree. Unsafe for a gate:
-	// a bundle of any other commit of the repository would pass.
-	AnySource bool
-	// ContractHash ("sha256:<64 hex>") is the hash of the resolved
-	// contract the run must have used, computed by the caller from a
-	// contract a pull request cannot change (the release commit's).
-	ContractHash string
-	// AnyContract accepts a run under any contract. Unsafe for a gate: a
-	// run under a weakened contract would pass.
-	AnyContract bool
-	// AllowDirty accepts a run planned on a work tree with uncommitted
-	// changes (--allow-dirty), whose checks ran on content no commit
-	// names. Without it such a run is refused (DirtySource).
-	AllowDirty bool
-	// Now is the verification time (zero: time.Now()). signed_at may not
-	// lie more than MaxClockSkew after it.
-	Now time.Time
-	// Witnessed, when non-zero, is a time the bundle is known to have
-	// existed by, from a source its signer does not control (the workflow
-	// artifact's created_at as GitHub reports it). A key retired or
-	// revoked before it is refused whatever signed_at says, and signed_at
-	// may not lie more than MaxClockSkew after it.
-	Witnessed time.Time
-	// Repo, when set, is the repository (owner/name, compared without
-	// case, as GitHub does) the run must have been made for.
-	Repo string
-	// Profile, when non-nil, is the contract profile the run must have
-	// used, compared exactly; "" requires the base contract. Nil accepts
-	// a run under any profile of the contract, including one with shorter
-	// timeouts or smaller limits.
-	Profile *string
-	// RequireApprovals is the minimum number of distinct approving actors.
-	RequireApprovals int
-	// Limits bounds the archive; nil means archive.DefaultLimits.
-	Limits *archive.Limits
-}
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *VerifyError) Is(target error) bool { return target == exit.Refused }
 
 // Result is an accepted bundle.
 type Result struct {
@@ -141,25 +94,110 @@ type Result struct {
 
 var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 
-// Verify checks a bundle offline against store, failing closed. The order
-// is fixed: the policy in opts (a *PolicyError before anything is read);
-// safe archive read; the DSSE signature over the raw payload with a trusted
-// key before anything in the payload is used; the key's status and validity
-// at the signing time and at the witness time; every subject digest, no
-// file missing or extra; replay.AuditFS over the files; the predicate against
-// the audit; a plausible signing time; the checkpoint, if carried; the
-// source, clean work tree, repository, profile and contract binding; the
-// approvals.
+// Verifier checks the integrity of bundles against a trust store, then the
+// caller's Policy.
+type Verifier struct {
+	store  envelope.Verifiers
+	limits archive.Limits
+	now    time.Time
+}
+
+// VerifierOption adjusts a Verifier.
+type VerifierOption func(*Verifier)
+
+// WithLimits bounds the archive (default archive.DefaultLimits).
+func WithLimits(l archive.Limits) VerifierOption { return func(v *Verifier) { v.limits = l } }
+
+// WithCurrentTime sets the verification time (default time.Now() at each
+// Verify): signed_at may not lie more than MaxClockSkew after it.
+func WithCurrentTime(t time.Time) VerifierOption { return func(v *Verifier) { v.now = t } }
+
+// NewVerifier returns a verifier of bundles signed by keys of store (the
+// trust store, or any other envelope.Verifiers).
+func NewVerifier(store envelope.Verifiers, opts ...VerifierOption) *Verifier {
+	v := &Verifier{store: store, limits: archive.DefaultLimits}
+	for _, o := range opts {
+		o(v)
+	}
+	return v
+}
+
+// Verify checks a bundle offline against store with the policy opts
+// describes, failing closed: NewVerifier(store, …).Verify(r, opts.Policy()).
 func Verify(r io.Reader, store envelope.Verifiers, opts VerifyOptions) (*Result, error) {
-	if err := opts.check(); err != nil {
+	p, err := opts.Policy()
+	if err != nil {
 		return nil, err
 	}
-	lim := archive.DefaultLimits
-	if opts.Limits != nil {
-		lim = *opts.Limits
+	return NewVerifier(store, opts.verifierOptions()...).Verify(r, p)
+}
+
+// Verify checks a bundle, failing closed. The order is fixed: the policy
+// (a *PolicyError before anything is read); safe archive read; the DSSE
+// signature over the raw payload with a trusted key before anything in the
+// payload is used; the statement; the key's status and validity at the
+// signing time and at the witness time; every subject digest, no file
+// missing or extra; replay.AuditFS over the files; the predicate against the
+// audit; a plausible signing time; the checkpoint, if carried; the source,
+// clean work tree, repository, profile and contract binding; the
+// approvals. Every refusal is a *VerifyError.
+func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
+	if err := p.check(); err != nil {
+		return nil, err
 	}
-	// Blobs are only hashed, never held: the audit needs their presence,
-	// the subjects their digests.
+	b, err := readArchive(r, v.limits)
+	if err != nil {
+		return nil, err
+	}
+	payload, k, err := openEnvelope(b.files, v.store)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.readStatement(payload, k.KeyID()); err != nil {
+		return nil, err
+	}
+	if err := b.checkKey(k, p.witnessed); err != nil {
+		return nil, err
+	}
+	if err := b.checkSubjects(); err != nil {
+		return nil, err
+	}
+	if err := b.audit(); err != nil {
+		return nil, err
+	}
+	if err := b.checkPredicate(v.now, p.witnessed); err != nil {
+		return nil, err
+	}
+	res := &Result{RunID: b.rep.RunID, KeyID: k.KeyID(), SignedAt: b.signedAt.UTC(), Run: b.summary, Files: len(b.list)}
+	if res.Checkpoint, err = b.checkCheckpoint(v.store); err != nil {
+		return nil, err
+	}
+	if err := p.bind(b.rep, b.id); err != nil {
+		return nil, err
+	}
+	res.Approvals = countApprovals(b.rep.Decisions)
+	if res.Approvals < p.approvals {
+		return nil, refuse(InsufficientApprovals, fmt.Sprintf("%d distinct approvals, %d required", res.Approvals, p.approvals), b.id, nil)
+	}
+	return res, nil
+}
+
+// unpacked is a bundle as verification proceeds: the files, then what the
+// signed statement says, then what the audit of the files found.
+type unpacked struct {
+	list     []archive.File
+	files    map[string][]byte
+	st       Statement
+	id       string // the run id the predicate names, once it is signed
+	signedAt time.Time
+	subj     map[string]string // subject name -> sha256 hex
+	rep      *replay.Report
+	summary  RunSummary // Summarize(rep)
+}
+
+// readArchive reads the archive safely. Blobs are only hashed, never held:
+// the audit needs their presence, the subjects their digests.
+func readArchive(r io.Reader, lim archive.Limits) (*unpacked, error) {
 	list, err := archive.ReadKeep(r, lim, func(name string) bool { return !isBlobName(name) })
 	if err != nil {
 		return nil, refuse(archiveReason(err), err.Error(), "", err)
@@ -168,194 +206,238 @@ func Verify(r io.Reader, store envelope.Verifiers, opts VerifyOptions) (*Result,
 	for _, f := range list {
 		files[f.Name] = f.Data
 	}
+	return &unpacked{list: list, files: files}, nil
+}
 
-	// 1. Signature, before trusting a byte of the payload.
+// openEnvelope checks the DSSE signature of the attestation with a key of
+// store (envelope.Open), before a byte of the payload is trusted, and
+// returns the payload and the key.
+func openEnvelope(files map[string][]byte, store envelope.Verifiers) ([]byte, envelope.TrustedKey, error) {
 	att, ok := files[AttestationFile]
 	if !ok {
-		return nil, refuse(MissingFile, AttestationFile+" is missing", "", nil)
+		return nil, nil, refuse(MissingFile, AttestationFile+" is missing", "", nil)
 	}
-	payload, k, err := openAttestation(att, store)
-	if err != nil {
-		return nil, err
-	}
+	return openAttestation(att, store)
+}
 
-	// 2. The signed statement.
-	var st Statement
-	if err := strictjson.Decode(payload, &st); err != nil {
-		return nil, refuse(Malformed, "statement: "+err.Error(), "", err)
+// readStatement decodes the signed statement, which must be the canonical
+// form of itself and name the signing key.
+func (b *unpacked) readStatement(payload []byte, keyID string) error {
+	st := &b.st
+	if err := strictjson.Decode(payload, st); err != nil {
+		return refuse(Malformed, "statement: "+err.Error(), "", err)
 	}
 	// The signed bytes must be the canonical form of what was decoded:
 	// duplicate keys (Go keeps the last), keys matched case-insensitively
 	// or other spellings would read differently in another verifier.
-	if c, err := canon.Marshal(&st); err != nil || !bytes.Equal(c, payload) {
-		return nil, refuse(Malformed, "statement: the payload is not the canonical JSON of the statement (duplicate, unknown-case or non-canonical keys)", "", err)
+	if c, err := canon.Marshal(st); err != nil || !bytes.Equal(c, payload) {
+		return refuse(Malformed, "statement: the payload is not the canonical JSON of the statement (duplicate, unknown-case or non-canonical keys)", "", err)
 	}
 	if st.Type != StatementType || st.PredicateType != PredicateType {
-		return nil, refuse(Malformed, fmt.Sprintf("statement: _type %q / predicateType %q", clip(st.Type), clip(st.PredicateType)), "", nil)
+		return refuse(Malformed, fmt.Sprintf("statement: _type %q / predicateType %q", clip(st.Type), clip(st.PredicateType)), "", nil)
 	}
 	pred := &st.Predicate
-	id := pred.Run.RunID
-	if pred.KeyID != k.KeyID() {
-		return nil, refuse(Malformed, fmt.Sprintf("predicate key_id %q is not the signature's keyid", clip(pred.KeyID)), id, nil)
+	b.id = pred.Run.RunID
+	if pred.KeyID != keyID {
+		return refuse(Malformed, fmt.Sprintf("predicate key_id %q is not the signature's keyid", clip(pred.KeyID)), b.id, nil)
 	}
 	signedAt, err := time.Parse(time.RFC3339Nano, pred.SignedAt)
 	if err != nil {
-		return nil, refuse(Malformed, "predicate signed_at: not RFC 3339", id, err)
+		return refuse(Malformed, "predicate signed_at: not RFC 3339", b.id, err)
 	}
-	identity := ""
-	if pred.Run.Repo != "" {
-		identity = "repo:" + pred.Run.Repo
-	}
-	if err := k.CheckAt(signedAt, identity); err != nil {
-		return nil, refuseKey(err, id)
-	}
-	if !opts.Witnessed.IsZero() {
-		if err := k.CheckWitnessed(opts.Witnessed); err != nil {
-			return nil, refuseKey(err, id)
-		}
-	}
+	b.signedAt = signedAt
+	return nil
+}
 
-	// 3. Subjects: exactly the files, with their digests.
-	subj := map[string]string{}
-	for i, s := range st.Subject {
-		d, ok := s.Digest["sha256"]
-		if len(s.Digest) != 1 || !ok || !hex64.MatchString(d) {
-			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: digest must be exactly {sha256: <64 hex>}", i), id, nil)
-		}
-		if err := archive.CheckName(s.Name); err != nil || s.Name == AttestationFile {
-			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: name %q", i, clip(s.Name)), id, err)
-		}
-		if _, dup := subj[s.Name]; dup {
-			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: duplicate name %q", i, s.Name), id, nil)
-		}
-		subj[s.Name] = d
+// checkKey checks the key's status, validity and identity at the signing
+// time and, when witnessed is set, that it was neither retired nor revoked
+// by then.
+func (b *unpacked) checkKey(k envelope.TrustedKey, witnessed time.Time) error {
+	identity := ""
+	if repo := b.st.Predicate.Run.Repo; repo != "" {
+		identity = "repo:" + repo
 	}
-	for _, req := range []string{RunFile, EventsFile, ContractFile} {
-		if _, ok := subj[req]; !ok {
-			return nil, refuse(MissingFile, req+" is not a subject", id, nil)
+	if err := k.CheckAt(b.signedAt, identity); err != nil {
+		return refuseKey(err, b.id)
+	}
+	if !witnessed.IsZero() {
+		if err := k.CheckWitnessed(witnessed); err != nil {
+			return refuseKey(err, b.id)
 		}
 	}
+	return nil
+}
+
+// checkSubjects requires the subjects to be exactly the files, with their
+// digests.
+func (b *unpacked) checkSubjects() error {
+	subj, err := b.subjects()
+	if err != nil {
+		return err
+	}
+	b.subj = subj
 	for _, name := range sortedKeys(subj) {
-		if _, ok := files[name]; !ok {
-			return nil, refuse(MissingFile, name+" is a subject but not in the archive", id, nil)
+		if _, ok := b.files[name]; !ok {
+			return refuse(MissingFile, name+" is a subject but not in the archive", b.id, nil)
 		}
 	}
-	for _, f := range list {
+	for _, f := range b.list {
 		if _, ok := subj[f.Name]; !ok && f.Name != AttestationFile {
-			return nil, refuse(ExtraFile, f.Name+" is in the archive but not a subject", id, nil)
+			return refuse(ExtraFile, f.Name+" is in the archive but not a subject", b.id, nil)
 		}
 		if f.Name != AttestationFile && f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
-			return nil, refuse(ExtraFile, f.Name+" is not a bundle file", id, nil)
+			return refuse(ExtraFile, f.Name+" is not a bundle file", b.id, nil)
 		}
 	}
-	for _, f := range list {
+	for _, f := range b.list {
 		if f.Name == AttestationFile {
 			continue
 		}
 		got := hex.EncodeToString(f.SHA256[:])
 		if got != subj[f.Name] {
-			return nil, refuse(SubjectMismatch, fmt.Sprintf("%s hashes to %s, the statement says %s", f.Name, got, subj[f.Name]), id, nil)
+			return refuse(SubjectMismatch, fmt.Sprintf("%s hashes to %s, the statement says %s", f.Name, got, subj[f.Name]), b.id, nil)
 		}
 		if isBlobName(f.Name) && got != strings.TrimPrefix(f.Name, BlobPrefix) {
-			return nil, refuse(SubjectMismatch, f.Name+" is not named by its digest", id, nil)
+			return refuse(SubjectMismatch, f.Name+" is not named by its digest", b.id, nil)
 		}
 	}
+	return nil
+}
 
-	// 4. Re-audit the run from the files.
+// subjects returns the statement's subjects by name, each well-formed, and
+// the required files among them.
+func (b *unpacked) subjects() (map[string]string, error) {
+	subj := map[string]string{}
+	for i, s := range b.st.Subject {
+		d, ok := s.Digest["sha256"]
+		if len(s.Digest) != 1 || !ok || !hex64.MatchString(d) {
+			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: digest must be exactly {sha256: <64 hex>}", i), b.id, nil)
+		}
+		if err := archive.CheckName(s.Name); err != nil || s.Name == AttestationFile {
+			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: name %q", i, clip(s.Name)), b.id, err)
+		}
+		if _, dup := subj[s.Name]; dup {
+			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: duplicate name %q", i, s.Name), b.id, nil)
+		}
+		subj[s.Name] = d
+	}
+	for _, req := range []string{RunFile, EventsFile, ContractFile} {
+		if _, ok := subj[req]; !ok {
+			return nil, refuse(MissingFile, req+" is not a subject", b.id, nil)
+		}
+	}
+	return subj, nil
+}
+
+// audit re-audits the run from the files, and requires every blob to be
+// evidence the log references.
+func (b *unpacked) audit() error {
 	mem := fstest.MapFS{}
-	for _, f := range list {
+	for _, f := range b.list {
 		if f.Name != AttestationFile && f.Name != CheckpointFile {
 			mem[f.Name] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
 		}
 	}
 	rep, err := replay.AuditFS(mem, replay.BlobsVerified())
 	if err != nil {
-		var ae *replay.AuditError
-		if errors.As(err, &ae) {
-			switch ae.Reason {
-			case replay.ReasonChain:
-				return nil, refuse(ChainBroken, ae.Error(), id, err)
-			case replay.ReasonBlob, replay.ReasonMissing:
-				return nil, refuse(MissingFile, ae.Error(), id, err)
-			}
-		}
-		return nil, refuse(AuditFailed, err.Error(), id, err)
+		return refuseAudit(err, b.id)
 	}
 	blobs := map[string]bool{}
 	for _, d := range rep.Blobs {
 		blobs[BlobPrefix+strings.TrimPrefix(d, "sha256:")] = true
 	}
-	for _, f := range list {
+	for _, f := range b.list {
 		if isBlobName(f.Name) && !blobs[f.Name] {
-			return nil, refuse(ExtraFile, f.Name+" is not referenced by the event log", id, nil)
+			return refuse(ExtraFile, f.Name+" is not referenced by the event log", b.id, nil)
 		}
 	}
+	b.rep = rep
+	return nil
+}
 
-	// 5. The predicate must be what the files say.
+// refuseAudit refuses a run that does not reconcile, with the bundle
+// reason its audit reason maps to.
+func refuseAudit(err error, runID string) error {
+	var ae *replay.AuditError
+	if errors.As(err, &ae) {
+		switch ae.Reason {
+		case replay.ReasonChain:
+			return refuse(ChainBroken, ae.Error(), runID, err)
+		case replay.ReasonBlob, replay.ReasonMissing:
+			return refuse(MissingFile, ae.Error(), runID, err)
+		}
+	}
+	return refuse(AuditFailed, err.Error(), runID, err)
+}
+
+// checkPredicate requires the predicate to be what the files say, the run
+// to be COMPLETE and the signing time to be plausible.
+func (b *unpacked) checkPredicate(now, witnessed time.Time) error {
+	rep, pred := b.rep, &b.st.Predicate
 	if rep.RunID != pred.Run.RunID || rep.ChainHead != pred.Run.Chain.Head || rep.ChainLength != pred.Run.Chain.Length {
-		return nil, refuse(ChainMismatch, fmt.Sprintf("the log is run %s with %d events ending %s; the predicate says run %s, %d events ending %s",
-			rep.RunID, rep.ChainLength, rep.ChainHead, clip(pred.Run.RunID), pred.Run.Chain.Length, clip(pred.Run.Chain.Head)), id, nil)
+		return refuse(ChainMismatch, fmt.Sprintf("the log is run %s with %d events ending %s; the predicate says run %s, %d events ending %s",
+			rep.RunID, rep.ChainLength, rep.ChainHead, clip(pred.Run.RunID), pred.Run.Chain.Length, clip(pred.Run.Chain.Head)), b.id, nil)
 	}
 	if rep.State != replay.Complete {
-		return nil, refuse(NotComplete, fmt.Sprintf("the log says the run is %s", rep.State), id, nil)
+		return refuse(NotComplete, fmt.Sprintf("the log says the run is %s", rep.State), b.id, nil)
 	}
-	want := Summarize(rep)
-	if field := diffSummary(&want, &pred.Run); field != "" {
-		return nil, refuse(PredicateMismatch, fmt.Sprintf("predicate field %q disagrees with the audited run", field), id, nil)
+	b.summary = Summarize(rep)
+	if field := diffSummary(&b.summary, &pred.Run); field != "" {
+		return refuse(PredicateMismatch, fmt.Sprintf("predicate field %q disagrees with the audited run", field), b.id, nil)
 	}
-	if err := opts.checkSigningTime(signedAt, rep.LastEventTime); err != nil {
-		return nil, refuse(SigningTimeImplausible, err.Error(), id, nil)
+	if err := checkSigningTime(b.signedAt, rep.LastEventTime, now, witnessed); err != nil {
+		return refuse(SigningTimeImplausible, err.Error(), b.id, nil)
 	}
+	return nil
+}
 
-	res := &Result{RunID: rep.RunID, KeyID: k.KeyID(), SignedAt: signedAt.UTC(), Run: want, Files: len(list)}
-
-	// 6. A carried checkpoint must verify and agree with the log.
-	if cp, ok := files[CheckpointFile]; ok {
-		v, err := checkpoint.Verify(cp, store)
+// checkCheckpoint verifies a carried checkpoint and requires it to agree
+// with the log; it returns nil when the bundle carries none.
+func (b *unpacked) checkCheckpoint(store envelope.Verifiers) (*checkpoint.Verified, error) {
+	cp, ok := b.files[CheckpointFile]
+	if !ok {
+		return nil, nil
+	}
+	v, err := checkpoint.Verify(cp, store)
+	if err == nil {
+		var events []eventlog.Event
+		events, err = eventlog.Read(bytes.NewReader(b.files[EventsFile]), nil)
 		if err == nil {
-			var events []eventlog.Event
-			events, err = eventlog.Read(bytes.NewReader(files[EventsFile]), nil)
-			if err == nil {
-				err = checkpoint.Match(&v.Checkpoint, events)
-			}
+			err = checkpoint.Match(&v.Checkpoint, events)
 		}
-		if err != nil {
-			var ce *checkpoint.Error
-			if errors.As(err, &ce) {
-				return nil, refuse(Reason(ce.Reason), ce.Error(), id, err)
-			}
-			return nil, refuse(CheckpointInvalid, err.Error(), id, err)
+	}
+	if err != nil {
+		var ce *checkpoint.Error
+		if errors.As(err, &ce) {
+			return nil, refuse(Reason(ce.Reason), ce.Error(), b.id, err)
 		}
-		res.Checkpoint = v
+		return nil, refuse(CheckpointInvalid, err.Error(), b.id, err)
 	}
+	return v, nil
+}
 
-	// 7. Source and contract binding.
-	if opts.Commit != "" && !strings.EqualFold(opts.Commit, rep.Source.Commit) {
-		return nil, refuse(CommitMismatch, fmt.Sprintf("the run verified commit %s, not %s", rep.Source.Commit, opts.Commit), id, nil)
+// bind applies the policy's bindings to the audited run: source, repository,
+// clean work tree, profile and contract, in that order.
+func (p *Policy) bind(rep *replay.Report, id string) error {
+	if c := p.source.commit; c != "" && !strings.EqualFold(c, rep.Source.Commit) {
+		return refuse(CommitMismatch, fmt.Sprintf("the run verified commit %s, not %s", rep.Source.Commit, c), id, nil)
 	}
-	if opts.Tree != "" && !strings.EqualFold(opts.Tree, rep.Source.Tree) {
-		return nil, refuse(TreeMismatch, fmt.Sprintf("the run verified tree %s, not %s", rep.Source.Tree, opts.Tree), id, nil)
+	if t := p.source.tree; t != "" && !strings.EqualFold(t, rep.Source.Tree) {
+		return refuse(TreeMismatch, fmt.Sprintf("the run verified tree %s, not %s", rep.Source.Tree, t), id, nil)
 	}
-
-	if opts.Repo != "" && !strings.EqualFold(opts.Repo, rep.Repo) {
-		return nil, refuse(RepoMismatch, fmt.Sprintf("the run was made for repository %q, not %q", rep.Repo, opts.Repo), id, nil)
+	if p.repo != "" && !strings.EqualFold(p.repo, rep.Repo) {
+		return refuse(RepoMismatch, fmt.Sprintf("the run was made for repository %q, not %q", rep.Repo, p.repo), id, nil)
 	}
-	if rep.Worktree == nil || rep.Worktree.Dirty && !opts.AllowDirty {
-		return nil, refuse(DirtySource, "the run was planned on a work tree with uncommitted changes (--allow-dirty): its checks ran on content no commit names", id, nil)
+	if rep.Worktree == nil || rep.Worktree.Dirty && !p.allowDirty {
+		return refuse(DirtySource, "the run was planned on a work tree with uncommitted changes (--allow-dirty): its checks ran on content no commit names", id, nil)
 	}
-	if opts.Profile != nil && *opts.Profile != rep.Profile {
-		return nil, refuse(ProfileMismatch, fmt.Sprintf("the run used %s, not %s", profileName(rep.Profile), profileName(*opts.Profile)), id, nil)
+	if p.profile != nil && *p.profile != rep.Profile {
+		return refuse(ProfileMismatch, fmt.Sprintf("the run used %s, not %s", profileName(rep.Profile), profileName(*p.profile)), id, nil)
 	}
-	if opts.ContractHash != "" && opts.ContractHash != rep.ContractHash {
-		return nil, refuse(ContractMismatch, fmt.Sprintf("the run used contract %s, the gate requires %s", rep.ContractHash, opts.ContractHash), id, nil)
+	if h := p.contract.hash; h != "" && h != rep.ContractHash {
+		return refuse(ContractMismatch, fmt.Sprintf("the run used contract %s, the gate requires %s", rep.ContractHash, h), id, nil)
 	}
-
-	// 8. Approvals.
-	res.Approvals = countApprovals(rep.Decisions)
-	if res.Approvals < opts.RequireApprovals {
-		return nil, refuse(InsufficientApprovals, fmt.Sprintf("%d distinct approvals, %d required", res.Approvals, opts.RequireApprovals), id, nil)
-	}
-	return res, nil
+	return nil
 }
 
 // countApprovals counts distinct approving people that no later decision
@@ -372,40 +454,10 @@ func countApprovals(ds []replay.Decision) int {
 	return len(t.Approvers())
 }
 
-// check refuses options that leave the source or the contract unsaid.
-func (o *VerifyOptions) check() error {
-	n := 0
-	for _, set := range []bool{o.Commit != "", o.Tree != "", o.AnySource} {
-		if set {
-			n++
-		}
-	}
-	if n != 1 {
-		return &PolicyError{"give exactly one of a commit, a tree, or any source"}
-	}
-	for name, v := range map[string]string{"commit": o.Commit, "tree": o.Tree} {
-		if v != "" && !fullSHA.MatchString(v) {
-			return &PolicyError{fmt.Sprintf("%s %q: give the full 40-hex SHA (64-hex in SHA-256 repositories, e.g. from git rev-parse HEAD), not a short or symbolic one", name, clip(v))}
-		}
-	}
-	if (o.ContractHash != "") == o.AnyContract {
-		return &PolicyError{"give exactly one of a contract hash or any contract"}
-	}
-	if o.ContractHash != "" && !contractHash.MatchString(o.ContractHash) {
-		return &PolicyError{fmt.Sprintf("contract hash %q: want sha256:<64 lowercase hex>", clip(o.ContractHash))}
-	}
-	return nil
-}
-
-var (
-	fullSHA      = regexp.MustCompile(`^([0-9a-fA-F]{40}|[0-9a-fA-F]{64})$`)
-	contractHash = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
-)
-
 // checkSigningTime refuses a signed_at before the run's last event (the
 // run could not have been signed before it ended) or after the
 // verification time or the witness time, each plus MaxClockSkew.
-func (o *VerifyOptions) checkSigningTime(signedAt time.Time, lastEvent string) error {
+func checkSigningTime(signedAt time.Time, lastEvent string, now, witnessed time.Time) error {
 	last, err := time.Parse(time.RFC3339Nano, lastEvent)
 	if err != nil {
 		return fmt.Errorf("the log's last event time %q is not RFC 3339", clip(lastEvent))
@@ -414,15 +466,14 @@ func (o *VerifyOptions) checkSigningTime(signedAt time.Time, lastEvent string) e
 	if signedAt.Before(last) {
 		return fmt.Errorf("signed_at %s is before the run's last event at %s", at, last.UTC().Format(time.RFC3339Nano))
 	}
-	now := o.Now
 	if now.IsZero() {
 		now = time.Now()
 	}
 	if signedAt.After(now.Add(MaxClockSkew)) {
 		return fmt.Errorf("signed_at %s is after the verification time %s (+%s)", at, now.UTC().Format(time.RFC3339), MaxClockSkew)
 	}
-	if !o.Witnessed.IsZero() && signedAt.After(o.Witnessed.Add(MaxClockSkew)) {
-		return fmt.Errorf("signed_at %s is after the bundle was witnessed at %s (+%s)", at, o.Witnessed.UTC().Format(time.RFC3339Nano), MaxClockSkew)
+	if !witnessed.IsZero() && signedAt.After(witnessed.Add(MaxClockSkew)) {
+		return fmt.Errorf("signed_at %s is after the bundle was witnessed at %s (+%s)", at, witnessed.UTC().Format(time.RFC3339Nano), MaxClockSkew)
 	}
 	return nil
 }

@@ -44,6 +44,7 @@ import (
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/docker"
@@ -51,13 +52,13 @@ import (
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
-// Exit codes, as the CLI defines them (DESIGN.md "CLI").
+// Exit codes, one per class of kernel/exit, as the CLI defines them.
 const (
-	ExitOK       = 0
-	ExitRefused  = 1 // a check failed, a verification was refused
-	ExitUsage    = 2 // bad input: contract, inputs, key
-	ExitAwaiting = 3 // awaiting approval (on-pending: fail)
-	ExitEnv      = 4 // environment: no Docker, GitHub API unreachable, no artifact service
+	ExitOK       = exit.OK
+	ExitRefused  = int(exit.Refused)     // a check failed, a verification was refused
+	ExitUsage    = int(exit.Usage)       // bad input: contract, inputs, key
+	ExitAwaiting = int(exit.Awaiting)    // awaiting approval (on-pending: fail)
+	ExitEnv      = int(exit.Environment) // environment: no Docker, GitHub API unreachable, no artifact service
 )
 
 // Defaults of the inputs.
@@ -70,17 +71,18 @@ const (
 	SigningKeyEnv = "PROOFGATE_SIGNING_KEY"
 )
 
-// Error is a failure with the exit code the job should end with.
-type Error struct {
-	Code int
-	Err  error
+// Error is a failure with the class (and so the exit code) the job ends
+// with.
+type Error = exit.Error
+
+// usage is a failure of the job's input (exit.Usage).
+func usage(format string, args ...any) error {
+	return exit.Wrap(exit.Usage, fmt.Errorf(format, args...))
 }
 
-func (e *Error) Error() string { return e.Err.Error() }
-func (e *Error) Unwrap() error { return e.Err }
-
-func fail(code int, format string, args ...any) *Error {
-	return &Error{Code: code, Err: fmt.Errorf(format, args...)}
+// environment is a failure of what the job runs on (exit.Environment).
+func environment(format string, args ...any) error {
+	return exit.Wrap(exit.Environment, fmt.Errorf(format, args...))
 }
 
 // RuntimesFunc connects the runtime providers a contract needs. It returns
@@ -250,327 +252,430 @@ func splitRepo(full string) (string, string, bool) {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.fill()
 	f := newWorkflow(o.Getenv, o.Stdout)
-	res := &Result{Outputs: f.outputs}
-	s := &summary{}
-	defer func() { f.summary(s.render()) }()
-
-	finish := func(err error) (*Result, error) {
-		var ae *Error
-		if !errors.As(err, &ae) {
-			ae = &Error{Code: ExitEnv, Err: err}
-		}
-		res.Code = ae.Code
-		s.failure = ae.Err.Error()
-		f.annotate("error", "ProofGate", ae.Err.Error())
-		if res.State != "" {
-			f.output("state", string(res.State))
-		}
-		return res, ae
-	}
-
-	in, err := readInputs(f)
+	j := &job{o: &o, f: f, s: &summary{}, res: &Result{Outputs: f.outputs}}
+	defer func() { f.summary(j.s.render()) }()
+	code, err := j.run(ctx)
 	if err != nil {
-		return finish(&Error{ExitUsage, err})
+		return j.finish(err)
 	}
-	ev, err := event.Load(o.Getenv)
-	if err != nil {
-		return finish(fail(ExitUsage, "event context: %w", err))
-	}
-	s.event = ev
-	res.Fork = ev.Fork
-	repoFull := o.Getenv("GITHUB_REPOSITORY")
-	if repoFull == "" {
-		repoFull = ev.Repository
-	}
-	owner, name, ok := splitRepo(repoFull)
-	if !ok {
-		return finish(fail(ExitUsage, "GITHUB_REPOSITORY %q is not owner/name", repoFull))
-	}
-	s.repo = repoFull
+	j.res.Code = code
+	return j.res, nil
+}
 
-	var signer envelope.Signer // nil: no signing key, no export
-	if in.signingKey != "" {
-		pk, err := key.ParsePrivate([]byte(in.signingKey), "input signing-key")
-		if err != nil {
-			return finish(fail(ExitUsage, "%w", err))
-		}
-		if signer, err = key.NewSigner(pk); err != nil {
-			return finish(fail(ExitUsage, "input signing-key: %w", err))
-		}
-	} else if ev.Fork {
-		s.notes = append(s.notes, "This pull request comes from a fork: GitHub gives fork runs no secrets and a read-only token, so there is no signing key. The checks run and the review state is read, but no signed bundle can be exported for this head; a release gate will find no evidence for it.")
-		f.annotate("warning", "ProofGate fork pull request", "no signing key in a fork PR run: checks run, but no signed evidence bundle will be exported")
-	} else {
-		f.annotate("warning", "ProofGate no signing key", "input signing-key is empty (and "+SigningKeyEnv+" unset): a COMPLETE run cannot be exported")
-	}
+// job is one `proofgate action`: what it read and what it has done, for
+// the steps of Run.
+type job struct {
+	o   *Options
+	f   *workflow
+	s   *summary
+	res *Result
 
-	ws, err := workspace(ctx, &o)
-	if err != nil {
-		return finish(&Error{ExitUsage, err})
-	}
-	stateDir := in.stateDir
-	if !filepath.IsAbs(stateDir) {
-		stateDir = filepath.Join(ws, stateDir)
-	}
+	in                inputs
+	ev                *event.Context
+	repo, owner, name string // GITHUB_REPOSITORY and its parts
+	ws, stateDir      string
+	gh                *github.Client  // nil without input github-token
+	signer            envelope.Signer // nil without input signing-key
+	c                 *contract.Resolved
+	r                 *run.Run
+	closed            bool
+}
 
-	var gh *github.Client
-	if in.token != "" {
-		if gh, err = ghapi.NewClient(ctx, in.token, o.Getenv("GITHUB_API_URL")); err != nil {
-			return finish(fail(ExitUsage, "github client: %w", err))
-		}
+// run plans, executes and decides the run, and publishes it once
+// COMPLETE. It returns the job's exit code, or an error of a class.
+func (j *job) run(ctx context.Context) (int, error) {
+	if err := j.setup(ctx); err != nil {
+		return 0, err
 	}
-
-	// The contract: the base commit's on pull-request events, so a PR cannot
-	// relax the rules that govern it.
-	var data []byte
-	origin := "file:" + filepath.ToSlash(in.contract)
-	if ev.IsPullRequest() && ev.BaseSHA != "" {
-		data, err = event.ContractAt(ctx, ws, gh, owner, name, ev.BaseSHA, in.contract)
-		if errors.Is(err, event.ErrNotInBase) {
-			return finish(fail(ExitUsage, "the base commit %s has no %s: a pull request runs under its base branch's contract, so add the contract on the base branch first", short(ev.BaseSHA), in.contract))
-		}
-		if err != nil {
-			return finish(fail(ExitEnv, "read the base contract: %w", err))
-		}
-		origin = "git:" + ev.BaseSHA + ":" + in.contract
-		changed, err := event.ContractChanged(data, filepath.Join(ws, filepath.FromSlash(in.contract)))
-		if err != nil {
-			return finish(fail(ExitEnv, "compare the contract with the base: %w", err))
-		}
-		res.ContractChanged = changed
-		if changed {
-			s.notes = append(s.notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", code(in.contract), code(short(ev.BaseSHA))))
-			f.annotate("notice", "ProofGate contract changed", "this pull request changes "+in.contract+"; the checks ran under the base branch's contract")
-		}
-	} else {
-		p := filepath.Join(ws, filepath.FromSlash(in.contract))
-		if data, err = os.ReadFile(p); err != nil {
-			return finish(fail(ExitUsage, "contract %s: %w", in.contract, err))
-		}
+	if err := j.loadContract(ctx); err != nil {
+		return 0, err
 	}
-	res.ContractOrigin = origin
-	s.origin = origin
-	c, err := contract.Parse(in.contract, data, in.profile)
-	if err != nil {
-		return finish(fail(ExitUsage, "%w", err))
+	if err := j.plan(ctx); err != nil {
+		return 0, err
 	}
-	s.contract = c
-
-	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: ws, StateDir: stateDir, Contract: c, Origin: origin, Repo: repoFull})
-	if err != nil {
-		var de *run.DirtyError
-		if errors.As(err, &de) {
-			return finish(fail(ExitUsage, "plan: %w (the checkout must be clean)", err))
-		}
-		return finish(fail(ExitEnv, "plan: %w", err))
-	}
-	closed := false
-	closeRun := func() {
-		if !closed {
-			closed = true
-			r.Close()
-		}
-	}
-	defer closeRun()
-	res.RunID = r.ID
-	f.output("run-id", r.ID)
-	f.logf("proofgate: run %s planned, %d checks, contract %s", r.ID, len(c.Checks), origin)
-
-	rts, unavailable, closeRts := o.Runtimes(ctx, c)
+	defer j.closeRun()
+	rts, unavailable, closeRts := j.o.Runtimes(ctx, j.c)
 	defer closeRts()
-	err = r.Exec(ctx, run.ExecOptions{RepoDir: ws, StateDir: stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: in.jobs, Progress: o.Stdout})
-	rep := r.Report()
-	s.report = rep
-	res.State, res.VerificationDigest = rep.State, rep.VerificationDigest
-	if err != nil {
-		return finish(fail(ExitEnv, "execute: %w", err))
+	if err := j.execute(ctx, rts, unavailable); err != nil {
+		return 0, err
 	}
-	showChecks(f, r.Dir, rep)
-	if rep.VerificationDigest != "" {
-		f.output("verification-digest", rep.VerificationDigest)
-	}
-
 	code := ExitOK
-	switch rep.State {
+	switch j.s.report.State {
 	case run.AwaitingApproval:
-		code = approve(ctx, f, s, res, r, ev, gh, owner, name, ws, stateDir, in)
+		code = j.approve(ctx)
 	case run.Complete:
-		s.notes = append(s.notes, "The contract requires no approval (approval.required: 0).")
+		j.s.notes = append(j.s.notes, "The contract requires no approval (approval.required: 0).")
 	default:
 		code = ExitRefused
 	}
-	rep = r.Report()
-	s.report = rep
-	res.State = rep.State
-	f.output("state", string(rep.State))
+	rep := j.r.Report()
+	j.s.report = rep
+	j.res.State = rep.State
+	j.f.output("state", string(rep.State))
+	if rep.State != run.Complete {
+		return code, nil
+	}
+	j.closeRun()
+	return j.publish(ctx)
+}
 
-	if rep.State == run.Complete {
-		closeRun()
-		if code, err = publish(ctx, f, s, res, r.Dir, stateDir, ws, ev, signer, in, o.Getenv); err != nil {
-			return finish(&Error{code, err})
+// finish ends a failed job: the exit code of err's class (an unclassified
+// error is the environment's), the summary, an annotation and the state.
+func (j *job) finish(err error) (*Result, error) {
+	var ae *Error
+	if !errors.As(err, &ae) {
+		ae = exit.Wrap(exit.Environment, err)
+	}
+	j.res.Code = ae.Class.Code()
+	j.s.failure = ae.Err.Error()
+	j.f.annotate("error", "ProofGate", ae.Err.Error())
+	if j.res.State != "" {
+		j.f.output("state", string(j.res.State))
+	}
+	return j.res, ae
+}
+
+// setup reads the inputs, the event, the repository, the signing key, the
+// workspace and the GitHub client.
+func (j *job) setup(ctx context.Context) error {
+	var err error
+	if j.in, err = readInputs(j.f); err != nil {
+		return exit.Wrap(exit.Usage, err)
+	}
+	if j.ev, err = event.Load(j.o.Getenv); err != nil {
+		return usage("event context: %w", err)
+	}
+	j.s.event = j.ev
+	j.res.Fork = j.ev.Fork
+	j.repo = j.o.Getenv("GITHUB_REPOSITORY")
+	if j.repo == "" {
+		j.repo = j.ev.Repository
+	}
+	var ok bool
+	if j.owner, j.name, ok = splitRepo(j.repo); !ok {
+		return usage("GITHUB_REPOSITORY %q is not owner/name", j.repo)
+	}
+	j.s.repo = j.repo
+	if err := j.loadSigner(); err != nil {
+		return err
+	}
+	if j.ws, err = workspace(ctx, j.o); err != nil {
+		return exit.Wrap(exit.Usage, err)
+	}
+	j.stateDir = j.in.stateDir
+	if !filepath.IsAbs(j.stateDir) {
+		j.stateDir = filepath.Join(j.ws, j.stateDir)
+	}
+	if j.in.token != "" {
+		if j.gh, err = ghapi.NewClient(ctx, j.in.token, j.o.Getenv("GITHUB_API_URL")); err != nil {
+			return usage("github client: %w", err)
 		}
 	}
-	res.Code = code
-	return res, nil
+	return nil
+}
+
+// loadSigner parses input signing-key; without one, it says why no bundle
+// will be exported.
+func (j *job) loadSigner() error {
+	switch {
+	case j.in.signingKey != "":
+		pk, err := key.ParsePrivate([]byte(j.in.signingKey), "input signing-key")
+		if err != nil {
+			return exit.Wrap(exit.Usage, err)
+		}
+		if j.signer, err = key.NewSigner(pk); err != nil {
+			return usage("input signing-key: %w", err)
+		}
+	case j.ev.Fork:
+		j.s.notes = append(j.s.notes, "This pull request comes from a fork: GitHub gives fork runs no secrets and a read-only token, so there is no signing key. The checks run and the review state is read, but no signed bundle can be exported for this head; a release gate will find no evidence for it.")
+		j.f.annotate("warning", "ProofGate fork pull request", "no signing key in a fork PR run: checks run, but no signed evidence bundle will be exported")
+	default:
+		j.f.annotate("warning", "ProofGate no signing key", "input signing-key is empty (and "+SigningKeyEnv+" unset): a COMPLETE run cannot be exported")
+	}
+	return nil
+}
+
+// loadContract reads and resolves the contract: the base commit's on
+// pull-request events, so a PR cannot relax the rules that govern it.
+func (j *job) loadContract(ctx context.Context) error {
+	data, origin, err := j.contractData(ctx)
+	if err != nil {
+		return err
+	}
+	j.res.ContractOrigin = origin
+	j.s.origin = origin
+	if j.c, err = contract.Parse(j.in.contract, data, j.in.profile); err != nil {
+		return exit.Wrap(exit.Usage, err)
+	}
+	j.s.contract = j.c
+	return nil
+}
+
+// contractData returns the contract's bytes and origin.
+func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
+	path := j.in.contract
+	local := filepath.Join(j.ws, filepath.FromSlash(path))
+	if !j.ev.IsPullRequest() || j.ev.BaseSHA == "" {
+		data, err := os.ReadFile(local)
+		if err != nil {
+			return nil, "", usage("contract %s: %w", path, err)
+		}
+		return data, "file:" + filepath.ToSlash(path), nil
+	}
+	base := j.ev.BaseSHA
+	data, err := event.ContractAt(ctx, j.ws, j.gh, j.owner, j.name, base, path)
+	if errors.Is(err, event.ErrNotInBase) {
+		return nil, "", usage("the base commit %s has no %s: a pull request runs under its base branch's contract, so add the contract on the base branch first", short(base), path)
+	}
+	if err != nil {
+		return nil, "", environment("read the base contract: %w", err)
+	}
+	changed, err := event.ContractChanged(data, local)
+	if err != nil {
+		return nil, "", environment("compare the contract with the base: %w", err)
+	}
+	j.res.ContractChanged = changed
+	if changed {
+		j.s.notes = append(j.s.notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", code(path), code(short(base))))
+		j.f.annotate("notice", "ProofGate contract changed", "this pull request changes "+path+"; the checks ran under the base branch's contract")
+	}
+	return data, "git:" + base + ":" + path, nil
+}
+
+// plan plans the run; a dirty checkout is bad input.
+func (j *job) plan(ctx context.Context) error {
+	r, err := run.Plan(ctx, run.PlanOptions{RepoDir: j.ws, StateDir: j.stateDir, Contract: j.c, Origin: j.res.ContractOrigin, Repo: j.repo})
+	if err != nil {
+		var de *run.DirtyError
+		if errors.As(err, &de) {
+			return usage("plan: %w (the checkout must be clean)", err)
+		}
+		return environment("plan: %w", err)
+	}
+	j.r = r
+	j.res.RunID = r.ID
+	j.f.output("run-id", r.ID)
+	j.f.logf("proofgate: run %s planned, %d checks, contract %s", r.ID, len(j.c.Checks), j.res.ContractOrigin)
+	return nil
+}
+
+// closeRun releases the run's writer lock, once.
+func (j *job) closeRun() {
+	if !j.closed {
+		j.closed = true
+		j.r.Close()
+	}
+}
+
+// execute runs the checks and reports them.
+func (j *job) execute(ctx context.Context, rts map[string]runtime.Runtime, unavailable map[string]string) error {
+	err := j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs, Progress: j.o.Stdout})
+	rep := j.r.Report()
+	j.s.report = rep
+	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest
+	if err != nil {
+		return environment("execute: %w", err)
+	}
+	showChecks(j.f, j.r.Dir, rep)
+	if rep.VerificationDigest != "" {
+		j.f.output("verification-digest", rep.VerificationDigest)
+	}
+	return nil
 }
 
 // approve reads the review state and records counted approvals. It returns
 // the exit code for a run that stays AWAITING_APPROVAL (per on-pending) or
 // ExitOK once COMPLETE.
-func approve(ctx context.Context, f *workflow, s *summary, res *Result, r *run.Run, ev *event.Context, gh *github.Client,
-	owner, name, ws, stateDir string, in inputs) int {
-	pending := func(why string) int {
-		s.pending = why
-		if in.onPending == "neutral" {
-			f.annotate("notice", "ProofGate awaiting approval", why)
-			return ExitOK
-		}
-		f.annotate("error", "ProofGate awaiting approval", why)
-		return ExitAwaiting
+func (j *job) approve(ctx context.Context) int {
+	if j.gh == nil && j.ev.IsPullRequest() {
+		return j.failed("ProofGate", exit.Usage, "input github-token is empty: the review state cannot be read")
 	}
-	if gh == nil && ev.IsPullRequest() {
-		s.failure = "input github-token is empty: the review state cannot be read"
-		f.annotate("error", "ProofGate", s.failure)
-		return ExitUsage
+	t, code := j.reviewed(ctx)
+	if t == nil {
+		return code
 	}
-	pr, head := ev.PR, ev.HeadSHA
+	dec, err := review.Decide(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval)
+	j.res.Decision = &dec
+	j.s.decision = &dec
+	var moved *review.HeadMovedError
 	switch {
-	case ev.IsPullRequest() && pr != 0 && head != "":
-	case ev.Name == "push" && gh == nil:
-		return pending("approval comes from pull-request reviews, and without input github-token this push run cannot find the pull request merged into it")
+	case errors.As(err, &moved):
+		return j.pending(fmt.Sprintf("the pull request head moved to %s while the checks ran; the run for the new head decides", short(moved.Got)))
+	case err != nil:
+		return j.failed("ProofGate GitHub API", exit.Environment, "reading the review state failed: "+err.Error())
+	case !dec.Satisfied:
+		return j.pending(dec.Summary)
+	}
+	return j.record(ctx, &dec, t)
+}
+
+// reviewTarget is the pull request whose reviews decide, and its head.
+type reviewTarget struct {
+	pr   int
+	head string
+}
+
+// reviewed returns the pull request whose reviews decide, or nil and the
+// exit code when there is none.
+func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
+	ev := j.ev
+	switch {
+	case ev.IsPullRequest() && ev.PR != 0 && ev.HeadSHA != "":
+		return &reviewTarget{ev.PR, ev.HeadSHA}, ExitOK
+	case ev.Name == "push" && j.gh == nil:
+		return nil, j.pending("approval comes from pull-request reviews, and without input github-token this push run cannot find the pull request merged into it")
 	case ev.Name == "push":
 		// A push of a merge commit (the default branch after a merge):
 		// the reviews of the pull request GitHub records as merged into
 		// exactly this commit decide, under the same rules as on the PR.
-		commit := r.Report().Source.Commit
-		m, err := review.FindMerged(ctx, gh, owner, name, commit)
+		commit := j.r.Report().Source.Commit
+		m, err := review.FindMerged(ctx, j.gh, j.owner, j.name, commit)
 		if errors.Is(err, review.ErrNotMerged) {
-			return pending(fmt.Sprintf("approval comes from pull-request reviews, and no single pull request was merged into %s (a direct push)", short(commit)))
+			return nil, j.pending(fmt.Sprintf("approval comes from pull-request reviews, and no single pull request was merged into %s (a direct push)", short(commit)))
 		}
 		if err != nil {
-			s.failure = "finding the merged pull request failed: " + err.Error()
-			f.annotate("error", "ProofGate GitHub API", s.failure)
-			return ExitEnv
+			return nil, j.failed("ProofGate GitHub API", exit.Environment, "finding the merged pull request failed: "+err.Error())
 		}
-		pr, head = m.Number, m.Head
-		s.notes = append(s.notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", pr, code(short(commit)), code(short(head))))
-	default:
-		return pending(fmt.Sprintf("approval comes from pull-request reviews, and this %s run is not about a pull request", ev.Name))
+		j.s.notes = append(j.s.notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", m.Number, code(short(commit)), code(short(m.Head))))
+		return &reviewTarget{m.Number, m.Head}, ExitOK
 	}
-	dec, err := review.Decide(ctx, gh, owner, name, pr, head, r.Contract.Approval)
-	res.Decision = &dec
-	s.decision = &dec
-	var moved *review.HeadMovedError
-	switch {
-	case errors.As(err, &moved):
-		return pending(fmt.Sprintf("the pull request head moved to %s while the checks ran; the run for the new head decides", short(moved.Got)))
-	case err != nil:
-		s.failure = "reading the review state failed: " + err.Error()
-		f.annotate("error", "ProofGate GitHub API", s.failure)
-		return ExitEnv
-	case !dec.Satisfied:
-		return pending(dec.Summary)
-	}
+	return nil, j.pending(fmt.Sprintf("approval comes from pull-request reviews, and this %s run is not about a pull request", ev.Name))
+}
 
-	tree := commitTree(ctx, ws, gh, owner, name, head)
-	fresh := run.Freshness{RepoDir: ws, StateDir: stateDir}
+// record records the counted approvals of dec through the kernel.
+func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget) int {
+	tree := commitTree(ctx, j.ws, j.gh, j.owner, j.name, t.head)
+	fresh := run.Freshness{RepoDir: j.ws, StateDir: j.stateDir}
 	for _, a := range dec.Counted {
-		if r.State() != run.AwaitingApproval {
+		if j.r.State() != run.AwaitingApproval {
 			break
 		}
-		err := r.Decide(ctx, run.DecisionOptions{
+		err := j.r.Decide(ctx, run.DecisionOptions{
 			Actor: a.Login,
 			GitHub: &run.GitHubReview{
 				Login: a.Login, UserID: a.UserID, ReviewID: a.ReviewID, Commit: a.Commit, Tree: tree,
-				Permission: a.Permission, SubmittedAt: a.SubmittedAt.UTC().Format("2006-01-02T15:04:05Z"), PullRequest: pr,
+				Permission: a.Permission, SubmittedAt: a.SubmittedAt.UTC().Format("2006-01-02T15:04:05Z"), PullRequest: t.pr,
 			},
 			Fresh: fresh,
 		})
 		if err != nil {
-			s.failure = fmt.Sprintf("recording the approval of %s was refused: %v", a.Login, err)
-			f.annotate("error", "ProofGate approval refused", s.failure)
-			return ExitRefused
+			return j.failed("ProofGate approval refused", exit.Refused, fmt.Sprintf("recording the approval of %s was refused: %v", a.Login, err))
 		}
-		res.Recorded++
+		j.res.Recorded++
 	}
-	if r.State() != run.Complete {
-		return pending(fmt.Sprintf("%d approval(s) recorded, the run is %s", res.Recorded, r.State()))
+	if j.r.State() != run.Complete {
+		return j.pending(fmt.Sprintf("%d approval(s) recorded, the run is %s", j.res.Recorded, j.r.State()))
 	}
 	return ExitOK
 }
 
+// pending reports a run still awaiting approval, and returns the exit code
+// on-pending asks for.
+func (j *job) pending(why string) int {
+	j.s.pending = why
+	if j.in.onPending == "neutral" {
+		j.f.annotate("notice", "ProofGate awaiting approval", why)
+		return ExitOK
+	}
+	j.f.annotate("error", "ProofGate awaiting approval", why)
+	return ExitAwaiting
+}
+
+// failed reports a failure of class c that ends the job without an error
+// of Run, and returns its exit code.
+func (j *job) failed(title string, c exit.Class, msg string) int {
+	j.s.failure = msg
+	j.f.annotate("error", title, msg)
+	return c.Code()
+}
+
 // publish exports the bundle of a COMPLETE run and uploads it.
-func publish(ctx context.Context, f *workflow, s *summary, res *Result, runDir, stateDir, ws string, ev *event.Context,
-	signer envelope.Signer, in inputs, getenv func(string) string) (int, error) {
-	if signer == nil {
-		if ev.Fork {
-			s.pending = "the run is COMPLETE, but a fork pull request run has no signing key: no bundle was exported"
-			f.annotate("warning", "ProofGate unsigned", s.pending)
-			if in.onPending == "neutral" {
+func (j *job) publish(ctx context.Context) (int, error) {
+	if j.signer == nil {
+		if j.ev.Fork {
+			j.s.pending = "the run is COMPLETE, but a fork pull request run has no signing key: no bundle was exported"
+			j.f.annotate("warning", "ProofGate unsigned", j.s.pending)
+			if j.in.onPending == "neutral" {
 				return ExitOK, nil
 			}
 			return ExitAwaiting, nil
 		}
-		return ExitUsage, errors.New("the run is COMPLETE but input signing-key is empty: set it to ${{ secrets.PROOFGATE_SIGNING_KEY }} (see docs/action.md)")
+		return 0, usage("the run is COMPLETE but input signing-key is empty: set it to ${{ secrets.PROOFGATE_SIGNING_KEY }} (see docs/action.md)")
 	}
+	out, b, err := j.export()
+	if err != nil {
+		return 0, err
+	}
+	return j.upload(ctx, out, b)
+}
+
+// export writes the signed bundle and returns its path and bytes.
+func (j *job) export() (string, []byte, error) {
 	// Next to the run directories: the planner leaves <state>/runs out of the
 	// work-tree digest, so a bundle never makes a later run's checkout dirty.
-	dir := filepath.Join(stateDir, "runs")
+	dir := filepath.Join(j.stateDir, "runs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return ExitEnv, fmt.Errorf("bundle directory: %w", err)
+		return "", nil, environment("bundle directory: %w", err)
 	}
-	out := filepath.Join(dir, res.RunID+".bundle.tar.gz")
-	x, err := bundle.ExportFile(runDir, out, signer, bundle.ExportOptions{})
+	out := filepath.Join(dir, j.res.RunID+".bundle.tar.gz")
+	x, err := bundle.ExportFile(j.r.Dir, out, j.signer, bundle.ExportOptions{})
 	if err != nil {
-		var xe *bundle.ExportError
-		if errors.As(err, &xe) {
-			return ExitRefused, fmt.Errorf("export: %w", err)
+		// A run that may not be exported is refused; the rest is the
+		// environment's.
+		c, ok := exit.Of(err)
+		if !ok {
+			c = exit.Environment
 		}
-		return ExitEnv, fmt.Errorf("export: %w", err)
+		return "", nil, exit.Wrap(c, fmt.Errorf("export: %w", err))
 	}
 	b, err := os.ReadFile(out)
 	if err != nil {
-		return ExitEnv, err
+		return "", nil, exit.Wrap(exit.Environment, err)
 	}
 	sum := sha256.Sum256(b)
-	res.BundleSHA256 = "sha256:" + hex.EncodeToString(sum[:])
-	s.export, s.bundleSHA256 = x, res.BundleSHA256
+	j.res.BundleSHA256 = "sha256:" + hex.EncodeToString(sum[:])
+	j.s.export, j.s.bundleSHA256 = x, j.res.BundleSHA256
 	// Outputs name paths as later steps see them: relative to the workspace.
-	res.BundlePath = out
-	if rel, err := filepath.Rel(ws, out); err == nil && !strings.HasPrefix(rel, "..") {
-		res.BundlePath = filepath.ToSlash(rel)
+	j.res.BundlePath = out
+	if rel, err := filepath.Rel(j.ws, out); err == nil && !strings.HasPrefix(rel, "..") {
+		j.res.BundlePath = filepath.ToSlash(rel)
 	}
-	f.output("bundle-path", res.BundlePath)
-	f.logf("proofgate: exported %s (%d bytes, %s, key %s)", res.BundlePath, x.Size, res.BundleSHA256, x.KeyID)
+	j.f.output("bundle-path", j.res.BundlePath)
+	j.f.logf("proofgate: exported %s (%d bytes, %s, key %s)", j.res.BundlePath, x.Size, j.res.BundleSHA256, x.KeyID)
+	return out, b, nil
+}
 
-	name := in.artifactName
+// upload uploads the bundle out (bytes b) as the workflow artifact.
+func (j *job) upload(ctx context.Context, out string, b []byte) (int, error) {
+	getenv := j.o.Getenv
+	name := j.in.artifactName
 	if name == "" {
-		head := ev.HeadSHA
+		head := j.ev.HeadSHA
 		if head == "" {
 			head = getenv("GITHUB_SHA")
 		}
 		if head == "" {
-			head = s.report.Source.Commit
+			head = j.s.report.Source.Commit
 		}
 		name = ArtifactPrefix + head
 	}
-	res.ArtifactName = name
-	s.artifactName = name
+	j.res.ArtifactName = name
+	j.s.artifactName = name
 	tok, results := getenv("ACTIONS_RUNTIME_TOKEN"), getenv("ACTIONS_RESULTS_URL")
 	if tok == "" || results == "" {
 		if getenv("GITHUB_ACTIONS") == "true" {
-			return ExitEnv, errors.New("ACTIONS_RUNTIME_TOKEN or ACTIONS_RESULTS_URL is missing: the artifact service is unavailable (is the runner older than artifact v4 support?)")
+			return 0, environment("ACTIONS_RUNTIME_TOKEN or ACTIONS_RESULTS_URL is missing: the artifact service is unavailable (is the runner older than artifact v4 support?)")
 		}
-		f.logf("proofgate: not in GitHub Actions: bundle not uploaded")
+		j.f.logf("proofgate: not in GitHub Actions: bundle not uploaded")
 		return ExitOK, nil
 	}
 	id, err := artifact.Upload(ctx, tok, results, name, map[string][]byte{filepath.Base(out): b})
 	if err != nil {
-		return ExitEnv, fmt.Errorf("upload artifact %s: %w", name, err)
+		return 0, environment("upload artifact %s: %w", name, err)
 	}
-	res.ArtifactID = id
-	s.artifactID = id
-	f.output("artifact-id", strconv.FormatInt(id, 10))
+	j.res.ArtifactID = id
+	j.s.artifactID = id
+	j.f.output("artifact-id", strconv.FormatInt(id, 10))
 	return ExitOK, nil
 }
 

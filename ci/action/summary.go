@@ -166,21 +166,38 @@ func (s *summary) render() string {
 	for _, n := range s.notes {
 		fmt.Fprintf(&b, "> %s\n\n", n)
 	}
+	s.renderRun(&b)
+	s.renderApproval(&b)
+	if s.pending != "" {
+		fmt.Fprintf(&b, "\n**Pending:** %s\n", cell(s.pending))
+	}
+	if x := s.export; x != nil {
+		b.WriteString("\n### Evidence\n\n")
+		fmt.Fprintf(&b, "Bundle %s, %d files, %d bytes, signed by key %s at %s.\n", code(s.bundleSHA256), x.Files, x.Size, code(x.KeyID), x.SignedAt.UTC().Format(time.RFC3339))
+		if s.artifactID != 0 {
+			fmt.Fprintf(&b, "Uploaded as artifact %s (id %d).\n", code(s.artifactName), s.artifactID)
+		}
+	}
+	return b.String()
+}
+
+// renderRun writes the run's table and its checks.
+func (s *summary) renderRun(b *strings.Builder) {
 	if s.report != nil {
 		rep := s.report
-		fmt.Fprintf(&b, "| | |\n|---|---|\n")
-		fmt.Fprintf(&b, "| run | %s |\n", code(rep.RunID))
-		fmt.Fprintf(&b, "| repository | %s |\n", code(s.repo))
-		fmt.Fprintf(&b, "| tested commit | %s (tree %s) |\n", code(rep.Source.Commit), code(rep.Source.Tree))
+		fmt.Fprintf(b, "| | |\n|---|---|\n")
+		fmt.Fprintf(b, "| run | %s |\n", code(rep.RunID))
+		fmt.Fprintf(b, "| repository | %s |\n", code(s.repo))
+		fmt.Fprintf(b, "| tested commit | %s (tree %s) |\n", code(rep.Source.Commit), code(rep.Source.Tree))
 		if e := s.event; e != nil && e.PR != 0 {
-			fmt.Fprintf(&b, "| pull request | #%d, head %s, base %s |\n", e.PR, code(e.HeadSHA), code(e.BaseSHA))
+			fmt.Fprintf(b, "| pull request | #%d, head %s, base %s |\n", e.PR, code(e.HeadSHA), code(e.BaseSHA))
 		}
-		fmt.Fprintf(&b, "| contract | %s from %s |\n", code(rep.ContractHash), code(s.origin))
+		fmt.Fprintf(b, "| contract | %s from %s |\n", code(rep.ContractHash), code(s.origin))
 		if rep.Profile != "" {
-			fmt.Fprintf(&b, "| profile | %s |\n", code(rep.Profile))
+			fmt.Fprintf(b, "| profile | %s |\n", code(rep.Profile))
 		}
 		if rep.VerificationDigest != "" {
-			fmt.Fprintf(&b, "| verification digest | %s |\n", code(rep.VerificationDigest))
+			fmt.Fprintf(b, "| verification digest | %s |\n", code(rep.VerificationDigest))
 		}
 		b.WriteString("\n### Checks\n\n| check | outcome | exit | duration | stdout | stderr | runtime | image |\n|---|---|---|---|---|---|---|---|\n")
 		for _, c := range rep.Checks {
@@ -194,10 +211,15 @@ func (s *summary) render() string {
 					img = code(a.ImageID)
 				}
 			}
-			fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", code(c.ID), outcome(c.Outcome), c.ExitCode,
+			fmt.Fprintf(b, "| %s | %s | %d | %s | %s | %s | %s | %s |\n", code(c.ID), outcome(c.Outcome), c.ExitCode,
 				dur(c.DurationMS), size(c.Stdout), size(c.Stderr), cell(rt), img)
 		}
 	}
+}
+
+// renderApproval writes the approval rule, the review state and the
+// recorded decisions.
+func (s *summary) renderApproval(b *strings.Builder) {
 	if s.contract != nil && s.report != nil && (s.report.State == run.AwaitingApproval || s.decision != nil || len(s.report.Decisions) > 0) {
 		a := s.contract.Approval
 		b.WriteString("\n### Approval\n\n")
@@ -205,23 +227,23 @@ func (s *summary) render() string {
 		if a.AllowCommitAuthors {
 			who = "the pull request author excluded"
 		}
-		fmt.Fprintf(&b, "Requires %d approving review(s) of the pull request head from a reviewer with role %s (%s; bots never count).\n\n",
+		fmt.Fprintf(b, "Requires %d approving review(s) of the pull request head from a reviewer with role %s (%s; bots never count).\n\n",
 			a.Required, strings.Join(a.Roles, ", "), who)
 		if d := s.decision; d != nil {
 			b.WriteString("| reviewer | state | commit | counted |\n|---|---|---|---|\n")
 			for _, c := range d.Counted {
-				fmt.Fprintf(&b, "| %s | APPROVED | %s | yes (%s) |\n", cell(c.Login), code(short(c.Commit)), cell(c.Permission))
+				fmt.Fprintf(b, "| %s | APPROVED | %s | yes (%s) |\n", cell(c.Login), code(short(c.Commit)), cell(c.Permission))
 			}
 			for _, x := range d.Blocking {
-				fmt.Fprintf(&b, "| %s | CHANGES_REQUESTED | %s | blocks until %s approves or the review is dismissed |\n", cell(x.Login), code(short(x.Commit)), cell(x.Login))
+				fmt.Fprintf(b, "| %s | CHANGES_REQUESTED | %s | blocks until %s approves or the review is dismissed |\n", cell(x.Login), code(short(x.Commit)), cell(x.Login))
 			}
 			for _, x := range d.Ignored {
-				fmt.Fprintf(&b, "| %s | %s | %s | no: %s |\n", cell(x.Login), cell(x.State), code(short(x.Commit)), cell(x.Why))
+				fmt.Fprintf(b, "| %s | %s | %s | no: %s |\n", cell(x.Login), cell(x.State), code(short(x.Commit)), cell(x.Why))
 			}
 			if len(d.Counted)+len(d.Blocking)+len(d.Ignored) == 0 {
 				b.WriteString("| — | no reviews yet | | |\n")
 			}
-			fmt.Fprintf(&b, "\n%s\n", cell(d.Summary))
+			fmt.Fprintf(b, "\n%s\n", cell(d.Summary))
 		}
 		if len(s.report.Decisions) > 0 {
 			b.WriteString("\nRecorded in the run's event log:\n\n")
@@ -234,17 +256,6 @@ func (s *summary) render() string {
 			}
 		}
 	}
-	if s.pending != "" {
-		fmt.Fprintf(&b, "\n**Pending:** %s\n", cell(s.pending))
-	}
-	if x := s.export; x != nil {
-		b.WriteString("\n### Evidence\n\n")
-		fmt.Fprintf(&b, "Bundle %s, %d files, %d bytes, signed by key %s at %s.\n", code(s.bundleSHA256), x.Files, x.Size, code(x.KeyID), x.SignedAt.UTC().Format(time.RFC3339))
-		if s.artifactID != 0 {
-			fmt.Fprintf(&b, "Uploaded as artifact %s (id %d).\n", code(s.artifactName), s.artifactID)
-		}
-	}
-	return b.String()
 }
 
 func outcome(o runtime.Outcome) string {

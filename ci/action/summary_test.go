@@ -34,8 +34,8 @@ func TestSummaryEscapesUntrustedText(t *testing.T) {
 			Blocking: []review.Blocker{{Login: hostile, Commit: hostile}}},
 	}
 	checkMarkdown(t, "summary", s.render())
-	checkMarkdown(t, "verify summary", renderVerify(&VerifyResult{Verdict: VerdictRefused, Commit: hostile, Match: hostile,
-		Reason: hostile, Detail: hostile, Attempts: []Attempt{{Artifact: hostile, Verdict: VerdictRefused, Reason: hostile, Detail: hostile}}}))
+	checkMarkdown(t, "verify summary", renderVerify(&VerifyResult{verdict: verdict{Verdict: VerdictRefused, Reason: hostile, Detail: hostile}, Commit: hostile, Match: hostile,
+		Attempts: []Attempt{{Artifact: hostile, Verdict: VerdictRefused, Reason: hostile, Detail: hostile}}}))
 }
 
 func checkMarkdown(t *testing.T, name, md string) {

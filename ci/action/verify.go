@@ -22,6 +22,7 @@ import (
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/exit"
 )
 
 // Bounds of the verify step.
@@ -37,7 +38,9 @@ const (
 )
 
 // Reasons of a refusal that happens before a bundle is verified. Bundle
-// refusals use bundle.Reason values.
+// refusals use bundle.Reason values. They are untyped: a verdict's reason
+// (bundle.Verdict.Reason, the action's reason output) is either kind, as a
+// string.
 const (
 	ReasonNotFound   = "artifact-not-found"
 	ReasonExpired    = "artifact-expired"
@@ -45,8 +48,9 @@ const (
 	ReasonBadZip     = "artifact-malformed"
 	ReasonGitHubAPI  = "github-api"
 	ReasonNoContract = "contract-unavailable"
-	VerdictAccepted  = "accepted"
-	VerdictRefused   = "refused"
+	ReasonUsage      = "usage"
+	VerdictAccepted  = bundle.VerdictAccepted
+	VerdictRefused   = bundle.VerdictRefused
 	verifyMatchTree  = "tree"
 	verifyMatchCommt = "commit"
 )
@@ -59,16 +63,21 @@ type Attempt struct {
 	Detail   string
 }
 
-// VerifyResult is what Verify decided.
+// verdict is embedded in VerifyResult under a name that leaves its
+// members (Verdict, Reason, Detail, RunID, …) promoted.
+type verdict = bundle.Verdict
+
+// VerifyResult is what Verify decided: the verdict, the same document
+// `proofgate bundle verify --json` prints (Verdict, Reason, Detail, RunID
+// and, once accepted, what was accepted), and how the gate found it.
+// Commit and Tree name the release commit; the accepted run's are in
+// Accepted (and BundleVerdict).
 type VerifyResult struct {
-	Code    int
-	Verdict string // accepted | refused
-	Reason  string
-	Detail  string
-	RunID   string
-	Commit  string // the release commit
-	Match   string // commit | tree
-	Tree    string // the release commit's tree when matching by tree
+	Code int
+	verdict
+	Commit string // the release commit
+	Match  string // commit | tree
+	Tree   string // the release commit's tree when matching by tree
 	// Contract is the hash of the contract the run had to use: the
 	// contract file at the release commit, resolved with the profile.
 	Contract string
@@ -76,6 +85,9 @@ type VerifyResult struct {
 	Attempts []Attempt
 	Outputs  map[string]string
 }
+
+// BundleVerdict returns the verdict as a document of its own.
+func (r *VerifyResult) BundleVerdict() bundle.Verdict { return r.verdict }
 
 // profileName is the contract's syntax of a profile name.
 var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
@@ -115,29 +127,80 @@ type verifyInputs struct {
 func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	o.fill()
 	f := newWorkflow(o.Getenv, o.Stdout)
-	res := &VerifyResult{Outputs: f.outputs}
-	defer func() { f.summary(renderVerify(res)) }()
-
-	conclude := func(code int, verdict, reason, detail string) (*VerifyResult, error) {
-		res.Code, res.Verdict, res.Reason, res.Detail = code, verdict, reason, detail
-		f.output("verdict", verdict)
-		f.output("reason", reason)
-		f.output("run-id", res.RunID)
-		if verdict == VerdictAccepted {
-			f.annotate("notice", "ProofGate evidence accepted", fmt.Sprintf("run %s for %s %s", res.RunID, res.Match, res.Commit))
-			return res, nil
-		}
-		msg := "refused: " + reason
-		if detail != "" {
-			msg += ": " + detail
-		}
-		f.annotate("error", "ProofGate evidence refused", msg)
-		return res, &Error{Code: code, Err: errors.New(msg)}
+	g := &gate{o: &o, f: f, res: &VerifyResult{Outputs: f.outputs}}
+	defer func() { f.summary(renderVerify(g.res)) }()
+	if r := g.verify(ctx); r != nil {
+		return g.conclude(r.class, bundle.Refusal(r.reason, r.detail, g.res.RunID))
 	}
-	usage := func(format string, args ...any) (*VerifyResult, error) {
-		return conclude(ExitUsage, VerdictRefused, "usage", fmt.Sprintf(format, args...))
-	}
+	return g.conclude(exit.OK, g.res.Accepted.Verdict())
+}
 
+// gate is one `proofgate action verify`: its inputs and what it found, for
+// the steps of Verify.
+type gate struct {
+	o   *Options
+	f   *workflow
+	res *VerifyResult
+
+	in          verifyInputs
+	ws          string
+	store       *trust.Store
+	gh          *github.Client // nil without input github-token
+	owner, name string         // of GITHUB_REPOSITORY
+	opts        bundle.VerifyOptions
+}
+
+// refusal is why the gate refuses, with the class of the exit.
+type refusal struct {
+	class          exit.Class
+	reason, detail string
+}
+
+// refuseUsage refuses bad input.
+func refuseUsage(format string, args ...any) *refusal {
+	return &refusal{exit.Usage, ReasonUsage, fmt.Sprintf(format, args...)}
+}
+
+// conclude sets the verdict, its outputs and annotation; a refusal is an
+// error of class c.
+func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
+	res, f := g.res, g.f
+	res.Code, res.verdict = int(c), v
+	f.output("verdict", v.Verdict)
+	f.output("reason", v.Reason)
+	f.output("run-id", res.RunID)
+	if v.Verdict == VerdictAccepted {
+		f.annotate("notice", "ProofGate evidence accepted", fmt.Sprintf("run %s for %s %s", res.RunID, res.Match, res.Commit))
+		return res, nil
+	}
+	msg := "refused: " + v.Reason
+	if v.Detail != "" {
+		msg += ": " + v.Detail
+	}
+	f.annotate("error", "ProofGate evidence refused", msg)
+	return res, exit.Wrap(c, errors.New(msg))
+}
+
+// verify runs the steps; nil means res.Accepted holds the accepted bundle.
+func (g *gate) verify(ctx context.Context) *refusal {
+	if r := g.readInputs(); r != nil {
+		return r
+	}
+	if r := g.connect(ctx); r != nil {
+		return r
+	}
+	if r := g.policy(ctx); r != nil {
+		return r
+	}
+	if g.in.bundle != "" {
+		return g.verifyFile()
+	}
+	return g.verifyArtifacts(ctx)
+}
+
+// readInputs reads and checks the inputs.
+func (g *gate) readInputs() *refusal {
+	f := g.f
 	in := verifyInputs{
 		commit:       f.input("commit"),
 		match:        strings.ToLower(f.input("match")),
@@ -151,196 +214,228 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	}
 	f.mask(in.token)
 	if in.commit == "" {
-		in.commit = o.Getenv("GITHUB_SHA")
+		in.commit = g.o.Getenv("GITHUB_SHA")
 	}
 	in.commit = strings.ToLower(in.commit)
-	res.Commit = in.commit
+	g.res.Commit = in.commit
 	if !event.IsHexSHA(in.commit) {
-		return usage("input commit: %q is not a full commit SHA", in.commit)
+		return refuseUsage("input commit: %q is not a full commit SHA", in.commit)
 	}
 	switch in.match {
 	case "":
 		in.match = verifyMatchTree
 	case verifyMatchTree, verifyMatchCommt:
 	default:
-		return usage("input match: %q is not commit or tree", in.match)
+		return refuseUsage("input match: %q is not commit or tree", in.match)
 	}
-	res.Match = in.match
+	g.res.Match = in.match
 	if v := f.input("require-approvals"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 100 {
-			return usage("input require-approvals: %q is not a number from 0 to 100", v)
+			return refuseUsage("input require-approvals: %q is not a number from 0 to 100", v)
 		}
 		in.approvals = n
 	}
+	g.in = in
+	return g.checkPaths()
+}
+
+// checkPaths checks the inputs that name a profile, a contract or an
+// artifact.
+func (g *gate) checkPaths() *refusal {
+	in := &g.in
 	if in.profile != "" && !profileName.MatchString(in.profile) {
-		return usage("input profile: %q is not a profile name (%s), or empty for the base contract", in.profile, profileName)
+		return refuseUsage("input profile: %q is not a profile name (%s), or empty for the base contract", in.profile, profileName)
 	}
 	if in.contract == "" {
 		in.contract = DefaultContract
 	}
 	if !cleanRel(in.contract) {
-		return usage("input contract: %q is not a clean path relative to the repository root", in.contract)
+		return refuseUsage("input contract: %q is not a clean path relative to the repository root", in.contract)
 	}
 	if in.artifactName != "" {
 		if err := artifact.ValidateName(in.artifactName); err != nil {
-			return usage("input artifact-name: %v", err)
+			return refuseUsage("input artifact-name: %v", err)
 		}
 	}
 	if in.trustStore == "" {
 		in.trustStore = DefaultTrustStore
 	}
-	ws := o.Getenv("GITHUB_WORKSPACE")
-	if ws == "" {
-		ws = o.Dir
-	}
-	if ws == "" {
-		ws, _ = os.Getwd()
-	}
-	abs := func(p string) string {
-		if filepath.IsAbs(p) {
-			return p
-		}
-		return filepath.Join(ws, p)
-	}
-	store, err := trust.Load(abs(in.trustStore))
-	if err != nil {
-		return usage("input trust-store: %v", err)
-	}
+	return nil
+}
 
-	var gh *github.Client
-	owner, name, _ := splitRepo(o.Getenv("GITHUB_REPOSITORY"))
-	if in.token != "" {
-		if gh, err = ghapi.NewClient(ctx, in.token, o.Getenv("GITHUB_API_URL")); err != nil {
-			return usage("github client: %v", err)
+// connect loads the trust store and makes the GitHub client.
+func (g *gate) connect(ctx context.Context) *refusal {
+	g.ws = g.o.Getenv("GITHUB_WORKSPACE")
+	if g.ws == "" {
+		g.ws = g.o.Dir
+	}
+	if g.ws == "" {
+		g.ws, _ = os.Getwd()
+	}
+	var err error
+	if g.store, err = trust.Load(g.abs(g.in.trustStore)); err != nil {
+		return refuseUsage("input trust-store: %v", err)
+	}
+	g.owner, g.name, _ = splitRepo(g.o.Getenv("GITHUB_REPOSITORY"))
+	if g.in.token != "" {
+		if g.gh, err = ghapi.NewClient(ctx, g.in.token, g.o.Getenv("GITHUB_API_URL")); err != nil {
+			return refuseUsage("github client: %v", err)
 		}
 	}
+	return nil
+}
 
-	// The gate releases this repository: a bundle signed for another one
-	// (a key trusted without an identity) does not count. The profile is
-	// always required: a run under another profile of the contract (a
-	// workflow, which a pull request can edit, picks it) does not count;
-	// the input's default "" requires the base contract.
-	opts := bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile}
-	hash, code, reason, err := releaseContract(ctx, ws, gh, owner, name, in)
-	if err != nil {
-		return conclude(code, VerdictRefused, reason, err.Error())
+// abs resolves p against the workspace.
+func (g *gate) abs(p string) string {
+	if filepath.IsAbs(p) {
+		return p
 	}
-	opts.ContractHash, res.Contract = hash, hash
+	return filepath.Join(g.ws, p)
+}
+
+// policy is what the gate requires. It releases this repository: a bundle
+// signed for another one (a key trusted without an identity) does not
+// count. The profile is always required: a run under another profile of
+// the contract (a workflow, which a pull request can edit, picks it) does
+// not count; the input's default "" requires the base contract.
+func (g *gate) policy(ctx context.Context) *refusal {
+	in := &g.in
+	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile}
+	hash, r := releaseContract(ctx, g.ws, g.gh, g.owner, g.name, *in)
+	if r != nil {
+		return r
+	}
+	g.opts.ContractHash, g.res.Contract = hash, hash
 	if in.match == verifyMatchCommt {
-		opts.Commit = in.commit
-	} else {
-		res.Tree = commitTree(ctx, ws, gh, owner, name, in.commit)
-		if res.Tree == "" {
-			return conclude(ExitEnv, VerdictRefused, ReasonGitHubAPI,
-				fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit))
-		}
-		opts.Tree = res.Tree
+		g.opts.Commit = in.commit
+		return nil
 	}
+	g.res.Tree = commitTree(ctx, g.ws, g.gh, g.owner, g.name, in.commit)
+	if g.res.Tree == "" {
+		return &refusal{exit.Environment, ReasonGitHubAPI,
+			fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit)}
+	}
+	g.opts.Tree = g.res.Tree
+	return nil
+}
 
-	if in.bundle != "" {
-		data, err := os.ReadFile(abs(in.bundle))
-		if err != nil {
-			return usage("input bundle: %v", err)
-		}
-		a := verifyOne(data, store, opts, res, "file "+in.bundle)
-		if a.Verdict == VerdictAccepted {
-			return conclude(ExitOK, VerdictAccepted, "", "")
-		}
-		return conclude(ExitRefused, VerdictRefused, a.Reason, a.Detail)
+// verifyFile verifies input bundle.
+func (g *gate) verifyFile() *refusal {
+	data, err := os.ReadFile(g.abs(g.in.bundle))
+	if err != nil {
+		return refuseUsage("input bundle: %v", err)
 	}
+	a := verifyOne(data, g.store, g.opts, g.res, "file "+g.in.bundle)
+	if a.Verdict == VerdictAccepted {
+		return nil
+	}
+	return &refusal{exit.Refused, a.Reason, a.Detail}
+}
 
-	if gh == nil {
-		return usage("input github-token is empty: it is needed to find the artifact (or set input bundle)")
+// verifyArtifacts finds the candidate artifacts and verifies each, the
+// first accepted winning; all refused, the first refusal is the gate's.
+func (g *gate) verifyArtifacts(ctx context.Context) *refusal {
+	if g.gh == nil {
+		return refuseUsage("input github-token is empty: it is needed to find the artifact (or set input bundle)")
 	}
-	if owner == "" {
-		return usage("GITHUB_REPOSITORY %q is not owner/name", o.Getenv("GITHUB_REPOSITORY"))
+	if g.owner == "" {
+		return refuseUsage("GITHUB_REPOSITORY %q is not owner/name", g.o.Getenv("GITHUB_REPOSITORY"))
 	}
+	in := g.in
 	nameFor := func(head string) string {
 		if in.artifactName != "" {
 			return in.artifactName
 		}
 		return ArtifactPrefix + head
 	}
-
-	cands, findErr := candidates(ctx, gh, owner, name, in, nameFor)
+	cands, findErr := candidates(ctx, g.gh, g.owner, g.name, in, nameFor)
 	if len(cands) == 0 {
-		switch {
-		case errors.Is(findErr, artifact.ErrExpired):
-			return conclude(ExitRefused, VerdictRefused, ReasonExpired, findErr.Error())
-		case errors.Is(findErr, artifact.ErrOtherCommit):
-			return conclude(ExitRefused, VerdictRefused, ReasonOther, findErr.Error())
-		case errors.Is(findErr, artifact.ErrNotFound) || findErr == nil:
-			return conclude(ExitRefused, VerdictRefused, ReasonNotFound,
-				fmt.Sprintf("no unexpired ProofGate artifact for %s %s in %s/%s", in.match, in.commit, owner, name))
-		}
-		return conclude(ExitEnv, VerdictRefused, ReasonGitHubAPI, findErr.Error())
+		return g.notFound(findErr)
 	}
-
 	var first *Attempt
 	for _, a := range cands {
-		label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, short(a.Run.HeadSHA))
-		zipData, err := artifact.Download(ctx, gh, owner, name, a.ID, MaxArtifactBytes)
-		var att Attempt
-		if err != nil {
-			att = Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonGitHubAPI, Detail: err.Error()}
-			res.Attempts = append(res.Attempts, att)
-		} else if data, derr := bundleFromZip(zipData); derr != nil {
-			att = Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: derr.Error()}
-			res.Attempts = append(res.Attempts, att)
-		} else {
-			witnessed := opts
-			witnessed.Witnessed = a.CreatedAt
-			att = verifyOne(data, store, witnessed, res, label)
-		}
+		att := g.tryArtifact(ctx, a)
 		if att.Verdict == VerdictAccepted {
-			return conclude(ExitOK, VerdictAccepted, "", "")
+			return nil
 		}
 		if first == nil {
 			first = &att
 		}
 	}
-	return conclude(ExitRefused, VerdictRefused, first.Reason, first.Detail)
+	return &refusal{exit.Refused, first.Reason, first.Detail}
+}
+
+// notFound is the refusal when no candidate artifact was found.
+func (g *gate) notFound(findErr error) *refusal {
+	switch {
+	case errors.Is(findErr, artifact.ErrExpired):
+		return &refusal{exit.Refused, ReasonExpired, findErr.Error()}
+	case errors.Is(findErr, artifact.ErrOtherCommit):
+		return &refusal{exit.Refused, ReasonOther, findErr.Error()}
+	case errors.Is(findErr, artifact.ErrNotFound) || findErr == nil:
+		return &refusal{exit.Refused, ReasonNotFound,
+			fmt.Sprintf("no unexpired ProofGate artifact for %s %s in %s/%s", g.in.match, g.in.commit, g.owner, g.name)}
+	}
+	return &refusal{exit.Environment, ReasonGitHubAPI, findErr.Error()}
+}
+
+// tryArtifact downloads artifact a and verifies its bundle, witnessed at
+// the artifact's created_at.
+func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
+	label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, short(a.Run.HeadSHA))
+	zipData, err := artifact.Download(ctx, g.gh, g.owner, g.name, a.ID, MaxArtifactBytes)
+	if err != nil {
+		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonGitHubAPI, Detail: err.Error()}
+		g.res.Attempts = append(g.res.Attempts, att)
+		return att
+	}
+	data, err := bundleFromZip(zipData)
+	if err != nil {
+		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
+		g.res.Attempts = append(g.res.Attempts, att)
+		return att
+	}
+	witnessed := g.opts
+	witnessed.Witnessed = a.CreatedAt
+	return verifyOne(data, g.store, witnessed, g.res, label)
 }
 
 // releaseContract resolves the contract the run had to use: input
 // contract at the release commit, with input profile. It returns the
-// exit code and reason to refuse with when it cannot.
-func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, name string, in verifyInputs) (string, int, string, error) {
+// refusal when it cannot.
+func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, name string, in verifyInputs) (string, *refusal) {
 	data, err := event.ContractAt(ctx, ws, gh, owner, name, in.commit, in.contract)
 	switch {
 	case errors.Is(err, event.ErrNotInBase):
-		return "", ExitRefused, ReasonNoContract, fmt.Errorf("the release commit %s has no %s: no run can be bound to a contract (input contract names another path)", short(in.commit), in.contract)
+		return "", &refusal{exit.Refused, ReasonNoContract, fmt.Sprintf("the release commit %s has no %s: no run can be bound to a contract (input contract names another path)", short(in.commit), in.contract)}
 	case err != nil:
-		return "", ExitEnv, ReasonGitHubAPI, fmt.Errorf("read %s at the release commit %s: %w", in.contract, short(in.commit), err)
+		return "", &refusal{exit.Environment, ReasonGitHubAPI, fmt.Errorf("read %s at the release commit %s: %w", in.contract, short(in.commit), err).Error()}
 	}
 	c, err := contract.Parse(in.contract, data, in.profile)
 	if err != nil {
-		return "", ExitRefused, ReasonNoContract, fmt.Errorf("the contract at the release commit %s does not resolve: %w", short(in.commit), err)
+		return "", &refusal{exit.Refused, ReasonNoContract, fmt.Sprintf("the contract at the release commit %s does not resolve: %v", short(in.commit), err)}
 	}
 	h, err := c.Hash()
 	if err != nil {
-		return "", ExitRefused, ReasonNoContract, err
+		return "", &refusal{exit.Refused, ReasonNoContract, err.Error()}
 	}
-	return h, 0, "", nil
+	return h, nil
 }
 
 // verifyOne verifies one bundle and records the attempt.
 func verifyOne(data []byte, store *trust.Store, opts bundle.VerifyOptions, res *VerifyResult, label string) Attempt {
 	r, err := bundle.Verify(bytes.NewReader(data), store, opts)
-	att := Attempt{Artifact: label, Verdict: VerdictAccepted}
-	var ve *bundle.VerifyError
-	switch {
-	case err == nil:
-		res.Accepted, res.RunID = r, r.RunID
-	case errors.As(err, &ve):
-		att.Verdict, att.Reason, att.Detail = VerdictRefused, string(ve.Reason), ve.Detail
-		if res.RunID == "" {
-			res.RunID = ve.RunID
-		}
-	default:
-		att.Verdict, att.Reason, att.Detail = VerdictRefused, string(bundle.Malformed), err.Error()
+	v, err := bundle.VerdictOf(r, err)
+	if err != nil {
+		v = bundle.Refusal(string(bundle.Malformed), err.Error(), "")
 	}
+	if v.Verdict == VerdictAccepted {
+		res.Accepted, res.RunID = r, r.RunID
+	} else if res.RunID == "" {
+		res.RunID = v.RunID
+	}
+	att := Attempt{Artifact: label, Verdict: v.Verdict, Reason: v.Reason, Detail: v.Detail}
 	res.Attempts = append(res.Attempts, att)
 	return att
 }

@@ -1,9 +1,8 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/proofgate/proofgate/ci/action"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/spf13/cobra"
 )
 
@@ -50,16 +49,18 @@ Exit codes: 0 accepted, 1 refused, 2 bad input, 4 environment error.`,
 	root.AddCommand(c)
 }
 
+// actionExit is the CLI's error for what the action returned: err with
+// its class, or the bare exit code of a result it already reported.
 func actionExit(code int, err error) error {
 	if err != nil {
-		var ae *action.Error
-		if errors.As(err, &ae) {
-			code = ae.Code
+		c, ok := exit.Of(err)
+		if !ok {
+			c = exit.Class(code)
 		}
-		return &exitError{code: code, err: err}
+		return exit.Wrap(c, err)
 	}
 	if code != exitOK {
-		return silent(code)
+		return silent(exit.Class(code))
 	}
 	return nil
 }

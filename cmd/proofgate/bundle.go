@@ -6,7 +6,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"regexp"
 	"strings"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/spf13/cobra"
@@ -144,7 +144,15 @@ func trustCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "trust", Short: "Manage the trust store of bundle signing keys"}
 	var storePath string
 	c.PersistentFlags().StringVar(&storePath, "store", "trust.json", "trust store file")
+	retire := trustChangeCmd(g, &storePath, "retire")
+	retire.Short = "Retire a key: bundles signed up to --at (default now) still verify"
+	revoke := trustChangeCmd(g, &storePath, "revoke")
+	revoke.Short = "Revoke a key: bundles signed at or after --at, or all without --at, are refused"
+	c.AddCommand(trustAddCmd(g, &storePath), retire, revoke, trustListCmd(g, &storePath))
+	return c
+}
 
+func trustAddCmd(g *globals, storePath *string) *cobra.Command {
 	var pubFile, identity, notBefore, notAfter string
 	add := &cobra.Command{
 		Use:   "add --store trust.json --public-key key.pub.pem [--identity S] [--not-before T] [--not-after T]",
@@ -170,10 +178,10 @@ signing times it is valid for. The store is rewritten atomically.`,
 			if err != nil {
 				return err
 			}
-			if err := g.checkOutput("--store", storePath); err != nil {
+			if err := g.checkOutput("--store", *storePath); err != nil {
 				return err
 			}
-			s, err := trust.LoadOrNew(storePath)
+			s, err := trust.LoadOrNew(*storePath)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -185,7 +193,7 @@ signing times it is valid for. The store is rewritten atomically.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			if err := s.Save(storePath); err != nil {
+			if err := s.Save(*storePath); err != nil {
 				return envErr(err)
 			}
 			fmt.Fprintln(g.stdout, id)
@@ -196,73 +204,98 @@ signing times it is valid for. The store is rewritten atomically.`,
 	add.Flags().StringVar(&identity, "identity", "", "identity the key may sign for, e.g. repo:owner/name")
 	add.Flags().StringVar(&notBefore, "not-before", "", "earliest signing time accepted (RFC 3339)")
 	add.Flags().StringVar(&notAfter, "not-after", "", "latest signing time accepted (RFC 3339)")
+	return add
+}
 
+// trustChangeCmd is "trust retire" or "trust revoke" (verb).
+func trustChangeCmd(g *globals, storePath *string, verb string) *cobra.Command {
 	var keyID, keyFile, at string
-	change := func(verb string) *cobra.Command {
-		c := &cobra.Command{
-			Use:  verb + " --store trust.json --key-id ID [--at T]",
-			Args: cobra.NoArgs,
-			RunE: func(cmd *cobra.Command, args []string) error {
-				if (keyID == "") == (keyFile == "") {
-					return usageErr(errors.New("give exactly one of --key-id and --public-key"))
-				}
-				if keyFile != "" {
-					pub, _, err := key.LoadPublic(keyFile)
-					if err != nil {
-						return usageErr(err)
-					}
-					if keyID, err = key.ID(pub); err != nil {
-						return usageErr(err)
-					}
-				}
-				s, err := trust.Load(storePath)
-				if err != nil {
-					return usageErr(err)
-				}
-				switch verb {
-				case "retire":
-					when := time.Now().UTC()
-					if at != "" {
-						if when, err = parseTime("at", at); err != nil {
-							return err
-						}
-					}
-					err = s.Retire(keyID, when)
-				case "revoke":
-					var when *time.Time
-					if when, err = optTime("at", at); err != nil {
-						return err
-					}
-					err = s.Revoke(keyID, when)
-				}
-				if err != nil {
-					return usageErr(err)
-				}
-				if err := s.Save(storePath); err != nil {
-					return envErr(err)
-				}
-				fmt.Fprintf(g.stdout, "%s %sd\n", keyID, verb)
-				return nil
-			},
-		}
-		c.Flags().StringVar(&keyID, "key-id", "", "key id")
-		c.Flags().StringVar(&keyFile, "public-key", "", "public key PEM file (instead of --key-id)")
-		return c
+	c := &cobra.Command{
+		Use:  verb + " --store trust.json --key-id ID [--at T]",
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			id, err := keyIDFlag(keyID, keyFile)
+			if err != nil {
+				return err
+			}
+			s, err := trust.Load(*storePath)
+			if err != nil {
+				return usageErr(err)
+			}
+			if err := changeKey(s, verb, id, at); err != nil {
+				return err
+			}
+			if err := s.Save(*storePath); err != nil {
+				return envErr(err)
+			}
+			fmt.Fprintf(g.stdout, "%s %sd\n", id, verb)
+			return nil
+		},
 	}
-	retire := change("retire")
-	retire.Short = "Retire a key: bundles signed up to --at (default now) still verify"
-	retire.Flags().StringVar(&at, "at", "", "retirement time (RFC 3339, default now)")
-	revoke := change("revoke")
-	revoke.Short = "Revoke a key: bundles signed at or after --at, or all without --at, are refused"
-	revoke.Flags().StringVar(&at, "at", "", "revocation time (RFC 3339); without it every signature is refused")
+	c.Flags().StringVar(&keyID, "key-id", "", "key id")
+	c.Flags().StringVar(&keyFile, "public-key", "", "public key PEM file (instead of --key-id)")
+	if verb == "retire" {
+		c.Flags().StringVar(&at, "at", "", "retirement time (RFC 3339, default now)")
+	} else {
+		c.Flags().StringVar(&at, "at", "", "revocation time (RFC 3339); without it every signature is refused")
+	}
+	return c
+}
 
+// keyIDFlag returns the key id that exactly one of --key-id and
+// --public-key names.
+func keyIDFlag(keyID, keyFile string) (string, error) {
+	if (keyID == "") == (keyFile == "") {
+		return "", usageErr(errors.New("give exactly one of --key-id and --public-key"))
+	}
+	if keyFile == "" {
+		return keyID, nil
+	}
+	pub, _, err := key.LoadPublic(keyFile)
+	if err != nil {
+		return "", usageErr(err)
+	}
+	id, err := key.ID(pub)
+	if err != nil {
+		return "", usageErr(err)
+	}
+	return id, nil
+}
+
+// changeKey retires (at, default now) or revokes (at, default always) key
+// id in s.
+func changeKey(s *trust.Store, verb, id, at string) error {
+	var err error
+	switch verb {
+	case "retire":
+		when := time.Now().UTC()
+		if at != "" {
+			if when, err = parseTime("at", at); err != nil {
+				return err
+			}
+		}
+		err = s.Retire(id, when)
+	case "revoke":
+		var when *time.Time
+		if when, err = optTime("at", at); err != nil {
+			return err
+		}
+		err = s.Revoke(id, when)
+	}
+	if err != nil {
+		return usageErr(err)
+	}
+	return nil
+}
+
+func trustListCmd(g *globals, storePath *string) *cobra.Command {
 	var asJSON bool
 	list := &cobra.Command{
 		Use:   "list --store trust.json [--json]",
 		Short: "List the keys of the trust store",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := trust.Load(storePath)
+			s, err := trust.Load(*storePath)
 			if err != nil {
 				return usageErr(err)
 			}
@@ -277,8 +310,7 @@ signing times it is valid for. The store is rewritten atomically.`,
 		},
 	}
 	list.Flags().BoolVar(&asJSON, "json", false, "print JSON")
-	c.AddCommand(add, retire, revoke, list)
-	return c
+	return list
 }
 
 func orDash(s string) string {
@@ -374,39 +406,6 @@ of the run's last event (so the same run and key give the same bytes);
 	return c
 }
 
-type verdict struct {
-	Verdict        string `json:"verdict"`
-	Reason         string `json:"reason,omitempty"`
-	Detail         string `json:"detail,omitempty"`
-	RunID          string `json:"run_id,omitempty"`
-	KeyID          string `json:"key_id,omitempty"`
-	SignedAt       string `json:"signed_at,omitempty"`
-	Commit         string `json:"commit,omitempty"`
-	Tree           string `json:"tree,omitempty"`
-	Dirty          *bool  `json:"dirty,omitempty"`
-	WorktreeDigest string `json:"worktree_digest,omitempty"`
-	Repo           string `json:"repo,omitempty"`
-	Profile        string `json:"profile,omitempty"`
-	ContractHash   string `json:"contract_hash,omitempty"`
-	State          string `json:"state,omitempty"`
-	Digest         string `json:"verification_digest,omitempty"`
-	ChainHead      string `json:"chain_head,omitempty"`
-	Approvals      int    `json:"approvals"`
-	Checkpoint     int    `json:"checkpoint_length,omitempty"`
-}
-
-func acceptedVerdict(res *bundle.Result) verdict {
-	dirty := res.Run.Worktree.Dirty
-	v := verdict{Verdict: "accepted", RunID: res.RunID, KeyID: res.KeyID, SignedAt: res.SignedAt.Format(time.RFC3339Nano),
-		Commit: res.Run.Source.Commit, Tree: res.Run.Source.Tree, Dirty: &dirty, WorktreeDigest: res.Run.Worktree.Digest,
-		Repo: res.Run.Repo, Profile: res.Run.Profile, ContractHash: res.Run.ContractHash, State: string(res.Run.State),
-		Digest: res.Run.VerificationDigest, ChainHead: res.Run.Chain.Head, Approvals: res.Approvals}
-	if res.Checkpoint != nil {
-		v.Checkpoint = res.Checkpoint.Length
-	}
-	return v
-}
-
 // verifyFlags are bundle verify's policy flags.
 type verifyFlags struct {
 	trust, commit, tree, repo, profile, contractHash, witnessed string
@@ -430,7 +429,10 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 }
 
-// options turns the flags into a verify policy; every gap is a usage error.
+// options turns the flags into a verify policy. A flag given as "" is a
+// usage error here (an empty value never means "any"); what the policy
+// requires is checked by bundle.VerifyOptions.Policy and worded here with
+// the flags' names.
 func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOptions, error) {
 	var o bundle.VerifyOptions
 	changed := c.Flags().Changed
@@ -445,25 +447,16 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	if f.trust == "" {
 		return o, usageErr(errors.New("--trust is required"))
 	}
-	if f.approvals < 0 {
-		return o, usageErr(errors.New("--require-approvals must be >= 0"))
-	}
-	if n := count(f.commit != "", f.tree != "", f.anySource); n != 1 {
-		return o, usageErr(errors.New("give exactly one of --commit SHA, --tree SHA or --any-source: the gate must say which source it accepts"))
-	}
-	if f.repo != "" && !repoName.MatchString(f.repo) {
-		return o, usageErr(fmt.Errorf("--repo %q: want owner/name", printable.Escape(f.repo)))
-	}
 	o.Commit, o.Tree, o.AnySource, o.Repo = strings.ToLower(f.commit), strings.ToLower(f.tree), f.anySource, f.repo
 	o.RequireApprovals, o.AllowDirty, o.AnyContract, o.ContractHash = f.approvals, f.allowDirty, f.anyContract, f.contractHash
 	if changed("profile") {
 		o.Profile = &f.profile
 	}
-	fromFile := changed("contract")
-	if n := count(fromFile, f.contractHash != "", f.anyContract); n != 1 {
-		return o, usageErr(errors.New("give exactly one of --contract FILE [--profile P], --contract-hash sha256:<hex> or --any-contract: the gate must say which contract the run had to use"))
-	}
-	if fromFile {
+	if changed("contract") {
+		// --contract FILE is a third way to give the contract hash.
+		if f.contractHash != "" || f.anyContract {
+			return o, usageErr(errContractChoice)
+		}
 		rc, err := contract.Load(g.contract, f.profile)
 		if err != nil {
 			return o, usageErr(err)
@@ -479,19 +472,31 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 		}
 		o.Witnessed = t
 	}
+	if _, err := o.Policy(); err != nil {
+		return o, f.policyErr(err)
+	}
 	return o, nil
 }
 
-var repoName = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+$`)
+var errContractChoice = errors.New("give exactly one of --contract FILE [--profile P], --contract-hash sha256:<hex> or --any-contract: the gate must say which contract the run had to use")
 
-func count(bs ...bool) int {
-	n := 0
-	for _, b := range bs {
-		if b {
-			n++
-		}
+// policyErr words a *bundle.PolicyError with the flags' names.
+func (f *verifyFlags) policyErr(err error) error {
+	var pe *bundle.PolicyError
+	if !errors.As(err, &pe) {
+		return usageErr(err)
 	}
-	return n
+	switch pe.Field {
+	case bundle.PolicySource:
+		return usageErr(errors.New("give exactly one of --commit SHA, --tree SHA or --any-source: the gate must say which source it accepts"))
+	case bundle.PolicyContract:
+		return usageErr(errContractChoice)
+	case bundle.PolicyApprovals:
+		return usageErr(errors.New("--require-approvals must be >= 0"))
+	case bundle.PolicyRepo:
+		return usageErr(fmt.Errorf("--repo %q: want owner/name", printable.Escape(f.repo)))
+	}
+	return usageErr(err)
 }
 
 func verifyBundleCmd(g *globals) *cobra.Command {
@@ -537,18 +542,12 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 				return usageErr(err)
 			}
 			defer file.Close()
-			res, err := bundle.Verify(file, store, opts)
-			var v verdict
-			var ve *bundle.VerifyError
+			v, err := bundle.VerdictOf(bundle.Verify(file, store, opts))
 			var pe *bundle.PolicyError
 			switch {
-			case err == nil:
-				v = acceptedVerdict(res)
-			case errors.As(err, &ve):
-				v = verdict{Verdict: "refused", Reason: string(ve.Reason), Detail: ve.Detail, RunID: ve.RunID}
 			case errors.As(err, &pe):
 				return usageErr(err)
-			default:
+			case err != nil:
 				return envErr(err)
 			}
 			if f.asJSON {
@@ -558,8 +557,8 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			} else {
 				printVerdict(g.stdout, &v)
 			}
-			if v.Verdict != "accepted" {
-				return silent(exitRefused)
+			if v.Verdict != bundle.VerdictAccepted {
+				return silent(exit.Refused)
 			}
 			return nil
 		},
@@ -568,8 +567,8 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 	return c
 }
 
-func printVerdict(w io.Writer, v *verdict) {
-	if v.Verdict != "accepted" {
+func printVerdict(w io.Writer, v *bundle.Verdict) {
+	if v.Verdict != bundle.VerdictAccepted {
 		fmt.Fprintf(w, "refused: %s: %s\n", v.Reason, printable.Escape(v.Detail))
 		return
 	}

@@ -22,6 +22,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -42,7 +43,7 @@ func classify(err error) error {
 		return nil
 	}
 	var (
-		ee  *exitError
+		ee  *exit.Error
 		he  *lock.HeldError
 		ce  *contract.Error
 		de  *run.DirtyError
@@ -309,11 +310,11 @@ func stateExit(s run.State) error {
 	case run.Complete:
 		return nil
 	case run.AwaitingApproval:
-		return silent(exitAwaiting)
+		return silent(exit.Awaiting)
 	case run.Planned:
 		return nil
 	}
-	return silent(exitRefused)
+	return silent(exit.Refused)
 }
 
 func printReport(w io.Writer, rep *run.Report) {
@@ -555,7 +556,7 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 				}
 			}
 			if bad {
-				return silent(exitRefused)
+				return silent(exit.Refused)
 			}
 			return nil
 		},
@@ -753,7 +754,7 @@ were proved ("proved", "not_proved" in --json).`,
 				return usageErr(res.usage)
 			}
 			if !res.OK {
-				return silent(exitRefused)
+				return silent(exit.Refused)
 			}
 			return nil
 		},

@@ -5,38 +5,27 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/spf13/cobra"
 )
 
-// Exit codes (DESIGN.md "CLI").
+// Exit codes (README.md), one per class of kernel/exit.
 const (
-	exitOK       = 0
-	exitRefused  = 1 // a check failed or a verification was refused
-	exitUsage    = 2 // bad usage or invalid input
-	exitAwaiting = 3 // awaiting approval
-	exitEnv      = 4 // environment error: no Docker, no network, unwritable state
+	exitOK       = exit.OK
+	exitRefused  = int(exit.Refused)     // a check failed or a verification was refused
+	exitUsage    = int(exit.Usage)       // bad usage or invalid input
+	exitAwaiting = int(exit.Awaiting)    // awaiting approval
+	exitEnv      = int(exit.Environment) // environment error: no Docker, no network, unwritable state
 )
 
-// exitError carries an exit code through cobra. A nil err means the command
-// already reported (for example with --json) and only the code matters.
-type exitError struct {
-	code int
-	err  error
-}
+func usageErr(err error) error   { return exit.Wrap(exit.Usage, err) }
+func refusedErr(err error) error { return exit.Wrap(exit.Refused, err) }
+func envErr(err error) error     { return exit.Wrap(exit.Environment, err) }
 
-func (e *exitError) Error() string {
-	if e.err == nil {
-		return fmt.Sprintf("exit %d", e.code)
-	}
-	return e.err.Error()
-}
-func (e *exitError) Unwrap() error { return e.err }
-
-func usageErr(err error) error   { return &exitError{exitUsage, err} }
-func refusedErr(err error) error { return &exitError{exitRefused, err} }
-func envErr(err error) error     { return &exitError{exitEnv, err} }
-func silent(code int) error      { return &exitError{code: code} }
+// silent is a failure of class c that the command already reported (for
+// example with --json): only the exit code matters.
+func silent(c exit.Class) error { return exit.Reported(c) }
 
 // globals are the flags every command shares.
 type globals struct {
@@ -79,12 +68,14 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	if err == nil {
 		return exitOK
 	}
-	var ee *exitError
-	if errors.As(err, &ee) {
-		if ee.err != nil {
-			fmt.Fprintln(stderr, "proofgate:", printable.Escape(ee.err.Error()))
+	// A command classifies what it returns (usageErr, refusedErr, envErr,
+	// classify); anything else came from cobra.
+	var ce *exit.Error
+	if errors.As(err, &ce) {
+		if ce.Err != nil {
+			fmt.Fprintln(stderr, "proofgate:", printable.Escape(ce.Err.Error()))
 		}
-		return ee.code
+		return ce.Class.Code()
 	}
 	// cobra's own errors (unknown command, wrong arg count) are usage errors.
 	path := "proofgate"

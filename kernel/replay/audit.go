@@ -22,7 +22,7 @@ import (
 // ReasonProjectionLag is a run.json that is an exact projection of a prefix
 // of the log: a writer died between an append and the projection rewrite.
 // It is not tampering, and the next writer repairs it.
-const ReasonProjectionLag = "projection-lagging"
+const ReasonProjectionLag AuditReason = "projection-lagging"
 
 // Bounds on the files of a run directory.
 const (
@@ -246,7 +246,7 @@ func CompareProjection(fsys fs.FS, c *contract.Resolved, events []eventlog.Event
 }
 
 // IsReason reports whether err is an *AuditError with the given reason.
-func IsReason(err error, reason string) bool {
+func IsReason(err error, reason AuditReason) bool {
 	var ae *AuditError
 	return errors.As(err, &ae) && ae.Reason == reason
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -16,8 +17,8 @@ import (
 // AuditError is a run that does not reconcile: the log, the projection, the
 // frozen contract or the evidence disagree. Callers refuse (exit 1).
 type AuditError struct {
-	Reason string // a code from the Reason* constants
-	Line   int    // the event line concerned, 0 when none
+	Reason AuditReason
+	Line   int // the event line concerned, 0 when none
 	Detail string
 	Err    error // the underlying typed error, e.g. an *eventlog.ChainError
 }
@@ -25,18 +26,25 @@ type AuditError struct {
 // Unwrap returns the underlying typed error.
 func (e *AuditError) Unwrap() error { return e.Err }
 
+// Is reports whether target is exit.Refused, the class of a run that does
+// not reconcile.
+func (e *AuditError) Is(target error) bool { return target == exit.Refused }
+
+// AuditReason is the typed cause of an AuditError.
+type AuditReason string
+
 // Audit reasons.
 const (
-	ReasonChain             = "chain"              // the event log itself is refused (see eventlog reasons)
-	ReasonContract          = "contract-mismatch"  // contract.json does not match the log's binding
-	ReasonIllegalTransition = "illegal-transition" // a state change the lifecycle forbids
-	ReasonUnknownEvent      = "unknown-event"
-	ReasonBadEvent          = "bad-event"           // an event whose data does not fit the run
-	ReasonDigest            = "verification-digest" // a recorded verification digest is not the recomputed one
-	ReasonDecision          = "decision"            // a decision that does not bind to the verification
-	ReasonProjection        = "projection-tampered" // run.json disagrees with the log
-	ReasonBlob              = "blob"                // referenced evidence missing or altered
-	ReasonMissing           = "missing-file"
+	ReasonChain             AuditReason = "chain"              // the event log itself is refused (see eventlog reasons)
+	ReasonContract          AuditReason = "contract-mismatch"  // contract.json does not match the log's binding
+	ReasonIllegalTransition AuditReason = "illegal-transition" // a state change the lifecycle forbids
+	ReasonUnknownEvent      AuditReason = "unknown-event"
+	ReasonBadEvent          AuditReason = "bad-event"           // an event whose data does not fit the run
+	ReasonDigest            AuditReason = "verification-digest" // a recorded verification digest is not the recomputed one
+	ReasonDecision          AuditReason = "decision"            // a decision that does not bind to the verification
+	ReasonProjection        AuditReason = "projection-tampered" // run.json disagrees with the log
+	ReasonBlob              AuditReason = "blob"                // referenced evidence missing or altered
+	ReasonMissing           AuditReason = "missing-file"
 )
 
 func (e *AuditError) Error() string {
@@ -82,7 +90,7 @@ func NewFolder(c *contract.Resolved) *Folder {
 	return &Folder{c: c, pending: map[string]bool{}, results: map[string]CheckReport{}, blobs: map[string]bool{}}
 }
 
-func bad(line int, reason, format string, a ...any) *AuditError {
+func bad(line int, reason AuditReason, format string, a ...any) *AuditError {
 	return &AuditError{Reason: reason, Line: line, Detail: fmt.Sprintf(format, a...)}
 }
 

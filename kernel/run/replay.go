@@ -23,6 +23,7 @@ type (
 	Worktree        = replay.Worktree
 	TransitionError = replay.TransitionError
 	AuditError      = replay.AuditError
+	AuditReason     = replay.AuditReason
 	AuditOption     = replay.AuditOption
 )
 
@@ -108,4 +109,4 @@ func VerificationDigest(r *Report) (string, error) { return replay.VerificationD
 // CanTransition is replay.CanTransition.
 func CanTransition(from, to State) bool { return replay.CanTransition(from, to) }
 
-func isReason(err error, reason string) bool { return replay.IsReason(err, reason) }
+func isReason(err error, reason AuditReason) bool { return replay.IsReason(err, reason) }

@@ -135,7 +135,7 @@ func TestLifecycleHappyPath(t *testing.T) {
 	}
 }
 
-func auditReason(t *testing.T, dir string) string {
+func auditReason(t *testing.T, dir string) AuditReason {
 	t.Helper()
 	_, err := Audit(dir)
 	var ae *AuditError
@@ -306,7 +306,7 @@ func TestFoldRefusesIllegalHistories(t *testing.T) {
 	one := "version: 1\nname: t\ndefaults: {runtime: process}\nchecks:\n  - {id: a, run: ['true']}\n"
 	for _, tc := range []struct {
 		name   string
-		reason string
+		reason AuditReason
 		write  func(t *testing.T, l *eventlog.Log, p PlannedData)
 	}{
 		{"complete without approval", ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p PlannedData) {

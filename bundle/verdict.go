@@ -1,0 +1,71 @@
+package bundle
+
+import (
+	"errors"
+	"time"
+)
+
+// The two verdicts.
+const (
+	VerdictAccepted = "accepted"
+	VerdictRefused  = "refused"
+)
+
+// Verdict is the outcome of a verification as one JSON document: what
+// `proofgate bundle verify --json` prints and the verify action reports.
+// A refusal carries its reason (a Reason, or a gate's own reason such as
+// artifact-not-found), its detail and, once the signature verified, the
+// run id; an acceptance carries what was accepted. Members are printed in
+// this order, empty ones left out; approvals is always present.
+type Verdict struct {
+	Verdict        string `json:"verdict"` // VerdictAccepted or VerdictRefused
+	Reason         string `json:"reason,omitempty"`
+	Detail         string `json:"detail,omitempty"`
+	RunID          string `json:"run_id,omitempty"`
+	KeyID          string `json:"key_id,omitempty"`
+	SignedAt       string `json:"signed_at,omitempty"` // RFC 3339 with nanoseconds, UTC
+	Commit         string `json:"commit,omitempty"`
+	Tree           string `json:"tree,omitempty"`
+	Dirty          *bool  `json:"dirty,omitempty"` // set when accepted
+	WorktreeDigest string `json:"worktree_digest,omitempty"`
+	Repo           string `json:"repo,omitempty"`
+	Profile        string `json:"profile,omitempty"`
+	ContractHash   string `json:"contract_hash,omitempty"`
+	State          string `json:"state,omitempty"`
+	Digest         string `json:"verification_digest,omitempty"`
+	ChainHead      string `json:"chain_head,omitempty"`
+	Approvals      int    `json:"approvals"`
+	Checkpoint     int    `json:"checkpoint_length,omitempty"`
+}
+
+// Verdict returns the acceptance of r.
+func (r *Result) Verdict() Verdict {
+	dirty := r.Run.Worktree.Dirty
+	v := Verdict{Verdict: VerdictAccepted, RunID: r.RunID, KeyID: r.KeyID, SignedAt: r.SignedAt.Format(time.RFC3339Nano),
+		Commit: r.Run.Source.Commit, Tree: r.Run.Source.Tree, Dirty: &dirty, WorktreeDigest: r.Run.Worktree.Digest,
+		Repo: r.Run.Repo, Profile: r.Run.Profile, ContractHash: r.Run.ContractHash, State: string(r.Run.State),
+		Digest: r.Run.VerificationDigest, ChainHead: r.Run.Chain.Head, Approvals: r.Approvals}
+	if r.Checkpoint != nil {
+		v.Checkpoint = r.Checkpoint.Length
+	}
+	return v
+}
+
+// Refusal is a refused verdict for reason.
+func Refusal(reason, detail, runID string) Verdict {
+	return Verdict{Verdict: VerdictRefused, Reason: reason, Detail: detail, RunID: runID}
+}
+
+// VerdictOf turns what Verify returned into a verdict: an acceptance, or
+// the refusal a *VerifyError describes. Any other error (a *PolicyError,
+// an unreadable input) is not a verdict and is returned as it is.
+func VerdictOf(res *Result, err error) (Verdict, error) {
+	if err == nil {
+		return res.Verdict(), nil
+	}
+	var ve *VerifyError
+	if errors.As(err, &ve) {
+		return Refusal(string(ve.Reason), ve.Detail, ve.RunID), nil
+	}
+	return Verdict{}, err
+}
