@@ -42,17 +42,17 @@ const (
 // (bundle.Verdict.Reason, the action's reason output) is either kind, as a
 // string.
 const (
-	ReasonNotFound   = "artifact-not-found"
-	ReasonExpired    = "artifact-expired"
-	ReasonOther      = "artifact-for-other-commit"
-	ReasonBadZip     = "artifact-malformed"
-	ReasonGitHubAPI  = "github-api"
-	ReasonNoContract = "contract-unavailable"
-	ReasonUsage      = "usage"
-	VerdictAccepted  = bundle.VerdictAccepted
-	VerdictRefused   = bundle.VerdictRefused
-	verifyMatchTree  = "tree"
-	verifyMatchCommt = "commit"
+	ReasonNotFound    = "artifact-not-found"
+	ReasonExpired     = "artifact-expired"
+	ReasonOther       = "artifact-for-other-commit"
+	ReasonBadZip      = "artifact-malformed"
+	ReasonGitHubAPI   = "github-api"
+	ReasonNoContract  = "contract-unavailable"
+	ReasonUsage       = "usage"
+	VerdictAccepted   = bundle.VerdictAccepted
+	VerdictRefused    = bundle.VerdictRefused
+	verifyMatchTree   = "tree"
+	verifyMatchCommit = "commit"
 )
 
 // Attempt is one bundle the verify step looked at.
@@ -224,7 +224,7 @@ func (g *gate) readInputs() *refusal {
 	switch in.match {
 	case "":
 		in.match = verifyMatchTree
-	case verifyMatchTree, verifyMatchCommt:
+	case verifyMatchTree, verifyMatchCommit:
 	default:
 		return refuseUsage("input match: %q is not commit or tree", in.match)
 	}
@@ -307,7 +307,7 @@ func (g *gate) policy(ctx context.Context) *refusal {
 		return r
 	}
 	g.opts.ContractHash, g.res.Contract = hash, hash
-	if in.match == verifyMatchCommt {
+	if in.match == verifyMatchCommit {
 		g.opts.Commit = in.commit
 		return nil
 	}
@@ -472,7 +472,7 @@ func candidates(ctx context.Context, gh *github.Client, owner, repo string, in v
 	}
 	a, firstErr := artifact.Find(ctx, gh, owner, repo, nameFor(in.commit), in.commit)
 	add(a)
-	if in.match == verifyMatchCommt {
+	if in.match == verifyMatchCommit {
 		return out, firstErr
 	}
 	if !isFindMiss(firstErr) {

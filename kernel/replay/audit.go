@@ -128,7 +128,7 @@ func readFrozenContract(fsys fs.FS) (*contract.Resolved, string, error) {
 		return nil, "", &AuditError{Reason: ReasonContract, Detail: "contract.json is not canonical JSON"}
 	}
 	var c contract.Resolved
-	if err := strictJSON(b, &c); err != nil {
+	if err := strictjson.Decode(b, &c); err != nil {
 		return nil, "", &AuditError{Reason: ReasonContract, Detail: "contract.json: " + err.Error()}
 	}
 	return &c, canon.SumBytes(b), nil
@@ -182,7 +182,7 @@ func compareProjection(fsys fs.FS, c *contract.Resolved, events []eventlog.Event
 // compareProjectionBytes checks run.json's bytes b against the replay.
 func compareProjectionBytes(b []byte, c *contract.Resolved, events []eventlog.Event, rep *Report) error {
 	var got Report
-	if err := strictJSON(b, &got); err != nil {
+	if err := strictjson.Decode(b, &got); err != nil {
 		return &AuditError{Reason: ReasonProjection, Detail: "run.json: " + err.Error()}
 	}
 	if got.Worktree == nil {

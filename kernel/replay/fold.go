@@ -11,7 +11,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // AuditError is a run that does not reconcile: the log, the projection, the
@@ -242,4 +241,3 @@ func VerificationDigest(r *Report) (string, error) {
 
 // strictJSON decodes event data, run.json and contract.json: closed
 // formats, read by the one shared strict decoder.
-func strictJSON(b []byte, v any) error { return strictjson.Decode(b, v) }

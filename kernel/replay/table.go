@@ -6,6 +6,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Writer is a kind of writer that may append an event type to a run's log.
@@ -75,7 +76,7 @@ func MayWrite(typ string, w Writer) bool {
 func decoded[T any](apply func(*Folder, int, eventlog.Event, T) error) func(*Folder, int, eventlog.Event) error {
 	return func(f *Folder, line int, e eventlog.Event) error {
 		var d T
-		if err := strictJSON(e.Data, &d); err != nil {
+		if err := strictjson.Decode(e.Data, &d); err != nil {
 			return bad(line, ReasonBadEvent, "%s: %v", e.Type, err)
 		}
 		return apply(f, line, e, d)
