@@ -9,10 +9,8 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"sort"
-	"testing/fstest"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
@@ -74,71 +72,14 @@ const maxSmallFile = 1 << 30
 // re-hashed while it is copied and must match its name.
 func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (*ExportResult, error) {
 	id := filepath.Base(runDir)
-	mem := fstest.MapFS{}
-	for _, name := range []string{RunFile, EventsFile, ContractFile} {
-		b, err := readFileBounded(filepath.Join(runDir, name), maxSmallFile)
-		if err != nil {
-			return nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
-		}
-		mem[name] = &fstest.MapFile{Data: b, Mode: 0o644}
-	}
-	rep, err := replay.AuditFS(overlayFS{mem: mem, disk: os.DirFS(runDir)}, replay.BlobsVerified())
+	mem, rep, events, err := auditForExport(runDir, id)
 	if err != nil {
-		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+		return nil, err
 	}
-	if rep.RunID != id {
-		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("the log belongs to run %s", rep.RunID)}
-	}
-	if rep.State != replay.Complete {
-		return nil, &ExportError{Reason: NotComplete, RunID: id,
-			Detail: fmt.Sprintf("the run is %s; only a COMPLETE run exports", rep.State)}
-	}
-	events, err := eventlog.Read(bytes.NewReader(mem[EventsFile].Data), nil)
-	if err != nil || len(events) == 0 {
-		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("events: %v", err), Err: err}
-	}
-
-	subjects := map[string]string{}
-	var entries []archive.Entry
-	for _, name := range []string{RunFile, EventsFile, ContractFile} {
-		b := mem[name].Data
-		subjects[name] = sum(b)
-		entries = append(entries, archive.BytesEntry(name, b))
-	}
-
-	cp, _, err := checkpoint.Latest(runDir)
+	subjects, entries, err := packRun(runDir, id, mem, rep, events)
 	if err != nil {
-		return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+		return nil, err
 	}
-	if cp != nil {
-		if err := checkCheckpointShape(cp, events); err != nil {
-			return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
-		}
-		subjects[CheckpointFile] = sum(cp)
-		entries = append(entries, archive.BytesEntry(CheckpointFile, cp))
-	}
-
-	for _, d := range rep.Blobs {
-		hexd := d[len("sha256:"):]
-		name := BlobPrefix + hexd
-		p := filepath.Join(runDir, filepath.FromSlash(name))
-		fi, err := os.Stat(p)
-		if err != nil {
-			return nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
-		}
-		if !fi.Mode().IsRegular() {
-			return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: name + " is not a regular file"}
-		}
-		subjects[name] = hexd
-		entries = append(entries, archive.Entry{Name: name, Size: fi.Size(), Open: func() (io.ReadCloser, error) {
-			f, err := os.Open(p)
-			if err != nil {
-				return nil, err
-			}
-			return &digestReader{f: f, h: sha256.New(), want: hexd, name: name}, nil
-		}})
-	}
-
 	signedAt := opts.SignedAt
 	if signedAt.IsZero() {
 		signedAt, err = time.Parse(time.RFC3339Nano, events[len(events)-1].Time)
@@ -149,19 +90,12 @@ func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (
 	st := Statement{
 		Type:          StatementType,
 		PredicateType: PredicateType,
+		Subject:       subjectList(subjects),
 		Predicate: Predicate{
 			SignedAt: signedAt.UTC().Format(time.RFC3339Nano),
 			KeyID:    s.KeyID(),
 			Run:      Summarize(rep),
 		},
-	}
-	names := make([]string, 0, len(subjects))
-	for n := range subjects {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, n := range names {
-		st.Subject = append(st.Subject, Subject{Name: n, Digest: map[string]string{"sha256": subjects[n]}})
 	}
 	payload, err := canon.Marshal(&st)
 	if err != nil {
@@ -179,6 +113,106 @@ func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (
 	}
 	return &ExportResult{RunID: id, KeyID: s.KeyID(), SignedAt: signedAt.UTC(), Files: len(entries),
 		Size: cw.n}, nil
+}
+
+// auditForExport reads the run's small files once and audits the run from
+// those bytes (its blobs from disk): only a COMPLETE run with a non-empty
+// log passes. It returns the bytes read, the report and the events.
+func auditForExport(runDir, id string) (map[string][]byte, *replay.Report, []eventlog.Event, error) {
+	mem := map[string][]byte{}
+	for _, name := range []string{RunFile, EventsFile, ContractFile} {
+		b, err := readFileBounded(filepath.Join(runDir, name), maxSmallFile)
+		if err != nil {
+			return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
+		}
+		mem[name] = b
+	}
+	rep, err := replay.AuditFS(replay.Overlay(runDir, mem), replay.BlobsVerified())
+	if err != nil {
+		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+	}
+	if rep.RunID != id {
+		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("the log belongs to run %s", rep.RunID)}
+	}
+	if rep.State != replay.Complete {
+		return nil, nil, nil, &ExportError{Reason: NotComplete, RunID: id,
+			Detail: fmt.Sprintf("the run is %s; only a COMPLETE run exports", rep.State)}
+	}
+	events, err := eventlog.Read(bytes.NewReader(mem[EventsFile]), nil)
+	if err != nil || len(events) == 0 {
+		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: fmt.Sprintf("events: %v", err), Err: err}
+	}
+	return mem, rep, events, nil
+}
+
+// packRun lists every file of the bundle but the attestation, with its
+// sha256 by name: the small files as audited, the latest checkpoint (if
+// any, and only one the log agrees with) and each referenced blob.
+func packRun(runDir, id string, mem map[string][]byte, rep *replay.Report, events []eventlog.Event) (map[string]string, []archive.Entry, error) {
+	subjects := map[string]string{}
+	var entries []archive.Entry
+	for _, name := range []string{RunFile, EventsFile, ContractFile} {
+		b := mem[name]
+		subjects[name] = sum(b)
+		entries = append(entries, archive.BytesEntry(name, b))
+	}
+
+	cp, _, err := checkpoint.Latest(runDir)
+	if err != nil {
+		return nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+	}
+	if cp != nil {
+		if err := checkCheckpointShape(cp, events); err != nil {
+			return nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
+		}
+		subjects[CheckpointFile] = sum(cp)
+		entries = append(entries, archive.BytesEntry(CheckpointFile, cp))
+	}
+
+	for _, d := range rep.Blobs {
+		e, err := blobEntry(runDir, id, d[len("sha256:"):])
+		if err != nil {
+			return nil, nil, err
+		}
+		subjects[e.Name] = d[len("sha256:"):]
+		entries = append(entries, e)
+	}
+	return subjects, entries, nil
+}
+
+// blobEntry is the archive entry of the blob with hex digest hexd, which is
+// re-hashed while it is copied and must match its name.
+func blobEntry(runDir, id, hexd string) (archive.Entry, error) {
+	name := BlobPrefix + hexd
+	p := filepath.Join(runDir, filepath.FromSlash(name))
+	fi, err := os.Stat(p)
+	if err != nil {
+		return archive.Entry{}, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
+	}
+	if !fi.Mode().IsRegular() {
+		return archive.Entry{}, &ExportError{Reason: AuditFailed, RunID: id, Detail: name + " is not a regular file"}
+	}
+	return archive.Entry{Name: name, Size: fi.Size(), Open: func() (io.ReadCloser, error) {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		return &digestReader{f: f, h: sha256.New(), want: hexd, name: name}, nil
+	}}, nil
+}
+
+// subjectList is the statement's subjects, sorted by name.
+func subjectList(subjects map[string]string) []Subject {
+	names := make([]string, 0, len(subjects))
+	for n := range subjects {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []Subject
+	for _, n := range names {
+		out = append(out, Subject{Name: n, Digest: map[string]string{"sha256": subjects[n]}})
+	}
+	return out
 }
 
 // ExportFile exports to path atomically: nothing is left at path unless
@@ -239,19 +273,6 @@ func readFileBounded(p string, max int64) ([]byte, error) {
 func sum(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
-}
-
-// overlayFS serves the in-memory files and falls back to the directory.
-type overlayFS struct {
-	mem  fstest.MapFS
-	disk fs.FS
-}
-
-func (o overlayFS) Open(name string) (fs.File, error) {
-	if _, ok := o.mem[path.Clean(name)]; ok {
-		return o.mem.Open(name)
-	}
-	return o.disk.Open(name)
 }
 
 // digestReader hashes a blob as it is copied; Close fails on a mismatch.

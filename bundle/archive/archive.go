@@ -225,86 +225,123 @@ func ReadKeep(r io.Reader, lim Limits, keep func(name string) bool) ([]File, err
 			return nil, wrapRead(err, "")
 		}
 		name := hdr.Name
-		if err := CheckName(name); err != nil {
+		if err := checkEntry(hdr); err != nil {
 			return nil, err
-		}
-		switch hdr.Typeflag {
-		case tar.TypeReg:
-		case tar.TypeSymlink, tar.TypeLink:
-			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "link entry"}
-		case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
-			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "device or fifo entry"}
-		default:
-			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: fmt.Sprintf("entry type %q is not a regular file", hdr.Typeflag)}
-		}
-		for k := range hdr.PAXRecords {
-			// archive/tar expands GNU sparse entries with zero holes that
-			// never pass through the decompressor (past the ratio bound),
-			// and readers that ignore the map see other bytes.
-			if strings.HasPrefix(k, "GNU.sparse.") {
-				return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "sparse entry"}
-			}
 		}
 		if seen[name] {
 			return nil, &Error{Kind: ErrUnsafe, Entry: name, Detail: "duplicate entry"}
 		}
 		seen[name] = true
-		if len(files) >= lim.MaxEntries {
-			return nil, &Error{Kind: ErrTooLarge, Entry: name, Detail: fmt.Sprintf("more than %d entries", lim.MaxEntries)}
-		}
-		if hdr.Size < 0 || hdr.Size > lim.MaxEntrySize {
-			return nil, &Error{Kind: ErrTooLarge, Entry: name, Detail: fmt.Sprintf("declares %d bytes, limit %d", hdr.Size, lim.MaxEntrySize)}
-		}
-		if total+hdr.Size > lim.MaxTotalSize {
-			return nil, &Error{Kind: ErrTooLarge, Entry: name, Detail: fmt.Sprintf("total above %d bytes", lim.MaxTotalSize)}
+		if err := checkSize(hdr, len(files), total, lim); err != nil {
+			return nil, err
 		}
 		total += hdr.Size
-		h := sha256.New()
-		f := File{Name: name, Size: hdr.Size}
-		if keep == nil || keep(name) {
-			data, err := readEntry(io.TeeReader(tr, h), hdr.Size)
-			if err != nil {
-				return nil, wrapRead(err, name)
-			}
-			f.Data = data
-		} else {
-			n, err := io.Copy(h, tr)
-			if err == nil && n != hdr.Size {
-				err = io.ErrUnexpectedEOF
-			}
-			if err != nil {
-				return nil, wrapRead(err, name)
-			}
+		f, err := readFile(tr, hdr, keep == nil || keep(name))
+		if err != nil {
+			return nil, err
 		}
-		h.Sum(f.SHA256[:0])
 		files = append(files, f)
 	}
-	// Past the end-of-archive blocks only zero padding may follow, then
-	// the gzip trailer, then nothing.
+	if err := checkTrailer(out, br); err != nil {
+		return nil, err
+	}
+	return files, nil
+}
+
+// checkEntry refuses an entry whose name is unsafe or that is not a plain
+// regular file.
+func checkEntry(hdr *tar.Header) error {
+	name := hdr.Name
+	if err := CheckName(name); err != nil {
+		return err
+	}
+	switch hdr.Typeflag {
+	case tar.TypeReg:
+	case tar.TypeSymlink, tar.TypeLink:
+		return &Error{Kind: ErrUnsafe, Entry: name, Detail: "link entry"}
+	case tar.TypeChar, tar.TypeBlock, tar.TypeFifo:
+		return &Error{Kind: ErrUnsafe, Entry: name, Detail: "device or fifo entry"}
+	default:
+		return &Error{Kind: ErrUnsafe, Entry: name, Detail: fmt.Sprintf("entry type %q is not a regular file", hdr.Typeflag)}
+	}
+	for k := range hdr.PAXRecords {
+		// archive/tar expands GNU sparse entries with zero holes that
+		// never pass through the decompressor (past the ratio bound),
+		// and readers that ignore the map see other bytes.
+		if strings.HasPrefix(k, "GNU.sparse.") {
+			return &Error{Kind: ErrUnsafe, Entry: name, Detail: "sparse entry"}
+		}
+	}
+	return nil
+}
+
+// checkSize refuses an entry past the entry count, entry size or total size
+// limits, given the entries and bytes read before it.
+func checkSize(hdr *tar.Header, entries int, total int64, lim Limits) error {
+	name := hdr.Name
+	if entries >= lim.MaxEntries {
+		return &Error{Kind: ErrTooLarge, Entry: name, Detail: fmt.Sprintf("more than %d entries", lim.MaxEntries)}
+	}
+	if hdr.Size < 0 || hdr.Size > lim.MaxEntrySize {
+		return &Error{Kind: ErrTooLarge, Entry: name, Detail: fmt.Sprintf("declares %d bytes, limit %d", hdr.Size, lim.MaxEntrySize)}
+	}
+	if total+hdr.Size > lim.MaxTotalSize {
+		return &Error{Kind: ErrTooLarge, Entry: name, Detail: fmt.Sprintf("total above %d bytes", lim.MaxTotalSize)}
+	}
+	return nil
+}
+
+// readFile reads the current entry of tr, hashing it and keeping its
+// content when keep says so.
+func readFile(tr *tar.Reader, hdr *tar.Header, keep bool) (File, error) {
+	h := sha256.New()
+	f := File{Name: hdr.Name, Size: hdr.Size}
+	if keep {
+		data, err := readEntry(io.TeeReader(tr, h), hdr.Size)
+		if err != nil {
+			return File{}, wrapRead(err, hdr.Name)
+		}
+		f.Data = data
+	} else {
+		n, err := io.Copy(h, tr)
+		if err == nil && n != hdr.Size {
+			err = io.ErrUnexpectedEOF
+		}
+		if err != nil {
+			return File{}, wrapRead(err, hdr.Name)
+		}
+	}
+	h.Sum(f.SHA256[:0])
+	return f, nil
+}
+
+// checkTrailer refuses anything past the end-of-archive blocks but zero
+// padding (at most 1 MiB), then the gzip trailer, then nothing.
+func checkTrailer(out io.Reader, br *bufio.Reader) error {
 	pad := make([]byte, 4096)
 	var padded int64
 	for {
 		n, err := out.Read(pad)
 		for _, b := range pad[:n] {
 			if b != 0 {
-				return nil, &Error{Kind: ErrMalformed, Detail: "data after the end of the archive"}
+				return &Error{Kind: ErrMalformed, Detail: "data after the end of the archive"}
 			}
 		}
 		padded += int64(n)
 		if padded > 1<<20 {
-			return nil, &Error{Kind: ErrMalformed, Detail: "more than 1 MiB of padding after the archive"}
+			return &Error{Kind: ErrMalformed, Detail: "more than 1 MiB of padding after the archive"}
 		}
 		if err == io.EOF {
 			break
 		}
 		if err != nil {
-			return nil, wrapRead(err, "")
+			return wrapRead(err, "")
 		}
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
-		return nil, &Error{Kind: ErrMalformed, Detail: "data after the gzip stream"}
+		return &Error{Kind: ErrMalformed, Detail: "data after the gzip stream"}
 	}
-	return files, nil
+	return nil
 }
 
 // readEntry reads exactly size bytes, growing the buffer as bytes arrive so

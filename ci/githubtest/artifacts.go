@@ -108,105 +108,139 @@ func (s *Server) serveTwirp(w http.ResponseWriter, r *http.Request) {
 		twirpError(w, http.StatusBadRequest, "malformed", err.Error())
 		return
 	}
-	str := func(k string) string { v, _ := req[k].(string); return v }
-	if str("workflow_run_backend_id") != s.runID || str("workflow_job_run_backend_id") != s.jobID {
+	c := twirpCall{req: req, camel: s.CamelCase}
+	if c.str("workflow_run_backend_id") != s.runID || c.str("workflow_job_run_backend_id") != s.jobID {
 		twirpError(w, http.StatusBadRequest, "invalid_argument", "backend ids do not match the token")
 		return
 	}
-	name := str("name")
-	key := func(k string) string {
-		if s.CamelCase {
-			parts := strings.Split(k, "_")
-			for i := 1; i < len(parts); i++ {
-				parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
-			}
-			return strings.Join(parts, "")
-		}
-		return k
-	}
-	i64 := func(v int64) any {
-		if s.CamelCase {
-			return strconv.FormatInt(v, 10)
-		}
-		return v
-	}
-	switch method {
-	case "CreateArtifact":
-		v, _ := req["version"].(float64)
-		if v < 4 {
-			twirpError(w, http.StatusBadRequest, "invalid_argument", "version must be >= 4")
-			return
-		}
-		if name == "" || strings.ContainsAny(name, "\":<>|*?\r\n\\/") {
-			twirpError(w, http.StatusBadRequest, "invalid_argument", "invalid artifact name")
-			return
-		}
-		if u := s.uploads[name]; u != nil && u.finalized {
-			twirpError(w, http.StatusConflict, "already_exists", "artifact "+name+" already exists")
-			return
-		}
-		u := &upload{name: name, key: "up-" + strconv.FormatInt(s.id(), 10)}
-		s.uploads[name] = u
-		writeJSON(w, http.StatusOK, map[string]any{key("ok"): true, key("signed_upload_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
-	case "FinalizeArtifact":
-		u := s.uploads[name]
-		if u == nil {
-			twirpError(w, http.StatusNotFound, "not_found", "no artifact "+name)
-			return
-		}
-		size, err := strconv.ParseInt(str("size"), 10, 64)
-		if err != nil {
-			twirpError(w, http.StatusBadRequest, "invalid_argument", "size must be an int64 JSON string")
-			return
-		}
-		data, ok := s.blobs[u.key]
-		if !ok {
-			twirpError(w, http.StatusBadRequest, "failed_precondition", "blob not uploaded")
-			return
-		}
-		sum := sha256.Sum256(data)
-		if int64(len(data)) != size {
-			twirpError(w, http.StatusBadRequest, "invalid_argument", "size mismatch")
-			return
-		}
-		if str("hash") != "sha256:"+hex.EncodeToString(sum[:]) {
-			twirpError(w, http.StatusBadRequest, "invalid_argument", "hash mismatch")
-			return
-		}
-		u.finalized, u.size, u.id, u.created = true, size, s.id(), s.tick()
-		if s.runRepo != "" {
-			owner, repo, _ := strings.Cut(s.runRepo, "/")
-			s.repo(owner, repo).artifacts = append(s.repo(owner, repo).artifacts,
-				&Artifact{ID: u.id, Name: name, HeadSHA: s.runHeadSHA, RunID: 1, CreatedAt: u.created, Data: data})
-		}
-		writeJSON(w, http.StatusOK, map[string]any{key("ok"): true, key("artifact_id"): i64(u.id)})
-	case "ListArtifacts":
-		var list []any
-		nameFilter, _ := req["name_filter"].(string)
-		for _, u := range s.uploads {
-			if !u.finalized || (nameFilter != "" && u.name != nameFilter) {
-				continue
-			}
-			list = append(list, map[string]any{
-				key("workflow_run_backend_id"): s.runID, key("workflow_job_run_backend_id"): s.jobID,
-				key("database_id"): strconv.FormatInt(u.id, 10), key("name"): u.name,
-				key("size"): strconv.FormatInt(u.size, 10), key("created_at"): u.created.Format("2006-01-02T15:04:05Z"),
-			})
-		}
-		if list == nil {
-			list = []any{}
-		}
-		writeJSON(w, http.StatusOK, map[string]any{key("artifacts"): list})
-	case "GetSignedArtifactURL":
-		u := s.uploads[name]
-		if u == nil || !u.finalized {
-			twirpError(w, http.StatusNotFound, "not_found", "no artifact "+name)
-			return
-		}
-		writeJSON(w, http.StatusOK, map[string]any{key("name"): name, key("signed_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
-	default:
+	serve := twirpMethods[method]
+	if serve == nil {
 		twirpError(w, http.StatusNotFound, "bad_route", "no method "+method)
+		return
 	}
+	serve(s, w, c)
+}
+
+// twirpCall is one decoded Twirp request. Responses name their members in
+// snake_case, or in camelCase with int64 values as strings (protojson's
+// encoding) when the server's CamelCase is set.
+type twirpCall struct {
+	req   map[string]any
+	camel bool
+}
+
+func (c twirpCall) str(k string) string { v, _ := c.req[k].(string); return v }
+
+// key is the response member name k (snake_case) in the server's style.
+func (c twirpCall) key(k string) string {
+	if c.camel {
+		parts := strings.Split(k, "_")
+		for i := 1; i < len(parts); i++ {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+		return strings.Join(parts, "")
+	}
+	return k
+}
+
+func (c twirpCall) i64(v int64) any {
+	if c.camel {
+		return strconv.FormatInt(v, 10)
+	}
+	return v
+}
+
+// twirpMethods are the artifact service's methods the fake serves. They
+// run with s.mu held.
+var twirpMethods = map[string]func(s *Server, w http.ResponseWriter, c twirpCall){
+	"CreateArtifact":       (*Server).createArtifact,
+	"FinalizeArtifact":     (*Server).finalizeArtifact,
+	"ListArtifacts":        (*Server).listArtifacts,
+	"GetSignedArtifactURL": (*Server).signedArtifactURL,
+}
+
+func (s *Server) createArtifact(w http.ResponseWriter, c twirpCall) {
+	name := c.str("name")
+	v, _ := c.req["version"].(float64)
+	if v < 4 {
+		twirpError(w, http.StatusBadRequest, "invalid_argument", "version must be >= 4")
+		return
+	}
+	if name == "" || strings.ContainsAny(name, "\":<>|*?\r\n\\/") {
+		twirpError(w, http.StatusBadRequest, "invalid_argument", "invalid artifact name")
+		return
+	}
+	if u := s.uploads[name]; u != nil && u.finalized {
+		twirpError(w, http.StatusConflict, "already_exists", "artifact "+name+" already exists")
+		return
+	}
+	u := &upload{name: name, key: "up-" + strconv.FormatInt(s.id(), 10)}
+	s.uploads[name] = u
+	writeJSON(w, http.StatusOK, map[string]any{c.key("ok"): true, c.key("signed_upload_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
+}
+
+func (s *Server) finalizeArtifact(w http.ResponseWriter, c twirpCall) {
+	name := c.str("name")
+	u := s.uploads[name]
+	if u == nil {
+		twirpError(w, http.StatusNotFound, "not_found", "no artifact "+name)
+		return
+	}
+	size, err := strconv.ParseInt(c.str("size"), 10, 64)
+	if err != nil {
+		twirpError(w, http.StatusBadRequest, "invalid_argument", "size must be an int64 JSON string")
+		return
+	}
+	data, ok := s.blobs[u.key]
+	if !ok {
+		twirpError(w, http.StatusBadRequest, "failed_precondition", "blob not uploaded")
+		return
+	}
+	sum := sha256.Sum256(data)
+	if int64(len(data)) != size {
+		twirpError(w, http.StatusBadRequest, "invalid_argument", "size mismatch")
+		return
+	}
+	if c.str("hash") != "sha256:"+hex.EncodeToString(sum[:]) {
+		twirpError(w, http.StatusBadRequest, "invalid_argument", "hash mismatch")
+		return
+	}
+	u.finalized, u.size, u.id, u.created = true, size, s.id(), s.tick()
+	if s.runRepo != "" {
+		owner, repo, _ := strings.Cut(s.runRepo, "/")
+		s.repo(owner, repo).artifacts = append(s.repo(owner, repo).artifacts,
+			&Artifact{ID: u.id, Name: name, HeadSHA: s.runHeadSHA, RunID: 1, CreatedAt: u.created, Data: data})
+	}
+	writeJSON(w, http.StatusOK, map[string]any{c.key("ok"): true, c.key("artifact_id"): c.i64(u.id)})
+}
+
+func (s *Server) listArtifacts(w http.ResponseWriter, c twirpCall) {
+	var list []any
+	nameFilter, _ := c.req["name_filter"].(string)
+	for _, u := range s.uploads {
+		if !u.finalized || (nameFilter != "" && u.name != nameFilter) {
+			continue
+		}
+		list = append(list, map[string]any{
+			c.key("workflow_run_backend_id"): s.runID, c.key("workflow_job_run_backend_id"): s.jobID,
+			c.key("database_id"): strconv.FormatInt(u.id, 10), c.key("name"): u.name,
+			c.key("size"): strconv.FormatInt(u.size, 10), c.key("created_at"): u.created.Format("2006-01-02T15:04:05Z"),
+		})
+	}
+	if list == nil {
+		list = []any{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{c.key("artifacts"): list})
+}
+
+func (s *Server) signedArtifactURL(w http.ResponseWriter, c twirpCall) {
+	name := c.str("name")
+	u := s.uploads[name]
+	if u == nil || !u.finalized {
+		twirpError(w, http.StatusNotFound, "not_found", "no artifact "+name)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{c.key("name"): name, c.key("signed_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
 }
 
 type blockList struct {

@@ -356,23 +356,9 @@ func (s *Server) Count(method, sub string) int {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	s.mu.Lock()
-	s.requests = append(s.requests, Request{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization")})
-	for _, f := range s.fails {
-		if f.remaining != 0 && strings.Contains(r.URL.Path, f.match) {
-			if f.remaining > 0 {
-				f.remaining--
-			}
-			s.mu.Unlock()
-			if f.retryAfter != "" {
-				w.Header().Set("Retry-After", f.retryAfter)
-			}
-			writeJSON(w, f.status, map[string]string{"message": "injected failure", "documentation_url": "https://docs.github.com/rest"})
-			return
-		}
+	if s.injectFailure(w, r) {
+		return
 	}
-	s.mu.Unlock()
-
 	path := r.URL.Path
 	switch {
 	case strings.HasPrefix(path, "/twirp/"):
@@ -392,129 +378,222 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		notFound(w)
 		return
 	}
-	owner, name, rest := parts[1], parts[2], parts[3:]
+	q := repoRequest{owner: parts[1], name: parts[2], rest: parts[3:]}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	rs := s.repos[strings.ToLower(owner+"/"+name)]
-	if rs == nil {
+	q.rs = s.repos[strings.ToLower(q.owner+"/"+q.name)]
+	if q.rs == nil {
+		notFound(w)
+		return
+	}
+	for _, rt := range repoRoutes {
+		if matchPath(rt.pattern, q.rest) {
+			rt.serve(s, w, r, q)
+			return
+		}
+	}
+	notFound(w)
+}
+
+// injectFailure records the request and answers it with an injected
+// failure (see Fail) when one matches.
+func (s *Server) injectFailure(w http.ResponseWriter, r *http.Request) bool {
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{r.Method, r.URL.Path, r.URL.RawQuery, r.Header.Get("Authorization")})
+	for _, f := range s.fails {
+		if f.remaining != 0 && strings.Contains(r.URL.Path, f.match) {
+			if f.remaining > 0 {
+				f.remaining--
+			}
+			s.mu.Unlock()
+			if f.retryAfter != "" {
+				w.Header().Set("Retry-After", f.retryAfter)
+			}
+			writeJSON(w, f.status, map[string]string{"message": "injected failure", "documentation_url": "https://docs.github.com/rest"})
+			return true
+		}
+	}
+	s.mu.Unlock()
+	return false
+}
+
+// repoRequest is a GET under /repos/{owner}/{name}/; rest is the path
+// after the repository. The handlers run with s.mu held.
+type repoRequest struct {
+	owner, name string
+	rs          *repoState
+	rest        []string
+}
+
+// repoRoutes are the REST endpoints the fake serves under a repository,
+// matched in order on the path after it (see matchPath).
+var repoRoutes = []struct {
+	pattern string
+	serve   func(s *Server, w http.ResponseWriter, r *http.Request, q repoRequest)
+}{
+	{"pulls/...", (*Server).servePulls},
+	{"commits/*/pulls", (*Server).serveCommitPulls},
+	{"collaborators/*/permission", (*Server).servePermission},
+	{"contents/...", (*Server).serveContents},
+	{"actions/artifacts", (*Server).serveArtifacts},
+	{"actions/artifacts/*/zip", (*Server).serveArtifactZip},
+}
+
+// matchPath reports whether the segments rest match pattern: segments
+// separated by "/", where "*" matches any one segment and a final "..."
+// one or more.
+func matchPath(pattern string, rest []string) bool {
+	pat := strings.Split(pattern, "/")
+	if pat[len(pat)-1] == "..." {
+		pat = pat[:len(pat)-1]
+		if len(rest) <= len(pat) {
+			return false
+		}
+		rest = rest[:len(pat)]
+	} else if len(rest) != len(pat) {
+		return false
+	}
+	for i, p := range pat {
+		if p != "*" && p != rest[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// servePulls serves pulls/{n}, pulls/{n}/reviews and pulls/{n}/commits.
+func (s *Server) servePulls(w http.ResponseWriter, r *http.Request, q repoRequest) {
+	rest := q.rest
+	n, err := strconv.Atoi(rest[1])
+	p := q.rs.prs[n]
+	if err != nil || p == nil {
 		notFound(w)
 		return
 	}
 	switch {
-	case len(rest) >= 2 && rest[0] == "pulls":
-		n, err := strconv.Atoi(rest[1])
-		p := rs.prs[n]
-		if err != nil || p == nil {
-			notFound(w)
-			return
-		}
-		switch {
-		case len(rest) == 2:
-			s.servePR(w, r, p)
-		case len(rest) == 3 && rest[2] == "reviews":
-			items := make([]any, 0, len(p.reviews))
-			for _, rv := range p.reviews {
-				if rv.Raw != nil {
-					items = append(items, rv.Raw)
-					continue
-				}
-				items = append(items, s.reviewJSON(owner, name, p, rv))
+	case len(rest) == 2:
+		s.servePR(w, r, p)
+	case len(rest) == 3 && rest[2] == "reviews":
+		items := make([]any, 0, len(p.reviews))
+		for _, rv := range p.reviews {
+			if rv.Raw != nil {
+				items = append(items, rv.Raw)
+				continue
 			}
-			s.paginate(w, r, items)
-		case len(rest) == 3 && rest[2] == "commits":
-			items := make([]any, 0, len(p.commits))
-			for _, c := range p.commits {
-				items = append(items, commitJSON(c))
-			}
-			// GitHub lists at most 250 commits of a PR.
-			if len(items) > 250 {
-				items = items[:250]
-			}
-			s.paginate(w, r, items)
-		default:
-			notFound(w)
-		}
-	case len(rest) == 3 && rest[0] == "commits" && rest[2] == "pulls":
-		var items []any
-		nums := make([]int, 0, len(rs.prs))
-		for n := range rs.prs {
-			nums = append(nums, n)
-		}
-		sort.Ints(nums)
-		for _, n := range nums {
-			p := rs.prs[n]
-			if p.pr.HeadSHA == rest[1] || p.pr.MergeCommitSHA == rest[1] || containsCommit(p.commits, rest[1]) {
-				items = append(items, s.prJSON(p))
-			}
+			items = append(items, s.reviewJSON(q.owner, q.name, p, rv))
 		}
 		s.paginate(w, r, items)
-	case len(rest) == 3 && rest[0] == "collaborators" && rest[2] == "permission":
-		perm, ok := rs.perms[strings.ToLower(rest[1])]
-		if !ok {
-			perm = Permission{Permission: "none"}
+	case len(rest) == 3 && rest[2] == "commits":
+		items := make([]any, 0, len(p.commits))
+		for _, c := range p.commits {
+			items = append(items, commitJSON(c))
 		}
-		u := s.userByLogin(rs, rest[1])
-		body := map[string]any{"permission": perm.Permission, "user": userJSON(u)}
-		if perm.RoleName != "" {
-			body["role_name"] = perm.RoleName
+		// GitHub lists at most 250 commits of a PR.
+		if len(items) > 250 {
+			items = items[:250]
 		}
-		writeJSON(w, http.StatusOK, body)
-	case len(rest) >= 2 && rest[0] == "contents":
-		p := strings.Join(rest[1:], "/")
-		ref := r.URL.Query().Get("ref")
-		data, ok := rs.contents[ref+"\x00"+p]
-		if !ok {
-			notFound(w)
-			return
-		}
-		enc := base64.StdEncoding.EncodeToString(data)
-		var lines []string
-		for len(enc) > 60 {
-			lines = append(lines, enc[:60])
-			enc = enc[60:]
-		}
-		lines = append(lines, enc)
-		sum := sha256.Sum256(data)
-		writeJSON(w, http.StatusOK, map[string]any{
-			"type": "file", "encoding": "base64", "size": len(data),
-			"name": p[strings.LastIndex(p, "/")+1:], "path": p,
-			"content": strings.Join(lines, "\n") + "\n",
-			"sha":     hex.EncodeToString(sum[:20]),
-		})
-	case len(rest) == 2 && rest[0] == "actions" && rest[1] == "artifacts":
-		q := r.URL.Query().Get("name")
-		arts := append([]*Artifact(nil), rs.artifacts...)
-		sort.SliceStable(arts, func(i, j int) bool { return arts[i].CreatedAt.After(arts[j].CreatedAt) })
-		var items []any
-		for _, a := range arts {
-			if q == "" || a.Name == q {
-				items = append(items, s.artifactJSON(owner, name, a))
-			}
-		}
-		page, links := s.page(r, items)
-		if links != "" {
-			w.Header().Set("Link", links)
-		}
-		writeJSON(w, http.StatusOK, map[string]any{"total_count": len(items), "artifacts": page})
-	case len(rest) == 4 && rest[0] == "actions" && rest[1] == "artifacts" && rest[3] == "zip":
-		id, _ := strconv.ParseInt(rest[2], 10, 64)
-		for _, a := range rs.artifacts {
-			if a.ID == id {
-				if a.Expired {
-					writeJSON(w, http.StatusGone, map[string]string{"message": "Artifact has expired"})
-					return
-				}
-				key := "artifact-" + strconv.FormatInt(id, 10)
-				s.blobs[key] = a.Data
-				w.Header().Set("Location", s.URL+"/blob/"+key+"?sig="+s.blobSig)
-				w.WriteHeader(http.StatusFound)
-				return
-			}
-		}
-		notFound(w)
+		s.paginate(w, r, items)
 	default:
 		notFound(w)
 	}
+}
+
+// serveCommitPulls serves commits/{sha}/pulls: the PRs whose head, merge
+// commit or commits include sha.
+func (s *Server) serveCommitPulls(w http.ResponseWriter, r *http.Request, q repoRequest) {
+	sha := q.rest[1]
+	var items []any
+	nums := make([]int, 0, len(q.rs.prs))
+	for n := range q.rs.prs {
+		nums = append(nums, n)
+	}
+	sort.Ints(nums)
+	for _, n := range nums {
+		p := q.rs.prs[n]
+		if p.pr.HeadSHA == sha || p.pr.MergeCommitSHA == sha || containsCommit(p.commits, sha) {
+			items = append(items, s.prJSON(p))
+		}
+	}
+	s.paginate(w, r, items)
+}
+
+// servePermission serves collaborators/{login}/permission.
+func (s *Server) servePermission(w http.ResponseWriter, _ *http.Request, q repoRequest) {
+	login := q.rest[1]
+	perm, ok := q.rs.perms[strings.ToLower(login)]
+	if !ok {
+		perm = Permission{Permission: "none"}
+	}
+	u := s.userByLogin(q.rs, login)
+	body := map[string]any{"permission": perm.Permission, "user": userJSON(u)}
+	if perm.RoleName != "" {
+		body["role_name"] = perm.RoleName
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+// serveContents serves contents/{path}?ref=, base64 in 60-column lines as
+// GitHub sends it.
+func (s *Server) serveContents(w http.ResponseWriter, r *http.Request, q repoRequest) {
+	p := strings.Join(q.rest[1:], "/")
+	ref := r.URL.Query().Get("ref")
+	data, ok := q.rs.contents[ref+"\x00"+p]
+	if !ok {
+		notFound(w)
+		return
+	}
+	enc := base64.StdEncoding.EncodeToString(data)
+	var lines []string
+	for len(enc) > 60 {
+		lines = append(lines, enc[:60])
+		enc = enc[60:]
+	}
+	lines = append(lines, enc)
+	sum := sha256.Sum256(data)
+	writeJSON(w, http.StatusOK, map[string]any{
+		"type": "file", "encoding": "base64", "size": len(data),
+		"name": p[strings.LastIndex(p, "/")+1:], "path": p,
+		"content": strings.Join(lines, "\n") + "\n",
+		"sha":     hex.EncodeToString(sum[:20]),
+	})
+}
+
+// serveArtifacts serves actions/artifacts?name=, newest first.
+func (s *Server) serveArtifacts(w http.ResponseWriter, r *http.Request, q repoRequest) {
+	name := r.URL.Query().Get("name")
+	arts := append([]*Artifact(nil), q.rs.artifacts...)
+	sort.SliceStable(arts, func(i, j int) bool { return arts[i].CreatedAt.After(arts[j].CreatedAt) })
+	var items []any
+	for _, a := range arts {
+		if name == "" || a.Name == name {
+			items = append(items, s.artifactJSON(q.owner, q.name, a))
+		}
+	}
+	page, links := s.page(r, items)
+	if links != "" {
+		w.Header().Set("Link", links)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(items), "artifacts": page})
+}
+
+// serveArtifactZip serves actions/artifacts/{id}/zip: a redirect to a
+// signed blob URL, or 410 for an expired artifact.
+func (s *Server) serveArtifactZip(w http.ResponseWriter, _ *http.Request, q repoRequest) {
+	id, _ := strconv.ParseInt(q.rest[2], 10, 64)
+	for _, a := range q.rs.artifacts {
+		if a.ID == id {
+			if a.Expired {
+				writeJSON(w, http.StatusGone, map[string]string{"message": "Artifact has expired"})
+				return
+			}
+			key := "artifact-" + strconv.FormatInt(id, 10)
+			s.blobs[key] = a.Data
+			w.Header().Set("Location", s.URL+"/blob/"+key+"?sig="+s.blobSig)
+			w.WriteHeader(http.StatusFound)
+			return
+		}
+	}
+	notFound(w)
 }
 
 func (s *Server) authorized(r *http.Request) bool {

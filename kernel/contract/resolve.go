@@ -67,6 +67,9 @@ func (r *Resolved) clone() *Resolved {
 	return &out
 }
 
+// resolve resolves the contract: defaults, checks, criteria, the references
+// between them, approval and budget, then every profile, returning the one
+// asked for ("" = the base).
 func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 	if raw.Version != "1" {
 		return nil, p.errf("version", "%s is not supported (want 1)", raw.Version)
@@ -79,40 +82,11 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 			return nil, err
 		}
 	}
-
-	// Checks.
-	first := map[string]int{}
-	for i, rc := range raw.Checks {
-		cp := fieldPath("checks").idx(i)
-		if j, dup := first[rc.ID]; dup {
-			return nil, p.errf(cp.key("id"), "duplicate check id %q (first at checks[%d])", rc.ID, j)
-		}
-		first[rc.ID] = i
-		c := tmpl.clone()
-		c.ID = rc.ID
-		if err := p.applySettings(&c, &rc.rawSettings, cp); err != nil {
-			return nil, err
-		}
-		if err := p.setRun(&c, rc.Run, cp.key("run")); err != nil {
-			return nil, err
-		}
-		if rc.Dir != nil {
-			if err := p.setDir(&c, *rc.Dir, cp.key("dir")); err != nil {
-				return nil, err
-			}
-		}
-		c.Criteria = nilIfEmpty(slices.Clone(rc.Criteria))
-		c.DependsOn = nilIfEmpty(slices.Clone(rc.DependsOn))
-		if rc.Evidence != nil {
-			c.Evidence = *rc.Evidence
-		}
-		if err := p.checkImage(&c, cp); err != nil {
-			return nil, err
-		}
-		base.Checks = append(base.Checks, c)
+	checks, first, err := p.resolveChecks(tmpl, raw.Checks)
+	if err != nil {
+		return nil, err
 	}
-
-	// Criteria.
+	base.Checks = checks
 	crit := map[string]int{}
 	for i, c := range raw.Criteria {
 		if j, dup := crit[c.ID]; dup {
@@ -121,23 +95,8 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		crit[c.ID] = i
 		base.Criteria = append(base.Criteria, c)
 	}
-
-	// References.
-	for i, c := range base.Checks {
-		cp := fieldPath("checks").idx(i)
-		for j, id := range c.Criteria {
-			if _, ok := crit[id]; !ok {
-				return nil, p.errf(cp.key("criteria").idx(j), "unknown criterion %q", id)
-			}
-		}
-		for j, id := range c.DependsOn {
-			if id == c.ID {
-				return nil, p.errf(cp.key("depends_on").idx(j), "check %q depends on itself", id)
-			}
-			if _, ok := first[id]; !ok {
-				return nil, p.errf(cp.key("depends_on").idx(j), "unknown check %q", id)
-			}
-		}
+	if err := p.checkReferences(base.Checks, first, crit); err != nil {
+		return nil, err
 	}
 	if err := p.checkDependencyCycles(base.Checks, first); err != nil {
 		return nil, err
@@ -155,14 +114,75 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 			return nil, err
 		}
 	}
+	return p.chooseProfile(base, raw.Profiles, profile)
+}
 
-	// Profiles: every one is resolved so that a broken profile is refused
-	// whichever profile was asked for.
-	names := slices.Sorted(maps.Keys(raw.Profiles))
+// resolveChecks resolves each check over the defaults tmpl. first maps each
+// check id to its index.
+func (p *parser) resolveChecks(tmpl Check, raws []rawCheck) (checks []Check, first map[string]int, err error) {
+	first = map[string]int{}
+	for i, rc := range raws {
+		cp := fieldPath("checks").idx(i)
+		if j, dup := first[rc.ID]; dup {
+			return nil, nil, p.errf(cp.key("id"), "duplicate check id %q (first at checks[%d])", rc.ID, j)
+		}
+		first[rc.ID] = i
+		c := tmpl.clone()
+		c.ID = rc.ID
+		if err := p.applySettings(&c, &rc.rawSettings, cp); err != nil {
+			return nil, nil, err
+		}
+		if err := p.setRun(&c, rc.Run, cp.key("run")); err != nil {
+			return nil, nil, err
+		}
+		if rc.Dir != nil {
+			if err := p.setDir(&c, *rc.Dir, cp.key("dir")); err != nil {
+				return nil, nil, err
+			}
+		}
+		c.Criteria = nilIfEmpty(slices.Clone(rc.Criteria))
+		c.DependsOn = nilIfEmpty(slices.Clone(rc.DependsOn))
+		if rc.Evidence != nil {
+			c.Evidence = *rc.Evidence
+		}
+		if err := p.checkImage(&c, cp); err != nil {
+			return nil, nil, err
+		}
+		checks = append(checks, c)
+	}
+	return checks, first, nil
+}
+
+// checkReferences refuses a check that names an unknown criterion, an
+// unknown check or itself.
+func (p *parser) checkReferences(checks []Check, first, crit map[string]int) error {
+	for i, c := range checks {
+		cp := fieldPath("checks").idx(i)
+		for j, id := range c.Criteria {
+			if _, ok := crit[id]; !ok {
+				return p.errf(cp.key("criteria").idx(j), "unknown criterion %q", id)
+			}
+		}
+		for j, id := range c.DependsOn {
+			if id == c.ID {
+				return p.errf(cp.key("depends_on").idx(j), "check %q depends on itself", id)
+			}
+			if _, ok := first[id]; !ok {
+				return p.errf(cp.key("depends_on").idx(j), "unknown check %q", id)
+			}
+		}
+	}
+	return nil
+}
+
+// chooseProfile resolves every profile, so that a broken profile is refused
+// whichever profile was asked for, and returns the one asked for.
+func (p *parser) chooseProfile(base *Resolved, profiles map[string]rawProfile, profile string) (*Resolved, error) {
+	names := slices.Sorted(maps.Keys(profiles))
 	var chosen *Resolved
 	memo := map[string]*Resolved{}
 	for _, name := range names {
-		r, err := p.resolveProfile(base, raw.Profiles, name, memo)
+		r, err := p.resolveProfile(base, profiles, name, memo)
 		if err != nil {
 			return nil, err
 		}
@@ -308,28 +328,9 @@ func (p *parser) applyTunables(c *Check, s *rawTunables, at fieldPath) error {
 	if s.Workspace != nil {
 		c.Workspace = *s.Workspace
 	}
-	if r := s.Resources; r != nil {
-		rp := at.key("resources")
-		if r.Memory != nil {
-			v, err := p.positiveSize(r.Memory, rp.key("memory"))
-			if err != nil {
-				return err
-			}
-			c.Resources.Memory = v
-		}
-		if r.CPUs != nil {
-			m, err := parseCPUs(r.CPUs.String())
-			if err != nil {
-				return p.errf(rp.key("cpus"), "%s", err.Error())
-			}
-			c.Resources.CPUs = m
-		}
-		if r.Pids != nil {
-			n, err := strconv.ParseInt(r.Pids.String(), 10, 64)
-			if err != nil || n < 1 {
-				return p.errf(rp.key("pids"), "%s is not a positive integer", r.Pids.String())
-			}
-			c.Resources.Pids = n
+	if s.Resources != nil {
+		if err := p.applyResources(&c.Resources, s.Resources, at.key("resources")); err != nil {
+			return err
 		}
 	}
 	if s.Tmpfs != nil {
@@ -350,23 +351,57 @@ func (p *parser) applyTunables(c *Check, s *rawTunables, at fieldPath) error {
 		c.AllowRoot = *s.AllowRoot
 	}
 	if s.Mounts != nil {
-		mp := at.key("mounts")
-		var ms []Mount
-		targets := map[string]int{}
-		for i, rm := range *s.Mounts {
-			m, err := p.checkMount(rm, mp.idx(i))
-			if err != nil {
-				return err
-			}
-			if j, dup := targets[m.Target]; dup {
-				return p.errf(mp.idx(i).key("target"), "duplicate mount target %q (first at %s)", m.Target, mp.idx(j))
-			}
-			targets[m.Target] = i
-			ms = append(ms, m)
+		ms, err := p.mounts(*s.Mounts, at.key("mounts"))
+		if err != nil {
+			return err
 		}
 		c.Mounts = ms
 	}
 	return nil
+}
+
+// applyResources overlays the resources set in r onto res, field by field.
+func (p *parser) applyResources(res *Resources, r *rawResources, rp fieldPath) error {
+	if r.Memory != nil {
+		v, err := p.positiveSize(r.Memory, rp.key("memory"))
+		if err != nil {
+			return err
+		}
+		res.Memory = v
+	}
+	if r.CPUs != nil {
+		m, err := parseCPUs(r.CPUs.String())
+		if err != nil {
+			return p.errf(rp.key("cpus"), "%s", err.Error())
+		}
+		res.CPUs = m
+	}
+	if r.Pids != nil {
+		n, err := strconv.ParseInt(r.Pids.String(), 10, 64)
+		if err != nil || n < 1 {
+			return p.errf(rp.key("pids"), "%s is not a positive integer", r.Pids.String())
+		}
+		res.Pids = n
+	}
+	return nil
+}
+
+// mounts checks a mount list and refuses a target mounted twice.
+func (p *parser) mounts(raw []rawMount, mp fieldPath) ([]Mount, error) {
+	var ms []Mount
+	targets := map[string]int{}
+	for i, rm := range raw {
+		m, err := p.checkMount(rm, mp.idx(i))
+		if err != nil {
+			return nil, err
+		}
+		if j, dup := targets[m.Target]; dup {
+			return nil, p.errf(mp.idx(i).key("target"), "duplicate mount target %q (first at %s)", m.Target, mp.idx(j))
+		}
+		targets[m.Target] = i
+		ms = append(ms, m)
+	}
+	return ms, nil
 }
 
 // positiveSize parses a size field (an integer or a unit string) and

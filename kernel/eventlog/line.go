@@ -91,11 +91,31 @@ func lowerHex(b []byte) bool {
 
 // parse validates that line is a canonical event line and fills f. Only
 // the envelope's shape is checked here; chaining is the reader's job.
+//
+// The members are read in their canonical order, split in two halves:
+// contract to prev, then run to v.
 func (p *lineParser) parse(line []byte, f *fields) error {
 	if len(line) > MaxLine {
 		return fmt.Errorf("line longer than %d bytes", MaxLine)
 	}
 	p.c.b, p.c.i = line, 0
+	if err := p.parseToPrev(f); err != nil {
+		return err
+	}
+	if err := p.parseFromRun(line, f); err != nil {
+		return err
+	}
+	if p.c.i != len(line) {
+		return errors.New("trailing bytes after the object")
+	}
+	if f.seq == 1 && !f.prevNull {
+		return errors.New("seq 1 must have prev null")
+	}
+	return nil
+}
+
+// parseToPrev reads the members contract, data, hash and prev.
+func (p *lineParser) parseToPrev(f *fields) error {
 	c := &p.c
 	var err error
 	if !p.expect(`{"contract":`) {
@@ -134,6 +154,12 @@ func (p *lineParser) parse(line []byte, f *fields) error {
 	} else {
 		f.prev = span{}
 	}
+	return nil
+}
+
+// parseFromRun reads the members run, seq, source, time, type and v.
+func (p *lineParser) parseFromRun(line []byte, f *fields) error {
+	var err error
 	if !p.expect(`,"run":`) {
 		return p.shapeError("run")
 	}
@@ -181,12 +207,6 @@ func (p *lineParser) parse(line []byte, f *fields) error {
 	}
 	if !p.expect("1}") {
 		return errors.New("field v: must be 1")
-	}
-	if c.i != len(line) {
-		return errors.New("trailing bytes after the object")
-	}
-	if f.seq == 1 && !f.prevNull {
-		return errors.New("seq 1 must have prev null")
 	}
 	return nil
 }

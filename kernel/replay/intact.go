@@ -33,6 +33,12 @@ func AuditIntact(dir string) (rep *Report, f *Folder, ok bool, err error) {
 	return rep, f, true, err
 }
 
+// Overlay is the run directory dir with some of its files replaced by the
+// bytes in files (by name, e.g. EventsFile): what AuditFS reads when a
+// caller has already read and bounded those files and must audit exactly
+// those bytes (bundle export packs the bytes it audited).
+func Overlay(dir string, files map[string][]byte) fs.FS { return overlayFS{dir: dir, files: files} }
+
 // overlayFS serves some files from memory and the rest from a directory.
 type overlayFS struct {
 	dir   string

@@ -170,30 +170,8 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	if err != nil {
 		return r, err
 	}
-	ids := make([]string, len(opts.Contract.Checks))
-	for i, c := range opts.Contract.Checks {
-		ids[i] = c.ID
-	}
-	r.Planned = PlannedData{
-		Contract:   ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
-		Worktree:   replay.WorktreeState(st),
-		AllowDirty: opts.AllowDirty,
-		Checks:     ids,
-		Repo:       opts.Repo,
-		Supersedes: opts.Supersedes,
-		Planner:    Version,
-	}
-	if err := r.append(TypePlanned, r.Planned); err != nil {
+	if err := r.recordPlan(opts, st, hash); err != nil {
 		return r, err
-	}
-	for i, s := range opts.Context {
-		d, err := r.blobs.Put(s.Canonical)
-		if err != nil {
-			return r, err
-		}
-		if err := r.append(TypeContext, ContextData{Index: i, SnapshotHash: s.Hash, Blob: d, Query: s.Query}); err != nil {
-			return r, err
-		}
 	}
 	if opts.publish != nil {
 		if err := opts.publish(id); err != nil {
@@ -408,6 +386,37 @@ func (r *Run) writeProjectionLocked() error {
 	// No directory fsync: a crash may bring back the previous projection,
 	// which the next writer repairs (ADR 0002); it saves one fsync per event.
 	return durable.ReplaceFile(filepath.Join(r.Dir, RunFile), append(b, '\n'), 0o644)
+}
+
+// recordPlan appends the run's first events: run.planned, then one
+// context.attached per context snapshot (stored as a blob).
+func (r *Run) recordPlan(opts PlanOptions, st source.State, hash string) error {
+	ids := make([]string, len(opts.Contract.Checks))
+	for i, c := range opts.Contract.Checks {
+		ids[i] = c.ID
+	}
+	r.Planned = PlannedData{
+		Contract:   ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
+		Worktree:   replay.WorktreeState(st),
+		AllowDirty: opts.AllowDirty,
+		Checks:     ids,
+		Repo:       opts.Repo,
+		Supersedes: opts.Supersedes,
+		Planner:    Version,
+	}
+	if err := r.append(TypePlanned, r.Planned); err != nil {
+		return err
+	}
+	for i, s := range opts.Context {
+		d, err := r.blobs.Put(s.Canonical)
+		if err != nil {
+			return err
+		}
+		if err := r.append(TypeContext, ContextData{Index: i, SnapshotHash: s.Hash, Blob: d, Query: s.Query}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error) {

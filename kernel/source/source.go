@@ -12,6 +12,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"os"
 	"os/exec"
@@ -58,99 +59,135 @@ func Inspect(ctx context.Context, dir string, exclude ...string) (State, error) 
 	if err != nil {
 		return State{}, fmt.Errorf("source: %w", err)
 	}
-	top = strings.TrimSpace(top)
-	spec := []string{"--", "."}
+	d := &digester{ctx: ctx, top: strings.TrimSpace(top), spec: []string{"--", "."}, h: sha256.New()}
 	for _, e := range exclude {
 		if e = filepath.ToSlash(filepath.Clean(e)); e != "." && e != "" {
-			spec = append(spec, ":(exclude,top)"+e)
+			d.spec = append(d.spec, ":(exclude,top)"+e)
 		}
 	}
-
-	h := sha256.New()
-	status, err := gitRaw(ctx, top, append([]string{"status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none"}, spec...)...)
+	status, err := d.worktree()
 	if err != nil {
 		return State{}, fmt.Errorf("source: %w", err)
 	}
-	fmt.Fprintf(h, "status %d\n", len(status))
-	h.Write(status)
-	diff, err := gitRaw(ctx, top, append([]string{"diff", "HEAD", "--binary", "--no-ext-diff", "--no-color"}, spec...)...)
-	if err != nil {
+	if err := d.hidden(); err != nil {
 		return State{}, fmt.Errorf("source: %w", err)
 	}
-	fmt.Fprintf(h, "diff %d\n", len(diff))
-	h.Write(diff)
-	untracked, err := gitRaw(ctx, top, append([]string{"ls-files", "--others", "--exclude-standard", "-z"}, spec...)...)
-	if err != nil {
+	if err := d.submodules(); err != nil {
 		return State{}, fmt.Errorf("source: %w", err)
-	}
-	paths := splitZ(untracked)
-	sort.Strings(paths)
-	for _, p := range paths {
-		d, err := fileDigest(filepath.Join(top, filepath.FromSlash(p)))
-		if err != nil {
-			return State{}, fmt.Errorf("source: %w", err)
-		}
-		fmt.Fprintf(h, "untracked %q %s\n", p, d)
-	}
-	// Index entries git was told not to look at (update-index
-	// --skip-worktree or --assume-unchanged) hide their edits from status
-	// and diff: a check would read bytes that are not the commit's. Their
-	// work-tree content is hashed and, when present, counts as a change.
-	flagged, err := gitRaw(ctx, top, append([]string{"ls-files", "-v", "-z"}, spec...)...)
-	if err != nil {
-		return State{}, fmt.Errorf("source: %w", err)
-	}
-	var changes []string
-	for _, p := range hiddenEntries(flagged) {
-		d, err := fileDigest(filepath.Join(top, filepath.FromSlash(p)))
-		if errors.Is(err, os.ErrNotExist) {
-			fmt.Fprintf(h, "hidden %q absent\n", p) // a sparse checkout leaves it out
-			continue
-		}
-		if err != nil {
-			return State{}, fmt.Errorf("source: %w", err)
-		}
-		fmt.Fprintf(h, "hidden %q %s\n", p, d)
-		changes = append(changes, p+" (skip-worktree/assume-unchanged)")
-	}
-	// Submodules: status shows a dirty submodule as one line however its
-	// content changes further, so each checked-out submodule's own state
-	// (commit, tree, digest, recursively) is part of this one.
-	stage, err := gitRaw(ctx, top, append([]string{"ls-files", "-s", "-z"}, spec...)...)
-	if err != nil {
-		return State{}, fmt.Errorf("source: %w", err)
-	}
-	for _, p := range gitlinks(stage) {
-		sub := filepath.Join(top, filepath.FromSlash(p))
-		if _, err := os.Lstat(filepath.Join(sub, ".git")); err != nil {
-			fmt.Fprintf(h, "submodule %q absent\n", p) // not checked out
-			continue
-		}
-		ss, err := Inspect(ctx, sub)
-		if err != nil {
-			return State{}, fmt.Errorf("source: submodule %s: %w", p, err)
-		}
-		fmt.Fprintf(h, "submodule %q %s %s %s\n", p, ss.Commit, ss.Tree, ss.Digest)
-		if ss.Dirty {
-			changes = append(changes, p+" (submodule)")
-		}
 	}
 	st := State{
 		Commit: strings.TrimSpace(commit),
 		Tree:   strings.TrimSpace(tree),
-		Dirty:  len(status) > 0 || len(changes) > 0,
-		Digest: "sha256:" + hex.EncodeToString(h.Sum(nil)),
+		Dirty:  len(status) > 0 || len(d.changes) > 0,
+		Digest: "sha256:" + hex.EncodeToString(d.h.Sum(nil)),
 	}
 	for _, rec := range splitZ(status) {
 		if len(rec) > 3 && rec[2] == ' ' {
 			st.Changes = append(st.Changes, rec[3:])
 		}
 	}
-	st.Changes = append(st.Changes, changes...)
+	st.Changes = append(st.Changes, d.changes...)
 	if len(st.Changes) > 20 {
 		st.Changes = st.Changes[:20]
 	}
 	return st, nil
+}
+
+// digester hashes the state of one work tree (top) in the order the
+// State.Digest documents, limited to the pathspec spec. changes collects
+// what status does not show.
+type digester struct {
+	ctx     context.Context
+	top     string
+	spec    []string
+	h       hash.Hash
+	changes []string
+}
+
+func (d *digester) git(args ...string) ([]byte, error) {
+	return gitRaw(d.ctx, d.top, append(args, d.spec...)...)
+}
+
+// worktree hashes the status, the diff against HEAD and every untracked
+// file, and returns the status.
+func (d *digester) worktree() ([]byte, error) {
+	status, err := d.git("status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignore-submodules=none")
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(d.h, "status %d\n", len(status))
+	d.h.Write(status)
+	diff, err := d.git("diff", "HEAD", "--binary", "--no-ext-diff", "--no-color")
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(d.h, "diff %d\n", len(diff))
+	d.h.Write(diff)
+	untracked, err := d.git("ls-files", "--others", "--exclude-standard", "-z")
+	if err != nil {
+		return nil, err
+	}
+	paths := splitZ(untracked)
+	sort.Strings(paths)
+	for _, p := range paths {
+		fd, err := fileDigest(filepath.Join(d.top, filepath.FromSlash(p)))
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(d.h, "untracked %q %s\n", p, fd)
+	}
+	return status, nil
+}
+
+// hidden hashes the index entries git was told not to look at
+// (update-index --skip-worktree or --assume-unchanged): they hide their
+// edits from status and diff, so a check would read bytes that are not the
+// commit's. Their work-tree content is hashed and, when present, counts as
+// a change.
+func (d *digester) hidden() error {
+	flagged, err := d.git("ls-files", "-v", "-z")
+	if err != nil {
+		return err
+	}
+	for _, p := range hiddenEntries(flagged) {
+		fd, err := fileDigest(filepath.Join(d.top, filepath.FromSlash(p)))
+		if errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(d.h, "hidden %q absent\n", p) // a sparse checkout leaves it out
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(d.h, "hidden %q %s\n", p, fd)
+		d.changes = append(d.changes, p+" (skip-worktree/assume-unchanged)")
+	}
+	return nil
+}
+
+// submodules hashes each checked-out submodule's own state (commit, tree,
+// digest, recursively): status shows a dirty submodule as one line however
+// its content changes further.
+func (d *digester) submodules() error {
+	stage, err := d.git("ls-files", "-s", "-z")
+	if err != nil {
+		return err
+	}
+	for _, p := range gitlinks(stage) {
+		sub := filepath.Join(d.top, filepath.FromSlash(p))
+		if _, err := os.Lstat(filepath.Join(sub, ".git")); err != nil {
+			fmt.Fprintf(d.h, "submodule %q absent\n", p) // not checked out
+			continue
+		}
+		ss, err := Inspect(d.ctx, sub)
+		if err != nil {
+			return fmt.Errorf("submodule %s: %w", p, err)
+		}
+		fmt.Fprintf(d.h, "submodule %q %s %s %s\n", p, ss.Commit, ss.Tree, ss.Digest)
+		if ss.Dirty {
+			d.changes = append(d.changes, p+" (submodule)")
+		}
+	}
+	return nil
 }
 
 // hiddenEntries returns the paths `git ls-files -v -z` tags as

@@ -38,126 +38,156 @@ func main() {
 		fail("usage: helper COMMAND [ARGS]")
 	}
 	cmd, args := os.Args[1], os.Args[2:]
-	switch cmd {
-	case "true":
-		os.Exit(0)
-	case "exit":
-		os.Exit(atoi(arg(args, 0)))
-	case "sleep":
-		d, err := strconv.ParseFloat(arg(args, 0), 64)
-		if err != nil {
-			fail("sleep: %v", err)
-		}
-		time.Sleep(time.Duration(d * float64(time.Second)))
-	case "out", "err":
-		w := os.Stdout
-		if cmd == "err" {
-			w = os.Stderr
-		}
-		writeN(w, int64(atoi(arg(args, 0))))
-	case "alloc":
-		mib := atoi(arg(args, 0))
-		if len(args) > 1 {
-			// alloc MIB DELAY: run DELAY before ballooning, as a real
-			// process does (see TestMemoryBalloonIsOOM).
-			d, err := time.ParseDuration(args[1])
-			if err != nil {
-				fail("alloc: %v", err)
-			}
-			time.Sleep(d)
-		}
-		var keep [][]byte
-		for i := 0; i < mib; i++ {
-			b := make([]byte, 1<<20)
-			for j := 0; j < len(b); j += 4096 {
-				b[j] = 1
-			}
-			keep = append(keep, b)
-		}
-		fmt.Printf("allocated %d MiB\n", len(keep))
-	case "forkbomb":
-		forkbomb()
-	case "connect":
-		c, err := net.DialTimeout("tcp", arg(args, 0), 2*time.Second)
-		if err != nil {
-			fail("connect: %v", err)
-		}
-		c.Close()
-		fmt.Println("connected")
-	case "lookup":
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		addrs, err := net.DefaultResolver.LookupHost(ctx, arg(args, 0))
-		if err != nil {
-			fail("lookup: %v", err)
-		}
-		fmt.Println("resolved", strings.Join(addrs, ","))
-	case "write":
-		n := 1
-		if len(args) > 1 {
-			n = atoi(args[1])
-		}
-		f, err := os.OpenFile(arg(args, 0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-		if err != nil {
-			fail("write: %v", err)
-		}
-		bw := bufio.NewWriterSize(f, 1<<16)
-		writeN(bw, int64(n))
-		if err := bw.Flush(); err != nil {
-			fail("write: %v", err)
-		}
-		if err := f.Close(); err != nil {
-			fail("write: %v", err)
-		}
-		fmt.Println("wrote", n)
-	case "cat":
-		f, err := os.Open(arg(args, 0))
-		if err != nil {
-			fail("cat: %v", err)
-		}
-		if _, err := io.Copy(os.Stdout, f); err != nil {
-			fail("cat: %v", err)
-		}
-	case "env":
-		m := map[string]string{}
-		for _, kv := range os.Environ() {
-			k, v, _ := strings.Cut(kv, "=")
-			m[k] = v
-		}
-		b, _ := json.Marshal(m)
-		fmt.Println(string(b))
-	case "id":
+	run, ok := modes[cmd]
+	if !ok {
+		fail("unknown command %q", cmd)
+	}
+	run(args)
+}
+
+// modes are the subcommands (see the package comment). A mode that returns
+// exits 0.
+var modes = map[string]func(args []string){
+	"true":     func([]string) { os.Exit(0) },
+	"exit":     func(args []string) { os.Exit(atoi(arg(args, 0))) },
+	"sleep":    sleep,
+	"out":      func(args []string) { writeN(os.Stdout, int64(atoi(arg(args, 0)))) },
+	"err":      func(args []string) { writeN(os.Stderr, int64(atoi(arg(args, 0)))) },
+	"alloc":    alloc,
+	"forkbomb": func([]string) { forkbomb() },
+	"connect":  connect,
+	"lookup":   lookup,
+	"write":    write,
+	"cat":      cat,
+	"env":      env,
+	"id": func([]string) {
 		fmt.Printf("uid=%d gid=%d euid=%d egid=%d\n", os.Getuid(), os.Getgid(), os.Geteuid(), os.Getegid())
-	case "fill":
-		f, err := os.OpenFile(arg(args, 0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	},
+	"fill": fill,
+	"stat": stat,
+	"exec": execve,
+}
+
+func sleep(args []string) {
+	d, err := strconv.ParseFloat(arg(args, 0), 64)
+	if err != nil {
+		fail("sleep: %v", err)
+	}
+	time.Sleep(time.Duration(d * float64(time.Second)))
+}
+
+func alloc(args []string) {
+	mib := atoi(arg(args, 0))
+	if len(args) > 1 {
+		// alloc MIB DELAY: run DELAY before ballooning, as a real
+		// process does (see TestMemoryBalloonIsOOM).
+		d, err := time.ParseDuration(args[1])
 		if err != nil {
-			fmt.Printf("filled 0: %v\n", err)
+			fail("alloc: %v", err)
+		}
+		time.Sleep(d)
+	}
+	var keep [][]byte
+	for i := 0; i < mib; i++ {
+		b := make([]byte, 1<<20)
+		for j := 0; j < len(b); j += 4096 {
+			b[j] = 1
+		}
+		keep = append(keep, b)
+	}
+	fmt.Printf("allocated %d MiB\n", len(keep))
+}
+
+func connect(args []string) {
+	c, err := net.DialTimeout("tcp", arg(args, 0), 2*time.Second)
+	if err != nil {
+		fail("connect: %v", err)
+	}
+	c.Close()
+	fmt.Println("connected")
+}
+
+func lookup(args []string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, arg(args, 0))
+	if err != nil {
+		fail("lookup: %v", err)
+	}
+	fmt.Println("resolved", strings.Join(addrs, ","))
+}
+
+func write(args []string) {
+	n := 1
+	if len(args) > 1 {
+		n = atoi(args[1])
+	}
+	f, err := os.OpenFile(arg(args, 0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		fail("write: %v", err)
+	}
+	bw := bufio.NewWriterSize(f, 1<<16)
+	writeN(bw, int64(n))
+	if err := bw.Flush(); err != nil {
+		fail("write: %v", err)
+	}
+	if err := f.Close(); err != nil {
+		fail("write: %v", err)
+	}
+	fmt.Println("wrote", n)
+}
+
+func cat(args []string) {
+	f, err := os.Open(arg(args, 0))
+	if err != nil {
+		fail("cat: %v", err)
+	}
+	if _, err := io.Copy(os.Stdout, f); err != nil {
+		fail("cat: %v", err)
+	}
+}
+
+func env([]string) {
+	m := map[string]string{}
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		m[k] = v
+	}
+	b, _ := json.Marshal(m)
+	fmt.Println(string(b))
+}
+
+func fill(args []string) {
+	f, err := os.OpenFile(arg(args, 0), os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		fmt.Printf("filled 0: %v\n", err)
+		return
+	}
+	buf := make([]byte, 1<<20)
+	var n int64
+	for want := int64(atoi(arg(args, 1))); n < want; {
+		k, err := f.Write(buf[:min(int64(len(buf)), want-n)])
+		n += int64(k)
+		if err != nil {
+			fmt.Printf("filled %d: %v\n", n, err)
 			return
 		}
-		buf := make([]byte, 1<<20)
-		var n int64
-		for want := int64(atoi(arg(args, 1))); n < want; {
-			k, err := f.Write(buf[:min(int64(len(buf)), want-n)])
-			n += int64(k)
-			if err != nil {
-				fmt.Printf("filled %d: %v\n", n, err)
-				return
-			}
-		}
-		fmt.Printf("filled %d\n", n)
-	case "stat":
-		var st syscall.Stat_t
-		if err := syscall.Lstat(arg(args, 0), &st); err != nil {
-			fail("stat: %v", err)
-		}
-		fmt.Printf("mode=%04o uid=%d gid=%d\n", st.Mode&0o7777, st.Uid, st.Gid)
-	case "exec":
-		p := arg(args, 0)
-		if err := syscall.Exec(p, args, os.Environ()); err != nil {
-			fail("exec: %v", err)
-		}
-	default:
-		fail("unknown command %q", cmd)
+	}
+	fmt.Printf("filled %d\n", n)
+}
+
+func stat(args []string) {
+	var st syscall.Stat_t
+	if err := syscall.Lstat(arg(args, 0), &st); err != nil {
+		fail("stat: %v", err)
+	}
+	fmt.Printf("mode=%04o uid=%d gid=%d\n", st.Mode&0o7777, st.Uid, st.Gid)
+}
+
+func execve(args []string) {
+	p := arg(args, 0)
+	if err := syscall.Exec(p, args, os.Environ()); err != nil {
+		fail("exec: %v", err)
 	}
 }
 

@@ -252,10 +252,10 @@ func fmtSscan(s string, started, refused *int) (int, error) {
 
 func TestMemoryBalloonIsOOM(t *testing.T) {
 	r, ref := sandbox(t)
-	// The helper runs 300 ms before ballooning, as a real process does:
+	// The helper runs a second before ballooning, as a real process does:
 	// Docker 20.10 misses an OOM kill in the first moments after start
 	// (below).
-	spec := helperSpec(ref, "alloc", "256", "300ms")
+	spec := helperSpec(ref, "alloc", "256", "1s")
 	spec.Sandbox.Memory = 32 << 20
 	res := check(t, r, spec, 1<<20)
 	assertOutcome(t, res, runtime.OOM)

@@ -112,7 +112,6 @@ func validate(spec runtime.Spec, sb runtime.Sandbox) error {
 // build turns a spec into a container configuration and its profile.
 // img is the resolved image the container is created from.
 func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan, error) {
-	imageID := img.id
 	p := &plan{uid: 65534, gid: 65534}
 	user := SandboxUser
 	if sb.AllowRoot {
@@ -122,99 +121,23 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 	homeOpts := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=0700,uid=%d,gid=%d", sb.Tmpfs, p.uid, p.gid)
 
 	env, envList, ce := containerEnv(spec.Env, img.env)
-	keys := ce.declared
-
-	var mounts []mount.Mount
-	var wsProfile map[string]any
-	workdir := "/"
-	switch sb.Workspace {
-	case "readonly", "copy":
-		if spec.Workspace == "" || !filepath.IsAbs(spec.Workspace) {
-			return nil, &SpecError{"workspace", fmt.Sprintf("workspace path %q is not absolute", spec.Workspace)}
-		}
-		fi, err := os.Stat(spec.Workspace)
-		if err != nil || !fi.IsDir() {
-			return nil, &SpecError{"workspace", fmt.Sprintf("workspace %q is not a directory", spec.Workspace)}
-		}
-		workdir = WorkspaceTarget
-		if spec.Dir != "" && spec.Dir != "." {
-			workdir = WorkspaceTarget + "/" + filepath.ToSlash(filepath.Clean(spec.Dir))
-		}
-		if sb.Workspace == "readonly" {
-			src, err := r.hostSource("workspace", spec.Workspace)
-			if err != nil {
-				return nil, err
-			}
-			mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: src, Target: WorkspaceTarget, ReadOnly: true,
-				BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
-		} else {
-			p.copyWS, p.wsVolume, p.wsSize = true, newVolumeName(), sb.WorkspaceSize
-			mounts = append(mounts, mount.Mount{Type: mount.TypeVolume, Source: p.wsVolume, Target: WorkspaceTarget,
-				VolumeOptions: &mount.VolumeOptions{NoCopy: true}})
-		}
-		wsProfile = map[string]any{"mode": sb.Workspace, "target": WorkspaceTarget, "workdir": workdir, "writable": sb.Workspace == "copy", "reaches_host": false}
-		if sb.Workspace == "copy" {
-			wsProfile["storage"] = "tmpfs-volume-removed-with-container"
-			wsProfile["size"] = sb.WorkspaceSize
-			wsProfile["mount_options"] = workspaceVolumeOpts(sb.WorkspaceSize, p.uid, p.gid)
-			wsProfile["symlinks_leaving_workspace"] = "skipped"
-			wsProfile["excluded"] = stringsToAny(spec.Exclude)
-		}
-	default:
-		wsProfile = map[string]any{"mode": "none"}
+	mounts, workdir, wsProfile, err := r.workspaceMount(spec, sb, p)
+	if err != nil {
+		return nil, err
+	}
+	extra, mountProfile, err := r.extraMounts(spec, sb)
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, extra...)
+	netns, hosts := r.networkNamespace(sb)
+	if hosts != nil {
+		mounts = append(mounts, *hosts)
 	}
 
-	var mountProfile []any
-	for i, m := range sb.Mounts {
-		field := fmt.Sprintf("mounts[%d]", i)
-		src := m.Source
-		if !filepath.IsAbs(src) {
-			if spec.Workspace == "" || !filepath.IsLocal(src) {
-				return nil, &SpecError{field + ".source", fmt.Sprintf("%q is neither absolute nor inside the workspace", m.Source)}
-			}
-			src = filepath.Join(spec.Workspace, src)
-		}
-		tgt := filepath.Clean(m.Target)
-		if !filepath.IsAbs(m.Target) || tgt == "/" || tgt == WorkspaceTarget || tgt == "/etc/hosts" || under(tgt, "/proc") || under(tgt, "/sys") || under(tgt, "/dev") {
-			return nil, &SpecError{field + ".target", fmt.Sprintf("%q is not an allowed container path", m.Target)}
-		}
-		if _, err := os.Stat(src); err != nil {
-			return nil, &SpecError{field + ".source", fmt.Sprintf("%q: %v", m.Source, err)}
-		}
-		host, err := r.hostSource(field+".source", src)
-		if err != nil {
-			return nil, err
-		}
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: host, Target: tgt, ReadOnly: !m.Writable,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
-		mountProfile = append(mountProfile, map[string]any{"source": m.Source, "target": tgt, "writable": m.Writable})
-	}
-	if mountProfile == nil {
-		mountProfile = []any{}
-	}
-
-	// Network none: by default no libnetwork sandbox at all. runc creates
-	// the container's own network namespace with only loopback (up), and
-	// the daemon skips its network setup and the prestart hook that re-execs
-	// dockerd (about half of a trivial check's time). Docker then writes no
-	// /etc/hosts, so the harness's read-only one (localhost only, as
-	// Docker's for network none) is mounted. Where that file cannot be
-	// given to the daemon (a container action whose temp dir is no mount),
-	// the daemon's "none" sandbox is used as before.
-	netns := "docker-none"
-	switch {
-	case sb.Network == "host":
-		netns = "host"
-	case r.hostsFile != "":
-		netns = "private"
-		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: r.hostsFile, Target: "/etc/hosts", ReadOnly: true,
-			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
-	}
-
-	pids := sb.Pids
 	labels := map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner}
 	p.config = &container.Config{
-		Image:           imageID,
+		Image:           img.id,
 		Cmd:             spec.Argv,
 		Entrypoint:      []string{},
 		Env:             envList,
@@ -225,22 +148,7 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 		NetworkDisabled: netns == "private",
 		Labels:          labels,
 	}
-	netMode := container.NetworkMode(sb.Network)
-	p.host = &container.HostConfig{
-		NetworkMode:    netMode,
-		ReadonlyRootfs: true,
-		CapDrop:        []string{"ALL"},
-		SecurityOpt:    []string{"no-new-privileges"},
-		Privileged:     false,
-		Mounts:         append(mounts, tmpfsVolume("/tmp", tmpOpts, labels), tmpfsVolume(Home, homeOpts, labels)),
-		LogConfig:      container.LogConfig{Type: "none"},
-		Resources: container.Resources{
-			Memory:     sb.Memory,
-			MemorySwap: sb.Memory,
-			NanoCPUs:   sb.NanoCPUs,
-			PidsLimit:  &pids,
-		},
-	}
+	p.host = hostConfig(sb, append(mounts, tmpfsVolume("/tmp", tmpOpts, labels), tmpfsVolume(Home, homeOpts, labels)))
 	p.profile = map[string]any{
 		"provider":          Provider,
 		"pull":              sb.Pull,
@@ -261,7 +169,7 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 		"home":              env["HOME"],
 		"workspace":         wsProfile,
 		"mounts":            mountProfile,
-		"env_keys":          stringsToAny(keys),
+		"env_keys":          stringsToAny(ce.declared),
 		"image_env_keys":    stringsToAny(ce.image),
 		"daemon_env_keys":   stringsToAny(ce.daemon),
 		"docker_socket":     "refused",
@@ -270,6 +178,122 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 		"image_pinned_by":   "id",
 	}
 	return p, nil
+}
+
+// workspaceMount returns the workspace's mount (none with workspace none),
+// the check's working directory and the workspace part of the profile. In
+// copy mode it names the volume the copy goes into, in p.
+func (r *Runtime) workspaceMount(spec runtime.Spec, sb runtime.Sandbox, p *plan) ([]mount.Mount, string, map[string]any, error) {
+	if sb.Workspace != "readonly" && sb.Workspace != "copy" {
+		return nil, "/", map[string]any{"mode": "none"}, nil
+	}
+	if spec.Workspace == "" || !filepath.IsAbs(spec.Workspace) {
+		return nil, "", nil, &SpecError{"workspace", fmt.Sprintf("workspace path %q is not absolute", spec.Workspace)}
+	}
+	fi, err := os.Stat(spec.Workspace)
+	if err != nil || !fi.IsDir() {
+		return nil, "", nil, &SpecError{"workspace", fmt.Sprintf("workspace %q is not a directory", spec.Workspace)}
+	}
+	workdir := WorkspaceTarget
+	if spec.Dir != "" && spec.Dir != "." {
+		workdir = WorkspaceTarget + "/" + filepath.ToSlash(filepath.Clean(spec.Dir))
+	}
+	var m mount.Mount
+	if sb.Workspace == "readonly" {
+		src, err := r.hostSource("workspace", spec.Workspace)
+		if err != nil {
+			return nil, "", nil, err
+		}
+		m = mount.Mount{Type: mount.TypeBind, Source: src, Target: WorkspaceTarget, ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
+	} else {
+		p.copyWS, p.wsVolume, p.wsSize = true, newVolumeName(), sb.WorkspaceSize
+		m = mount.Mount{Type: mount.TypeVolume, Source: p.wsVolume, Target: WorkspaceTarget,
+			VolumeOptions: &mount.VolumeOptions{NoCopy: true}}
+	}
+	wsProfile := map[string]any{"mode": sb.Workspace, "target": WorkspaceTarget, "workdir": workdir, "writable": sb.Workspace == "copy", "reaches_host": false}
+	if sb.Workspace == "copy" {
+		wsProfile["storage"] = "tmpfs-volume-removed-with-container"
+		wsProfile["size"] = sb.WorkspaceSize
+		wsProfile["mount_options"] = workspaceVolumeOpts(sb.WorkspaceSize, p.uid, p.gid)
+		wsProfile["symlinks_leaving_workspace"] = "skipped"
+		wsProfile["excluded"] = stringsToAny(spec.Exclude)
+	}
+	return []mount.Mount{m}, workdir, wsProfile, nil
+}
+
+// extraMounts returns the contract's bind mounts and their part of the
+// profile (never nil: no mounts are []).
+func (r *Runtime) extraMounts(spec runtime.Spec, sb runtime.Sandbox) ([]mount.Mount, []any, error) {
+	var mounts []mount.Mount
+	profile := []any{}
+	for i, m := range sb.Mounts {
+		field := fmt.Sprintf("mounts[%d]", i)
+		src := m.Source
+		if !filepath.IsAbs(src) {
+			if spec.Workspace == "" || !filepath.IsLocal(src) {
+				return nil, nil, &SpecError{field + ".source", fmt.Sprintf("%q is neither absolute nor inside the workspace", m.Source)}
+			}
+			src = filepath.Join(spec.Workspace, src)
+		}
+		tgt := filepath.Clean(m.Target)
+		if !filepath.IsAbs(m.Target) || tgt == "/" || tgt == WorkspaceTarget || tgt == "/etc/hosts" || under(tgt, "/proc") || under(tgt, "/sys") || under(tgt, "/dev") {
+			return nil, nil, &SpecError{field + ".target", fmt.Sprintf("%q is not an allowed container path", m.Target)}
+		}
+		if _, err := os.Stat(src); err != nil {
+			return nil, nil, &SpecError{field + ".source", fmt.Sprintf("%q: %v", m.Source, err)}
+		}
+		host, err := r.hostSource(field+".source", src)
+		if err != nil {
+			return nil, nil, err
+		}
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: host, Target: tgt, ReadOnly: !m.Writable,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
+		profile = append(profile, map[string]any{"source": m.Source, "target": tgt, "writable": m.Writable})
+	}
+	return mounts, profile, nil
+}
+
+// networkNamespace names the check's network namespace for the profile and
+// returns the /etc/hosts mount it needs, if any.
+//
+// Network none: by default no libnetwork sandbox at all. runc creates
+// the container's own network namespace with only loopback (up), and
+// the daemon skips its network setup and the prestart hook that re-execs
+// dockerd (about half of a trivial check's time). Docker then writes no
+// /etc/hosts, so the harness's read-only one (localhost only, as
+// Docker's for network none) is mounted. Where that file cannot be
+// given to the daemon (a container action whose temp dir is no mount),
+// the daemon's "none" sandbox is used as before.
+func (r *Runtime) networkNamespace(sb runtime.Sandbox) (string, *mount.Mount) {
+	switch {
+	case sb.Network == "host":
+		return "host", nil
+	case r.hostsFile != "":
+		return "private", &mount.Mount{Type: mount.TypeBind, Source: r.hostsFile, Target: "/etc/hosts", ReadOnly: true,
+			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
+	}
+	return "docker-none", nil
+}
+
+// hostConfig is the hardened host configuration with the given mounts.
+func hostConfig(sb runtime.Sandbox, mounts []mount.Mount) *container.HostConfig {
+	pids := sb.Pids
+	return &container.HostConfig{
+		NetworkMode:    container.NetworkMode(sb.Network),
+		ReadonlyRootfs: true,
+		CapDrop:        []string{"ALL"},
+		SecurityOpt:    []string{"no-new-privileges"},
+		Privileged:     false,
+		Mounts:         mounts,
+		LogConfig:      container.LogConfig{Type: "none"},
+		Resources: container.Resources{
+			Memory:     sb.Memory,
+			MemorySwap: sb.Memory,
+			NanoCPUs:   sb.NanoCPUs,
+			PidsLimit:  &pids,
+		},
+	}
 }
 
 // envKeys says where each variable of a check's environment comes from.

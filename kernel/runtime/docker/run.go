@@ -26,267 +26,377 @@ const streamGrace = 5 * time.Second
 // Run runs one check in a fresh container and always returns a Result. The
 // container is force-removed (with its anonymous volumes) before Run
 // returns, also when ctx is cancelled or something panics.
+//
+// The steps: prepare (validate, resolve the image, build the profile),
+// create the container (and copy the workspace in), attach and start,
+// supervise until the container exited and its output is read, inspect,
+// classify. Each resource is removed by a deferred cleanup registered as
+// soon as it exists.
 func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *runtime.Capture) (res runtime.Result) {
-	sb := r.effective(spec.Sandbox)
+	c := &checkRun{r: r, spec: spec, sb: r.effective(spec.Sandbox), stdout: stdout, stderr: stderr, res: &res,
+		events: make(chan event, 4)}
 	res.Started = time.Now().UTC()
-	res.Attestation = runtime.Attestation{
-		Provider:      Provider,
-		Sandboxed:     true,
-		DaemonVersion: r.daemonVersion,
-		APIVersion:    r.apiVersion,
-		ImageRef:      sb.Image,
-	}
+	res.Attestation = runtime.Attestation{Provider: Provider, Sandboxed: true,
+		DaemonVersion: r.daemonVersion, APIVersion: r.apiVersion, ImageRef: c.sb.Image}
 	fail := func(format string, a ...any) runtime.Result {
-		res.Outcome = runtime.Error
-		res.ExitCode = -1
-		res.Detail = fmt.Sprintf(format, a...)
-		res.Finished = time.Now().UTC()
-		return res
+		return res.Fail(fmt.Sprintf(format, a...))
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			res = fail("docker: internal panic: %v", p)
 		}
 	}()
-	if err := validate(spec, sb); err != nil {
+	if err := c.prepare(ctx); err != nil {
 		return fail("%v", err)
-	}
-
-	img, err := r.resolveImage(ctx, sb)
-	if err != nil {
-		return fail("%v", err)
-	}
-	imageID := img.id
-	res.Attestation.ImageID = imageID
-
-	p, err := r.build(spec, sb, img)
-	if err != nil {
-		return fail("%v", err)
-	}
-	res.Attestation.Profile = p.profile
-	if h, err := canon.Digest(p.profile); err == nil {
-		res.Attestation.ProfileHash = h
-	} else {
-		return fail("docker: profile hash: %v", err)
 	}
 
 	// Calls after this point run on a context that the caller's cancellation
 	// does not cut short; cancellation is observed explicitly and kills.
-	bg := context.WithoutCancel(ctx)
-	if p.copyWS {
-		if err := r.createWorkspaceVolume(ctx, p); err != nil {
+	c.bg = context.WithoutCancel(ctx)
+	if c.p.copyWS {
+		if err := r.createWorkspaceVolume(ctx, c.p); err != nil {
 			return fail("%v", err)
 		}
 		// Registered first, so it runs last: after the container and the
 		// copy holder that use the volume are gone.
-		defer func() {
-			cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-			defer cancel()
-			if err := r.removeVolume(cctx, p.wsVolume); err != nil && res.Outcome != runtime.Error {
-				res.Outcome, res.Detail = runtime.Error, err.Error()
-			}
-		}()
+		defer c.cleanUp(func(ctx context.Context) error { return r.removeVolume(ctx, c.p.wsVolume) })
 	}
-	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: p.config, HostConfig: p.host})
+	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: c.p.config, HostConfig: c.p.host})
 	if err != nil {
-		return fail("docker: create container from %s (%s): %v", sb.Image, imageID, err)
+		return fail("docker: create container from %s (%s): %v", c.sb.Image, c.img.id, err)
 	}
-	id := created.ID
-	defer func() {
-		cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-		defer cancel()
-		// A container already gone or being removed by someone else is
-		// removed: the check's outcome is the check's, not a cleanup race's.
-		if err := r.remove(cctx, id); err != nil && res.Outcome != runtime.Error {
-			res.Outcome = runtime.Error
-			res.Detail = fmt.Sprintf("docker: remove container %s: %v", id, err)
-		}
-	}()
-
-	var ws *wsCopy
-	if p.copyWS {
-		c, err := r.startCopy(ctx, p, id, spec.Workspace, spec.Exclude)
-		if c != nil {
-			defer func() {
-				cctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-				defer cancel()
-				if err := c.close(cctx); err != nil && res.Outcome != runtime.Error {
-					res.Outcome, res.Detail = runtime.Error, fmt.Sprintf("docker: remove workspace copy holder: %v", err)
-				}
-			}()
-		}
-		var limit *workspaceLimitError
-		if errors.As(err, &limit) {
-			res = fail("%v", err)
-			res.Outcome = runtime.WorkspaceLimit
-			return res
+	c.id = created.ID
+	defer c.cleanUp(c.removeContainer)
+	if c.p.copyWS {
+		ws, err := r.startCopy(ctx, c.p, c.id, spec.Workspace, spec.Exclude)
+		if ws != nil {
+			defer c.cleanUp(func(ctx context.Context) error { return closeHolder(ctx, ws) })
 		}
 		if err != nil {
-			return fail("%v", err)
+			return c.copyFailed(err)
 		}
-		ws = c
+		c.ws = ws
 	}
 
-	// Attach and wait are both registered before start (so no output and
-	// no exit can be missed); the two requests go out concurrently.
-	waitCtx, stopWait := context.WithCancel(bg)
+	waitCtx, stopWait := context.WithCancel(c.bg)
 	defer stopWait()
-	waitReady := make(chan client.ContainerWaitResult, 1)
-	go func() {
-		waitReady <- r.cli.ContainerWait(waitCtx, id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
-	}()
-	att, err := r.cli.ContainerAttach(ctx, id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
-	wait := <-waitReady
+	att, err := c.attach(ctx, waitCtx)
 	if err != nil {
 		return fail("docker: attach: %v", err)
 	}
 	defer att.Close()
-
-	if _, err := r.cli.ContainerStart(ctx, id, client.ContainerStartOptions{}); err != nil {
+	if _, err := r.cli.ContainerStart(ctx, c.id, client.ContainerStartOptions{}); err != nil {
 		return fail("docker: start: %v", err)
 	}
 	res.Started = time.Now().UTC()
 
-	streamDone := make(chan error, 1)
+	c.supervise(ctx, att)
+	if c.stuck {
+		att.Close()
+		return fail("docker: container %s did not stop after kill", c.id)
+	}
+	res.Finished = time.Now().UTC()
+
+	wsFull, err := c.probe()
+	if err != nil {
+		return fail("%v", err)
+	}
+	st, err := c.inspect()
+	if err != nil {
+		return fail("%v", err)
+	}
+	res.ExitCode = st.ExitCode
+	return c.classify(st, wsFull)
+}
+
+// checkRun is one check in one container, from its preparation to its
+// classification: the state Run's steps share. res is Run's result, which
+// the deferred cleanups still amend.
+type checkRun struct {
+	r              *Runtime
+	spec           runtime.Spec
+	sb             runtime.Sandbox // spec.Sandbox with defaults applied
+	stdout, stderr *runtime.Capture
+	res            *runtime.Result
+	bg             context.Context // the caller's context without its cancellation
+
+	img image
+	p   *plan
+	id  string  // the container
+	ws  *wsCopy // the copy-mode workspace, nil in other modes
+
+	// events carries what the output copier, the exit waiter and the two
+	// timers report; each sends at most once, so the buffer holds them all
+	// and no sender outlives Run blocked.
+	events chan event
+
+	killed      runtime.Outcome // why the container was killed, first reason
+	killDetail  string
+	exited      bool
+	streamEnd   bool
+	streamErr   error
+	waitErr     error
+	grace       *time.Timer // cuts the attach stream after the exit
+	hardStop    *time.Timer // gives up on a container that a kill did not stop
+	stuck       bool
+	attachClose func()
+}
+
+// event is one report on the events channel.
+type event struct {
+	kind eventKind
+	err  error                  // the copier's or the waiter's error
+	exit container.WaitResponse // exitedEvent's
+}
+
+type eventKind int
+
+const (
+	streamEvent   eventKind = iota // the attach stream ended
+	exitedEvent                    // the container exited
+	waitErrEvent                   // waiting for the exit failed
+	graceEvent                     // streamGrace after the exit is over
+	hardStopEvent                  // cleanupTimeout after the first kill is over
+)
+
+// prepare validates the spec, resolves the image and builds the container
+// configuration, recording the image and the profile in the attestation.
+func (c *checkRun) prepare(ctx context.Context) error {
+	if err := validate(c.spec, c.sb); err != nil {
+		return err
+	}
+	img, err := c.r.resolveImage(ctx, c.sb)
+	if err != nil {
+		return err
+	}
+	c.img = img
+	c.res.Attestation.ImageID = img.id
+	p, err := c.r.build(c.spec, c.sb, img)
+	if err != nil {
+		return err
+	}
+	c.p = p
+	c.res.Attestation.Profile = p.profile
+	h, err := canon.Digest(p.profile)
+	if err != nil {
+		return fmt.Errorf("docker: profile hash: %w", err)
+	}
+	c.res.Attestation.ProfileHash = h
+	return nil
+}
+
+// cleanUp makes one daemon call after the check, on a context of its own.
+// Its failure makes the outcome an error, unless it already is one.
+func (c *checkRun) cleanUp(call func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(c.bg, cleanupTimeout)
+	defer cancel()
+	if err := call(ctx); err != nil && c.res.Outcome != runtime.Error {
+		c.res.Outcome, c.res.Detail = runtime.Error, err.Error()
+	}
+}
+
+// removeContainer removes the check's container. A container already gone
+// or being removed by someone else is removed: the check's outcome is the
+// check's, not a cleanup race's.
+func (c *checkRun) removeContainer(ctx context.Context) error {
+	if err := c.r.remove(ctx, c.id); err != nil {
+		return fmt.Errorf("docker: remove container %s: %w", c.id, err)
+	}
+	return nil
+}
+
+func closeHolder(ctx context.Context, ws *wsCopy) error {
+	if err := ws.close(ctx); err != nil {
+		return fmt.Errorf("docker: remove workspace copy holder: %w", err)
+	}
+	return nil
+}
+
+// copyFailed is the result of a workspace copy that failed: an error, or
+// workspace-limit when the copy did not fit.
+func (c *checkRun) copyFailed(err error) runtime.Result {
+	c.res.Fail(err.Error())
+	var limit *workspaceLimitError
+	if errors.As(err, &limit) {
+		c.res.Outcome = runtime.WorkspaceLimit
+	}
+	return *c.res
+}
+
+// attach registers the wait for the container's exit (on waitCtx) and the
+// attach stream, both before the start so that no output and no exit can
+// be missed; the two requests go out concurrently. The exit is reported on
+// c.events.
+func (c *checkRun) attach(ctx, waitCtx context.Context) (client.ContainerAttachResult, error) {
+	waitReady := make(chan client.ContainerWaitResult, 1)
+	go func() {
+		waitReady <- c.r.cli.ContainerWait(waitCtx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
+	}()
+	att, err := c.r.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	wait := <-waitReady
+	if err != nil {
+		return att, err
+	}
+	go func() {
+		select {
+		case w := <-wait.Result:
+			c.events <- event{kind: exitedEvent, exit: w}
+		case err := <-wait.Error:
+			c.events <- event{kind: waitErrEvent, err: err}
+		}
+	}()
+	return att, nil
+}
+
+// supervise copies the output and kills the container on the first limit
+// it reaches, until the container exited and its output ended (or the
+// stream was cut a grace after the exit), or until a killed container did
+// not stop (c.stuck).
+func (c *checkRun) supervise(ctx context.Context, att client.ContainerAttachResult) {
+	c.attachClose = att.Close
 	go func() {
 		// Overflow does not stop the copy: the rest is drained and
 		// discarded (Full triggers the kill), because a stream nobody
 		// reads keeps the daemon from finishing the container's exit.
-		_, err := stdcopy.StdCopy(drainOnFull{stdout}, drainOnFull{stderr}, att.Reader)
-		streamDone <- err
+		_, err := stdcopy.StdCopy(drainOnFull{c.stdout}, drainOnFull{c.stderr}, att.Reader)
+		c.events <- event{kind: streamEvent, err: err}
 	}()
+	defer func() {
+		for _, t := range []*time.Timer{c.grace, c.hardStop} {
+			if t != nil {
+				t.Stop()
+			}
+		}
+	}()
+	runtime.Supervise(ctx, c.spec.Timeout, c.stdout, c.stderr, c.events, c.handle, func(l runtime.Limit) {
+		switch l {
+		case runtime.LimitStdout:
+			c.kill(runtime.OutputLimit, "stdout exceeded its limit")
+		case runtime.LimitStderr:
+			c.kill(runtime.OutputLimit, "stderr exceeded its limit")
+		case runtime.LimitTimeout:
+			c.kill(runtime.Timeout, fmt.Sprintf("timed out after %s", c.spec.Timeout))
+		case runtime.LimitCancel:
+			c.kill(runtime.Error, fmt.Sprintf("cancelled: %v", ctx.Err()))
+		}
+	})
+}
 
-	var timeout <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var (
-		killed     runtime.Outcome
-		killDetail string
-		exited     bool
-		streamEnd  bool
-		streamErr  error
-		waitErr    error
-		grace      <-chan time.Time
-		hardStop   <-chan time.Time
-		outFull    = stdout.Full()
-		errFull    = stderr.Full()
-		done       = ctx.Done()
-	)
-	kill := func(o runtime.Outcome, detail string) {
-		if killed == "" {
-			killed, killDetail = o, detail
+// handle takes one event; it reports whether supervision is over.
+func (c *checkRun) handle(e event) (over bool) {
+	switch e.kind {
+	case streamEvent:
+		c.streamEnd = true
+		if e.err != nil && !errors.Is(e.err, io.EOF) && c.killed == "" && !c.exited {
+			c.streamErr = e.err
+			c.kill(runtime.Error, fmt.Sprintf("output stream: %v", e.err))
 		}
-		kctx, cancel := context.WithTimeout(bg, cleanupTimeout)
-		defer cancel()
-		_, _ = r.cli.ContainerKill(kctx, id, client.ContainerKillOptions{Signal: "SIGKILL"})
-		if hardStop == nil {
-			hardStop = time.After(cleanupTimeout)
+	case exitedEvent, waitErrEvent:
+		c.exited = true
+		c.waitErr = e.err
+		if e.kind == exitedEvent && e.exit.Error != nil && e.exit.Error.Message != "" {
+			c.waitErr = errors.New(e.exit.Error.Message)
 		}
-	}
-	for !(exited && streamEnd) {
-		select {
-		case err := <-streamDone:
-			streamEnd, streamDone = true, nil
-			if err != nil && !errors.Is(err, io.EOF) && killed == "" && !exited {
-				streamErr = err
-				kill(runtime.Error, fmt.Sprintf("output stream: %v", err))
-			}
-		case w := <-wait.Result:
-			exited, wait.Result, wait.Error = true, nil, nil
-			if w.Error != nil && w.Error.Message != "" {
-				waitErr = errors.New(w.Error.Message)
-			}
-			if !streamEnd {
-				grace = time.After(streamGrace)
-			}
-		case err := <-wait.Error:
-			exited, wait.Result, wait.Error = true, nil, nil
-			waitErr = err
-			if !streamEnd {
-				grace = time.After(streamGrace)
-			}
-		case <-outFull:
-			outFull = nil
-			kill(runtime.OutputLimit, "stdout exceeded its limit")
-		case <-errFull:
-			errFull = nil
-			kill(runtime.OutputLimit, "stderr exceeded its limit")
-		case <-timeout:
-			timeout = nil
-			kill(runtime.Timeout, fmt.Sprintf("timed out after %s", spec.Timeout))
-		case <-done:
-			done = nil
-			kill(runtime.Error, fmt.Sprintf("cancelled: %v", ctx.Err()))
-		case <-grace:
-			grace = nil
-			att.Close()
-		case <-hardStop:
-			att.Close()
-			return fail("docker: container %s did not stop after kill", id)
+		if !c.streamEnd {
+			c.grace = c.after(streamGrace, graceEvent)
 		}
+	case graceEvent:
+		c.attachClose()
+	case hardStopEvent:
+		c.stuck = true
+		return true
 	}
-	res.Finished = time.Now().UTC()
+	return c.exited && c.streamEnd
+}
 
-	// A copy-mode workspace is probed after the check: full means the check
-	// hit its workspace_size.
-	wsFull := false
-	if ws != nil {
-		full, err := ws.probe()
-		if err != nil && killed == "" {
-			return fail("%v", err)
-		}
-		wsFull = full
+// kill records the first reason the container is killed and sends SIGKILL
+// (again, on every call).
+func (c *checkRun) kill(o runtime.Outcome, detail string) {
+	if c.killed == "" {
+		c.killed, c.killDetail = o, detail
 	}
-
-	ictx, cancel := context.WithTimeout(bg, cleanupTimeout)
+	kctx, cancel := context.WithTimeout(c.bg, cleanupTimeout)
 	defer cancel()
-	// The image is looked up again (concurrently with the container's
-	// inspect): the reference must still name the image that ran.
+	_, _ = c.r.cli.ContainerKill(kctx, c.id, client.ContainerKillOptions{Signal: "SIGKILL"})
+	if c.hardStop == nil {
+		c.hardStop = c.after(cleanupTimeout, hardStopEvent)
+	}
+}
+
+// after reports kind on c.events once d has passed.
+func (c *checkRun) after(d time.Duration, kind eventKind) *time.Timer {
+	return time.AfterFunc(d, func() { c.events <- event{kind: kind} })
+}
+
+// probe reports whether a copy-mode workspace is full after the check:
+// the check hit its workspace_size. A probe that fails fails the run
+// unless the container was killed.
+func (c *checkRun) probe() (full bool, err error) {
+	if c.ws == nil {
+		return false, nil
+	}
+	full, err = c.ws.probe()
+	if err != nil && c.killed == "" {
+		return false, err
+	}
+	return full, nil
+}
+
+// inspect returns the container's final state, and checks that it ran the
+// resolved image and that the reference still names that image. The image
+// is looked up concurrently with the container's inspect.
+func (c *checkRun) inspect() (*container.State, error) {
+	ictx, cancel := context.WithTimeout(c.bg, cleanupTimeout)
+	defer cancel()
 	type imageAfter struct {
 		id  string
 		err error
 	}
 	imgAfter := make(chan imageAfter, 1)
 	go func() {
-		after, err := r.cli.ImageInspect(ictx, sb.Image)
+		after, err := c.r.cli.ImageInspect(ictx, c.sb.Image)
 		imgAfter <- imageAfter{after.ID, err}
 	}()
-	ins, err := r.cli.ContainerInspect(ictx, id, client.ContainerInspectOptions{})
+	ins, err := c.r.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
 	after := <-imgAfter
 	if err != nil {
-		return fail("docker: inspect container: %v", err)
+		return nil, fmt.Errorf("docker: inspect container: %w", err)
 	}
 	st := ins.Container.State
 	if st == nil {
-		return fail("docker: inspect container: no state")
+		return nil, errors.New("docker: inspect container: no state")
 	}
-	res.ExitCode = st.ExitCode
+	imageID := c.img.id
 	if ins.Container.Image != imageID {
-		return fail("docker: container ran image %s, not the resolved %s", ins.Container.Image, imageID)
+		return nil, fmt.Errorf("docker: container ran image %s, not the resolved %s", ins.Container.Image, imageID)
 	}
 	if after.err != nil || after.id != imageID {
 		got := "nothing"
 		if after.err == nil {
 			got = after.id
 		}
-		return fail("docker: image %s changed during the run: resolved %s before start, %s after", sb.Image, imageID, got)
+		return nil, fmt.Errorf("docker: image %s changed during the run: resolved %s before start, %s after", c.sb.Image, imageID, got)
 	}
+	return st, nil
+}
+
+// classify sets the outcome from the kill reason, the container's state,
+// the workspace probe and the output sinks, in that order.
+func (c *checkRun) classify(st *container.State, wsFull bool) runtime.Result {
+	res, sb := c.res, c.sb
 	switch {
-	case killed != "" && streamErr != nil:
-		return fail("docker: %s", killDetail)
-	case killed != "":
-		res.Outcome, res.Detail = killed, killDetail
+	case c.killed != "" && c.streamErr != nil:
+		return res.Fail("docker: " + c.killDetail)
+	case c.killed != "":
+		res.Outcome, res.Detail = c.killed, c.killDetail
 	case st.OOMKilled:
 		res.Outcome, res.Detail = runtime.OOM, fmt.Sprintf("killed by the kernel OOM killer (memory limit %d bytes)", sb.Memory)
 	case wsFull:
 		res.Outcome, res.Detail = runtime.WorkspaceLimit, fmt.Sprintf("the check filled its workspace (workspace_size %d bytes)", sb.WorkspaceSize)
-	case waitErr != nil:
-		return fail("docker: wait: %v", waitErr)
-	case stdout.Err() != nil || stderr.Err() != nil:
-		return fail("docker: output sink: %v", errors.Join(stdout.Err(), stderr.Err()))
+	case c.waitErr != nil:
+		return res.Fail(fmt.Sprintf("docker: wait: %v", c.waitErr))
+	case c.stdout.Err() != nil || c.stderr.Err() != nil:
+		return res.Fail(fmt.Sprintf("docker: output sink: %v", errors.Join(c.stdout.Err(), c.stderr.Err())))
 	case st.ExitCode == 0:
 		res.Outcome = runtime.Passed
 	case st.ExitCode == 137 && sb.Memory > 0:
@@ -298,7 +408,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	default:
 		res.Outcome = runtime.Failed
 	}
-	return res
+	return *res
 }
 
 // image is what the run needs from the resolved image.

@@ -93,6 +93,9 @@ const (
 )
 
 // Run executes spec and always returns a Result; see the package comment.
+// The steps: resolve the command, prepare its pipes and containment, start
+// it, supervise it until the main process exits, kill what is left and
+// reap it, drain the pipes, classify.
 func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *runtime.Capture) runtime.Result {
 	res := runtime.Result{ExitCode: -1, Started: time.Now().UTC()}
 	lookup, declared := spec.Env["PATH"]
@@ -101,10 +104,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	}
 	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup)
 	fail := func(format string, args ...any) runtime.Result {
-		res.Outcome = runtime.Error
-		res.Detail = oneLine(fmt.Sprintf(format, args...))
-		res.Finished = time.Now().UTC()
-		return res
+		return res.Fail(oneLine(fmt.Sprintf(format, args...)))
 	}
 	if stdout == nil || stderr == nil {
 		return fail("process: nil capture")
@@ -112,48 +112,15 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if err := ctx.Err(); err != nil {
 		return fail("cancelled")
 	}
-
-	env, err := environ(spec.Env)
+	cmd, err := resolve(spec, lookup, declared)
 	if err != nil {
 		return fail("%v", err)
 	}
-	wd, err := workDir(spec.Workspace, spec.Dir)
+	c, err := r.prepare(spec, cmd)
 	if err != nil {
 		return fail("%v", err)
 	}
-	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
-		return fail("argv: empty")
-	}
-	for i, a := range spec.Argv {
-		if strings.IndexByte(a, 0) >= 0 {
-			return fail("argv[%d]: contains a NUL byte", i)
-		}
-	}
-	bin, err := lookPath(spec.Argv[0], lookup, wd, declared)
-	if err != nil {
-		return fail("%v", err)
-	}
-
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		return fail("stdout pipe: %v", err)
-	}
-	errR, errW, err := os.Pipe()
-	if err != nil {
-		outR.Close()
-		outW.Close()
-		return fail("stderr pipe: %v", err)
-	}
-	ct, err := r.contain(spec.CheckID, spec.ProcDir)
-	if err != nil {
-		closeAll(outR, outW, errR, errW)
-		return fail("%v", err)
-	}
-	defer ct.release()
-	newCmd := func(attr *syscall.SysProcAttr) *exec.Cmd {
-		return &exec.Cmd{Path: bin, Args: slices.Clone(spec.Argv), Env: env, Dir: wd,
-			Stdout: outW, Stderr: errW, SysProcAttr: attr}
-	}
+	defer c.ct.release()
 	// Linux ties the parent-death signal to the thread that forked the
 	// child, not to the process: were that thread to exit (the Go runtime
 	// ends a thread whose locked goroutine returns without unlocking it),
@@ -162,147 +129,275 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	goruntime.LockOSThread()
 	defer goruntime.UnlockOSThread()
 	res.Started = time.Now().UTC()
-	cmd, err := ct.start(newCmd)
-	res.Attestation = attestation(lookup, spec.Sandbox, ct.kind)
-	// The child holds its own copies of the write ends now (or never will).
-	outW.Close()
-	errW.Close()
+	err = c.start(cmd)
+	res.Attestation = attestation(lookup, spec.Sandbox, c.ct.kind)
 	if err != nil {
-		outR.Close()
-		errR.Close()
-		return fail("start %s: %v", spec.Argv[0], unwrapPath(err))
-	}
-	pgid := cmd.Process.Pid
-	if err := ct.started(pgid); err != nil {
-		_ = ct.kill(pgid)
-		_ = cmd.Wait()
-		outR.Close()
-		errR.Close()
 		return fail("%v", err)
 	}
 
-	// Copy both streams. A copier reports why it stopped on its channel.
-	outDone := make(chan error, 1)
-	errDone := make(chan error, 1)
-	go func() { outDone <- pump(stdout, outR) }()
-	go func() { errDone <- pump(stderr, errR) }()
-
-	// exited fires when the main process has exited (on Linux: and is not
-	// yet reaped, see exitWaiter).
-	waiter := newExitWaiter(cmd)
-	exited := make(chan struct{})
-	go func() {
-		waiter.exited()
-		close(exited)
-	}()
-
-	var timeout <-chan time.Time
-	if spec.Timeout > 0 {
-		t := time.NewTimer(spec.Timeout)
-		defer t.Stop()
-		timeout = t.C
-	}
-	var grace <-chan time.Time
-	reason := stopNone
-	var sinkErr error
-	terminate := func(why stopReason) {
-		if reason != stopNone {
-			return
-		}
-		reason = why
-		if why == stopTimeout || why == stopCancel {
-			_ = syscall.Kill(-pgid, syscall.SIGTERM)
-			grace = time.After(r.killGrace)
-			return
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-	}
-	outPending, errPending := true, true
-	full1, full2 := stdout.Full(), stderr.Full()
-	done := ctx.Done()
-	// Watch the copiers only for sink failures while the process runs; EOF
-	// before exit is harmless (the check closed its stdout).
-	onCopy := func(err error) {
-		if err != nil && !errors.Is(err, runtime.ErrOutputLimit) && sinkErr == nil {
-			sinkErr = err
-			terminate(stopSink)
-		}
-	}
-wait:
-	for {
-		select {
-		case <-exited:
-			break wait
-		case <-timeout:
-			timeout = nil
-			terminate(stopTimeout)
-		case <-done:
-			done = nil
-			terminate(stopCancel)
-		case <-full1:
-			full1 = nil
-			terminate(stopOverflow)
-		case <-full2:
-			full2 = nil
-			terminate(stopOverflow)
-		case <-grace:
-			grace = nil
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		case err := <-outDone:
-			outPending = false
-			outDone = nil
-			onCopy(err)
-		case err := <-errDone:
-			errPending = false
-			errDone = nil
-			onCopy(err)
-		}
-	}
+	c.copyAndWatch(stdout, stderr)
+	c.supervise(ctx, stdout, stderr)
 	// The main process is dead: kill whatever is left of its group and
 	// cgroup before reaping it, then reap.
-	killErr := ct.kill(pgid)
-	waitErr := waiter.reap()
+	killErr := c.ct.kill(c.pgid)
+	waitErr := c.waiter.reap()
 	// Finished is when the check ended, not when a leaked pipe let go.
 	res.Finished = time.Now().UTC()
+	held := c.drain(r.drainGrace)
 
-	// Drain what the pipes still hold. Only a process that left the group
-	// can keep them open; stop reading after drainGrace.
-	drain := time.NewTimer(r.drainGrace)
-	defer drain.Stop()
-	held := false
-	for outPending || errPending {
-		select {
-		case err := <-outDone:
-			outPending = false
-			onCopyAfter(&sinkErr, err)
-		case err := <-errDone:
-			errPending = false
-			onCopyAfter(&sinkErr, err)
-		case <-drain.C:
-			held = true
-			now := time.Now()
-			_ = outR.SetReadDeadline(now)
-			_ = errR.SetReadDeadline(now)
-			// The copiers now fail promptly with a deadline error.
-			if outPending {
-				<-outDone
-				outPending = false
-			}
-			if errPending {
-				<-errDone
-				errPending = false
-			}
-		}
-	}
-	outR.Close()
-	errR.Close()
-
-	st := cmd.ProcessState
+	st := c.cmd.ProcessState
 	if st == nil {
 		// Wait failed without a state; this should not happen after a
 		// successful Start and waitid.
 		return fail("wait: %v", waitErr)
 	}
+	c.classify(&res, st, stdout, stderr)
+	if killErr != nil {
+		res.Detail = joinDetail(res.Detail, oneLine("descendants not all killed: "+killErr.Error()))
+	}
+	if held && res.Detail == "" {
+		res.Detail = fmt.Sprintf("output pipe held open by a process outside the check's process group; stopped reading after %s", r.drainGrace)
+	}
+	return res
+}
+
+// command is a check's resolved command line.
+type command struct {
+	bin string   // the executable, as execvp would find it
+	env []string // sorted KEY=VALUE
+	wd  string   // the working directory, inside the workspace
+}
+
+// resolve checks the spec's environment, working directory and argv and
+// finds the executable.
+func resolve(spec runtime.Spec, lookup string, declared bool) (command, error) {
+	env, err := environ(spec.Env)
+	if err != nil {
+		return command{}, err
+	}
+	wd, err := workDir(spec.Workspace, spec.Dir)
+	if err != nil {
+		return command{}, err
+	}
+	if len(spec.Argv) == 0 || spec.Argv[0] == "" {
+		return command{}, errors.New("argv: empty")
+	}
+	for i, a := range spec.Argv {
+		if strings.IndexByte(a, 0) >= 0 {
+			return command{}, fmt.Errorf("argv[%d]: contains a NUL byte", i)
+		}
+	}
+	bin, err := lookPath(spec.Argv[0], lookup, wd, declared)
+	if err != nil {
+		return command{}, err
+	}
+	return command{bin: bin, env: env, wd: wd}, nil
+}
+
+// check is one check from its pipes to its classification: the state that
+// Run's steps share. Everything but the copier and waiter goroutines'
+// sends runs on Run's goroutine.
+type check struct {
+	spec      runtime.Spec
+	killGrace time.Duration
+	ct        *containment
+	cmd       *exec.Cmd
+	pgid      int
+	waiter    *exitWaiter
+
+	outR, outW, errR, errW *os.File
+
+	// events carries what the copiers, the exit waiter and the kill timer
+	// report; each sends at most once, so its buffer holds them all and no
+	// sender outlives Run blocked.
+	events chan event
+
+	reason                 stopReason
+	sinkErr                error
+	outPending, errPending bool
+	kill                   *time.Timer // SIGTERM's grace, then SIGKILL
+}
+
+// event is one report on the events channel.
+type event struct {
+	kind eventKind
+	err  error // a copier's result
+}
+
+type eventKind int
+
+const (
+	exitedEvent eventKind = iota // the main process exited (not yet reaped)
+	stdoutEvent                  // the stdout copier stopped
+	stderrEvent                  // the stderr copier stopped
+	killEvent                    // SIGTERM's grace is over
+)
+
+// prepare opens the check's pipes and its containment.
+func (r *Runtime) prepare(spec runtime.Spec, cmd command) (*check, error) {
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("stdout pipe: %w", err)
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		outR.Close()
+		outW.Close()
+		return nil, fmt.Errorf("stderr pipe: %w", err)
+	}
+	ct, err := r.contain(spec.CheckID, spec.ProcDir)
+	if err != nil {
+		closeAll(outR, outW, errR, errW)
+		return nil, err
+	}
+	return &check{spec: spec, killGrace: r.killGrace, ct: ct, outR: outR, outW: outW, errR: errR, errW: errW,
+		events: make(chan event, 4), outPending: true, errPending: true}, nil
+}
+
+// start starts the command in the check's containment and records its
+// process group. On failure nothing of the check is left running and the
+// pipes are closed.
+func (c *check) start(cmd command) error {
+	newCmd := func(attr *syscall.SysProcAttr) *exec.Cmd {
+		return &exec.Cmd{Path: cmd.bin, Args: slices.Clone(c.spec.Argv), Env: cmd.env, Dir: cmd.wd,
+			Stdout: c.outW, Stderr: c.errW, SysProcAttr: attr}
+	}
+	started, err := c.ct.start(newCmd)
+	// The child holds its own copies of the write ends now (or never will).
+	c.outW.Close()
+	c.errW.Close()
+	if err != nil {
+		c.outR.Close()
+		c.errR.Close()
+		return fmt.Errorf("start %s: %w", c.spec.Argv[0], unwrapPath(err))
+	}
+	c.cmd, c.pgid = started, started.Process.Pid
+	if err := c.ct.started(c.pgid); err != nil {
+		_ = c.ct.kill(c.pgid)
+		_ = started.Wait()
+		c.outR.Close()
+		c.errR.Close()
+		return err
+	}
+	return nil
+}
+
+// copyAndWatch starts the two copiers and the exit waiter, each reporting
+// on c.events.
+func (c *check) copyAndWatch(stdout, stderr *runtime.Capture) {
+	go func() { c.events <- event{kind: stdoutEvent, err: pump(stdout, c.outR)} }()
+	go func() { c.events <- event{kind: stderrEvent, err: pump(stderr, c.errR)} }()
+	// The waiter reports when the main process has exited (on Linux: and
+	// is not yet reaped, see exitWaiter).
+	c.waiter = newExitWaiter(c.cmd)
+	go func() {
+		c.waiter.exited()
+		c.events <- event{kind: exitedEvent}
+	}()
+}
+
+// supervise enforces the limits until the main process exits.
+func (c *check) supervise(ctx context.Context, stdout, stderr *runtime.Capture) {
+	defer func() {
+		if c.kill != nil {
+			c.kill.Stop()
+		}
+	}()
+	runtime.Supervise(ctx, c.spec.Timeout, stdout, stderr, c.events, c.handle, func(l runtime.Limit) {
+		switch l {
+		case runtime.LimitTimeout:
+			c.terminate(stopTimeout)
+		case runtime.LimitCancel:
+			c.terminate(stopCancel)
+		case runtime.LimitStdout, runtime.LimitStderr:
+			c.terminate(stopOverflow)
+		}
+	})
+}
+
+// handle takes one event while the main process runs. The copiers are
+// watched only for sink failures; EOF before exit is harmless (the check
+// closed its stdout).
+func (c *check) handle(e event) (exited bool) {
+	switch e.kind {
+	case exitedEvent:
+		return true
+	case killEvent:
+		_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+	case stdoutEvent, stderrEvent:
+		c.copied(e)
+		if c.sinkErr != nil {
+			c.terminate(stopSink)
+		}
+	}
+	return false
+}
+
+// terminate stops the check for the first reason only: SIGTERM and, after
+// killGrace, SIGKILL on a timeout or cancellation; SIGKILL at once on an
+// overflow or a sink failure.
+func (c *check) terminate(why stopReason) {
+	if c.reason != stopNone {
+		return
+	}
+	c.reason = why
+	if why == stopTimeout || why == stopCancel {
+		_ = syscall.Kill(-c.pgid, syscall.SIGTERM)
+		c.kill = time.AfterFunc(c.killGrace, func() { c.events <- event{kind: killEvent} })
+		return
+	}
+	_ = syscall.Kill(-c.pgid, syscall.SIGKILL)
+}
+
+// copied records that a copier stopped, and the first sink failure.
+func (c *check) copied(e event) {
+	if e.kind == stdoutEvent {
+		c.outPending = false
+	} else {
+		c.errPending = false
+	}
+	if e.err != nil && !errors.Is(e.err, runtime.ErrOutputLimit) && c.sinkErr == nil {
+		c.sinkErr = e.err
+	}
+}
+
+// drain waits for the copiers to read what the pipes still hold, then
+// closes them. Only a process that left the group can keep the pipes open;
+// after grace the reads are cut short and drain reports that they were held.
+func (c *check) drain(grace time.Duration) (held bool) {
+	t := time.NewTimer(grace)
+	defer t.Stop()
+	for c.outPending || c.errPending {
+		select {
+		case e := <-c.events:
+			if e.kind == stdoutEvent || e.kind == stderrEvent {
+				c.copied(e)
+			}
+		case <-t.C:
+			held = true
+			now := time.Now()
+			_ = c.outR.SetReadDeadline(now)
+			_ = c.errR.SetReadDeadline(now)
+			// The copiers now fail promptly with a deadline error; what
+			// they report is not recorded.
+			for c.outPending || c.errPending {
+				switch e := <-c.events; e.kind {
+				case stdoutEvent:
+					c.outPending = false
+				case stderrEvent:
+					c.errPending = false
+				}
+			}
+		}
+	}
+	c.outR.Close()
+	c.errR.Close()
+	return held
+}
+
+// classify sets the exit code, outcome and detail from the exit status and
+// the reason the check was stopped, if any.
+func (c *check) classify(res *runtime.Result, st *os.ProcessState, stdout, stderr *runtime.Capture) {
 	ws, _ := st.Sys().(syscall.WaitStatus)
 	switch {
 	case ws.Signaled():
@@ -313,18 +408,18 @@ wait:
 
 	truncated := stdout.Stream().Truncated || stderr.Stream().Truncated
 	switch {
-	case reason == stopTimeout:
+	case c.reason == stopTimeout:
 		res.Outcome = runtime.Timeout
-		res.Detail = fmt.Sprintf("timed out after %s; process group killed", spec.Timeout)
-	case reason == stopCancel:
+		res.Detail = fmt.Sprintf("timed out after %s; process group killed", c.spec.Timeout)
+	case c.reason == stopCancel:
 		res.Outcome = runtime.Error
 		res.Detail = "cancelled"
-	case reason == stopOverflow || truncated:
+	case c.reason == stopOverflow || truncated:
 		res.Outcome = runtime.OutputLimit
 		res.Detail = "output limit exceeded on " + overflowed(stdout, stderr) + "; process group killed"
-	case sinkErr != nil:
+	case c.sinkErr != nil:
 		res.Outcome = runtime.Error
-		res.Detail = oneLine("storing output: " + sinkErr.Error())
+		res.Detail = oneLine("storing output: " + c.sinkErr.Error())
 	case ws.Signaled():
 		res.Outcome = runtime.Failed
 		res.Detail = "killed by signal " + unix.SignalName(ws.Signal())
@@ -333,13 +428,6 @@ wait:
 	default:
 		res.Outcome = runtime.Failed
 	}
-	if killErr != nil {
-		res.Detail = joinDetail(res.Detail, oneLine("descendants not all killed: "+killErr.Error()))
-	}
-	if held && res.Detail == "" {
-		res.Detail = fmt.Sprintf("output pipe held open by a process outside the check's process group; stopped reading after %s", r.drainGrace)
-	}
-	return res
 }
 
 func joinDetail(a, b string) string {
@@ -352,12 +440,6 @@ func joinDetail(a, b string) string {
 func closeAll(fs ...*os.File) {
 	for _, f := range fs {
 		f.Close()
-	}
-}
-
-func onCopyAfter(sinkErr *error, err error) {
-	if err != nil && !errors.Is(err, runtime.ErrOutputLimit) && *sinkErr == nil {
-		*sinkErr = err
 	}
 }
 
