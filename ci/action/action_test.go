@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/ci/githubtest"
+	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 

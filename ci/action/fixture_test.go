@@ -20,7 +20,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/ci/artifact"
-	"github.com/proofgate/proofgate/ci/githubtest"
+	"github.com/proofgate/proofgate/internal/githubtest"
 )
 
 const (

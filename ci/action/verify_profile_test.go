@@ -7,7 +7,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/ci/artifact"
-	"github.com/proofgate/proofgate/ci/githubtest"
+	"github.com/proofgate/proofgate/internal/githubtest"
 )
 
 // profileContract is processContract with a weaker "quick" profile (a

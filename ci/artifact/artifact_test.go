@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/ghapi"
-	"github.com/proofgate/proofgate/ci/githubtest"
+	"github.com/proofgate/proofgate/internal/githubtest"
 )
 
 const (

@@ -11,7 +11,7 @@ import (
 
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/ci/ghapi"
-	"github.com/proofgate/proofgate/ci/githubtest"
+	"github.com/proofgate/proofgate/internal/githubtest"
 )
 
 const (

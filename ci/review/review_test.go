@@ -11,8 +11,8 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/ci/ghapi"
-	"github.com/proofgate/proofgate/ci/githubtest"
 	"github.com/proofgate/proofgate/ci/review"
+	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 

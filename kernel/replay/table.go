@@ -1,9 +1,9 @@
 package replay
 
 import (
-	"github.com/proofgate/proofgate/kernel/approval"
 	"slices"
 
+	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/strictjson"
