@@ -161,8 +161,50 @@ func decisive(state string) bool {
 // Satisfied without Required distinct qualified approvals of exactly Head and
 // no standing change request from a qualified reviewer.
 func Evaluate(in Input) Decision {
-	d := Decision{Head: in.Head, Required: in.Rule.Required}
-	reviews := slices.Clone(in.Reviews)
+	e := &evaluation{in: in, d: Decision{Head: in.Head, Required: in.Rule.Required}, roles: map[string]bool{}}
+	for _, r := range in.Rule.Roles {
+		e.roles[strings.ToLower(r)] = true
+	}
+	latest, order := e.latestDecisive()
+	for _, id := range order {
+		r := latest[id]
+		switch r.State {
+		case StateDismissed:
+			e.ignore(r, ReasonDismissed, "the review was dismissed")
+		case StateChangesRequested:
+			e.changeRequest(r)
+		default: // APPROVED
+			e.approval(r)
+		}
+	}
+	// Every counted approval and every blocker is a distinct account (the
+	// latest decisive review of one user id), so their numbers are the
+	// count and the standing rejection the requirement measures.
+	d := &e.d
+	v := approval.Requirement{Required: in.Rule.Required}.Verdict(len(d.Counted), len(d.Blocking) > 0)
+	d.Missing = v.Missing()
+	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && v.Decision == approval.Approved
+	d.Summary = summary(*d, in.Rule)
+	return *d
+}
+
+// evaluation is one Evaluate in progress.
+type evaluation struct {
+	in    Input
+	d     Decision
+	roles map[string]bool // the rule's roles, lower case
+}
+
+func (e *evaluation) ignore(r Review, reason Reason, why string) {
+	e.d.Ignored = append(e.d.Ignored, Ignored{Login: r.User.Login, UserID: r.User.ID, ReviewID: r.ID,
+		State: r.State, Commit: r.CommitID, Reason: reason, Why: why})
+}
+
+// latestDecisive returns each reviewer's latest decisive review, by
+// numeric user id, in the order the reviewers first reviewed; every other
+// review is ignored with its reason.
+func (e *evaluation) latestDecisive() (map[int64]Review, []int64) {
+	reviews := slices.Clone(e.in.Reviews)
 	// Chronological; the API already is, but do not depend on it.
 	sort.SliceStable(reviews, func(i, j int) bool {
 		a, b := reviews[i], reviews[j]
@@ -171,103 +213,84 @@ func Evaluate(in Input) Decision {
 		}
 		return a.ID < b.ID
 	})
-	ignore := func(r Review, reason Reason, why string) {
-		d.Ignored = append(d.Ignored, Ignored{Login: r.User.Login, UserID: r.User.ID, ReviewID: r.ID,
-			State: r.State, Commit: r.CommitID, Reason: reason, Why: why})
-	}
-
-	// Each reviewer's latest decisive review, by numeric user id.
 	latest := map[int64]Review{}
 	var order []int64
 	for _, r := range reviews {
 		r.State = strings.ToUpper(r.State)
 		switch {
 		case r.User.ID == 0:
-			ignore(r, ReasonNoUser, "review has no user id (deleted account?)")
+			e.ignore(r, ReasonNoUser, "review has no user id (deleted account?)")
 			continue
 		case r.State == StateCommented || r.State == StatePending:
-			ignore(r, ReasonNotDecisive, "a "+strings.ToLower(r.State)+" review does not change a decision")
+			e.ignore(r, ReasonNotDecisive, "a "+strings.ToLower(r.State)+" review does not change a decision")
 			continue
 		case !decisive(r.State):
-			ignore(r, ReasonUnknownState, fmt.Sprintf("unknown review state %q", r.State))
+			e.ignore(r, ReasonUnknownState, fmt.Sprintf("unknown review state %q", r.State))
 			continue
 		}
 		if prev, ok := latest[r.User.ID]; ok {
-			ignore(prev, ReasonSuperseded, fmt.Sprintf("superseded by review %d", r.ID))
+			e.ignore(prev, ReasonSuperseded, fmt.Sprintf("superseded by review %d", r.ID))
 		} else {
 			order = append(order, r.User.ID)
 		}
 		latest[r.User.ID] = r
 	}
+	return latest, order
+}
 
-	roles := map[string]bool{}
-	for _, r := range in.Rule.Roles {
-		roles[strings.ToLower(r)] = true
+// changeRequest records a standing CHANGES_REQUESTED as blocking unless it
+// comes from someone who could never approve: a bot or a user whose role is
+// outside the rule. An unknown permission blocks (fail closed).
+func (e *evaluation) changeRequest(r Review) {
+	perm, havePerm := e.in.Permissions[r.User.ID]
+	role := perm.Role()
+	if r.User.IsBot() {
+		e.ignore(r, ReasonBot, "change request from a bot does not block")
+		return
 	}
-	isCommitUser := func(u User) bool {
-		for _, c := range in.CommitUsers {
-			if c.same(u) {
-				return true
-			}
-		}
-		return false
+	if havePerm && !e.roles[role] {
+		e.ignore(r, ReasonPermission, fmt.Sprintf("change request from role %q outside %v does not block", role, e.in.Rule.Roles))
+		return
 	}
+	if !havePerm {
+		role = "unknown"
+	}
+	e.d.Blocking = append(e.d.Blocking, Blocker{Login: r.User.Login, UserID: r.User.ID, ReviewID: r.ID,
+		Commit: r.CommitID, SubmittedAt: r.SubmittedAt, Permission: role})
+}
 
-	for _, id := range order {
-		r := latest[id]
-		perm, havePerm := in.Permissions[id]
-		role := perm.Role()
-		switch r.State {
-		case StateDismissed:
-			ignore(r, ReasonDismissed, "the review was dismissed")
-			continue
-		case StateChangesRequested:
-			// A change request blocks unless it comes from someone who could
-			// never approve: a bot or a user whose role is outside the rule.
-			// An unknown permission blocks (fail closed).
-			if r.User.IsBot() {
-				ignore(r, ReasonBot, "change request from a bot does not block")
-				continue
-			}
-			if havePerm && !roles[role] {
-				ignore(r, ReasonPermission, fmt.Sprintf("change request from role %q outside %v does not block", role, in.Rule.Roles))
-				continue
-			}
-			if !havePerm {
-				role = "unknown"
-			}
-			d.Blocking = append(d.Blocking, Blocker{Login: r.User.Login, UserID: id, ReviewID: r.ID,
-				Commit: r.CommitID, SubmittedAt: r.SubmittedAt, Permission: role})
-			continue
-		}
-		// APPROVED
-		switch {
-		case in.Head == "" || r.CommitID != in.Head:
-			ignore(r, ReasonStaleCommit, fmt.Sprintf("approved commit %s, not the verified head %s", short(r.CommitID), short(in.Head)))
-		case r.User.IsBot():
-			ignore(r, ReasonBot, "bots never count")
-		case r.User.same(in.Author):
-			ignore(r, ReasonPRAuthor, "the PR author cannot approve their own PR")
-		case !in.Rule.AllowCommitAuthors && isCommitUser(r.User):
-			ignore(r, ReasonCommitAuthor, "authored or committed a commit in the PR")
-		case !havePerm:
-			ignore(r, ReasonNoPermission, "reviewer permission unknown")
-		case !roles[role]:
-			ignore(r, ReasonPermission, fmt.Sprintf("role %q is not one of %v", role, in.Rule.Roles))
-		default:
-			d.Counted = append(d.Counted, Approval{Login: r.User.Login, UserID: id, ReviewID: r.ID,
-				SubmittedAt: r.SubmittedAt, Commit: r.CommitID, Permission: role})
+// approval counts an APPROVED review of exactly the head by an eligible
+// reviewer, and ignores any other with the reason.
+func (e *evaluation) approval(r Review) {
+	in := e.in
+	perm, havePerm := in.Permissions[r.User.ID]
+	role := perm.Role()
+	switch {
+	case in.Head == "" || r.CommitID != in.Head:
+		e.ignore(r, ReasonStaleCommit, fmt.Sprintf("approved commit %s, not the verified head %s", short(r.CommitID), short(in.Head)))
+	case r.User.IsBot():
+		e.ignore(r, ReasonBot, "bots never count")
+	case r.User.same(in.Author):
+		e.ignore(r, ReasonPRAuthor, "the PR author cannot approve their own PR")
+	case !in.Rule.AllowCommitAuthors && e.isCommitUser(r.User):
+		e.ignore(r, ReasonCommitAuthor, "authored or committed a commit in the PR")
+	case !havePerm:
+		e.ignore(r, ReasonNoPermission, "reviewer permission unknown")
+	case !e.roles[role]:
+		e.ignore(r, ReasonPermission, fmt.Sprintf("role %q is not one of %v", role, in.Rule.Roles))
+	default:
+		e.d.Counted = append(e.d.Counted, Approval{Login: r.User.Login, UserID: r.User.ID, ReviewID: r.ID,
+			SubmittedAt: r.SubmittedAt, Commit: r.CommitID, Permission: role})
+	}
+}
+
+func (e *evaluation) isCommitUser(u User) bool {
+	for _, c := range e.in.CommitUsers {
+		if c.same(u) {
+			return true
 		}
 	}
-
-	// Every counted approval and every blocker is a distinct account (the
-	// latest decisive review of one user id), so their numbers are the
-	// count and the standing rejection the requirement measures.
-	v := approval.Requirement{Required: in.Rule.Required}.Verdict(len(d.Counted), len(d.Blocking) > 0)
-	d.Missing = v.Missing()
-	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && v.Decision == approval.Approved
-	d.Summary = summary(d, in.Rule)
-	return d
+	return false
 }
 
 func short(sha string) string {
