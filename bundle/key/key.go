@@ -23,7 +23,6 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 
@@ -31,6 +30,7 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 	"github.com/sigstore/sigstore/pkg/signature/options"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/durable"
 )
 
@@ -201,12 +201,9 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("key: %w", err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxPEMSize+1))
+	b, err := bounded.ReadAll(f, MaxPEMSize)
 	if err != nil {
 		return nil, fmt.Errorf("key %s: %w", path, err)
-	}
-	if len(b) > MaxPEMSize {
-		return nil, fmt.Errorf("key %s: larger than %d bytes", path, MaxPEMSize)
 	}
 	return b, nil
 }

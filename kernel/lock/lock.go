@@ -17,13 +17,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -222,12 +222,9 @@ func readBounded(path string) ([]byte, error) {
 		return nil, fmt.Errorf("read lock: %w", err)
 	}
 	defer f.Close()
-	raw, err := io.ReadAll(io.LimitReader(f, maxLockFile+1))
+	raw, err := bounded.ReadAll(f, maxLockFile)
 	if err != nil {
 		return nil, fmt.Errorf("read lock %s: %w", path, err)
-	}
-	if len(raw) > maxLockFile {
-		return nil, fmt.Errorf("read lock %s: larger than %d bytes", path, maxLockFile)
 	}
 	return raw, nil
 }

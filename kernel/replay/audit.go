@@ -13,6 +13,7 @@ import (
 	"path"
 	"path/filepath"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -140,12 +141,13 @@ func readBounded(fsys fs.FS, name string, max int64) ([]byte, error) {
 		return nil, &AuditError{Reason: ReasonMissing, Detail: name + ": " + err.Error()}
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, max+1))
-	if err != nil {
+	b, err := bounded.ReadAll(f, max)
+	var tl *bounded.TooLargeError
+	switch {
+	case errors.As(err, &tl):
+		return nil, &AuditError{Reason: ReasonMissing, Detail: fmt.Sprintf("%s is %s", name, tl)}
+	case err != nil:
 		return nil, &AuditError{Reason: ReasonMissing, Detail: name + ": " + err.Error()}
-	}
-	if int64(len(b)) > max {
-		return nil, &AuditError{Reason: ReasonMissing, Detail: fmt.Sprintf("%s is larger than %d bytes", name, max)}
 	}
 	return b, nil
 }

@@ -34,6 +34,8 @@ import (
 
 	json "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/proofgate/proofgate/kernel/bounded"
 )
 
 // Bounds on one decoded document. Callers with tighter limits check them
@@ -105,14 +107,12 @@ func readBounded(r io.Reader, max int64) ([]byte, error) {
 	if max <= 0 || max > MaxSize {
 		max = MaxSize
 	}
-	b, err := io.ReadAll(io.LimitReader(r, max+1))
-	if err != nil {
-		return nil, err
+	b, err := bounded.ReadAll(r, max)
+	var tl *bounded.TooLargeError
+	if errors.As(err, &tl) {
+		return nil, &Error{Kind: TooLarge, Detail: tl.Error()}
 	}
-	if int64(len(b)) > max {
-		return nil, &Error{Kind: TooLarge, Detail: fmt.Sprintf("larger than %d bytes", max)}
-	}
-	return b, nil
+	return b, err
 }
 
 func decode(b []byte, v any, open bool) error {
