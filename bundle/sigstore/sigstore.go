@@ -41,7 +41,9 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
@@ -49,6 +51,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // MediaType is the media type of the bundles this package writes.
@@ -189,4 +192,20 @@ func clip(s string) string {
 		return s[:80] + "…"
 	}
 	return s
+}
+
+// WriteFile writes the Sigstore bundle b to path durably (see package
+// durable): an existing file is refused with fs.ErrExist and left alone
+// unless replace.
+func WriteFile(path string, b []byte, replace bool) error {
+	var err error
+	if replace {
+		err = durable.WriteFile(path, b, 0o644)
+	} else {
+		err = durable.CreateExclusive(path, b, 0o644)
+	}
+	if err != nil && errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("%s: %w", path, fs.ErrExist)
+	}
+	return err
 }
