@@ -62,6 +62,9 @@ type ExportResult struct {
 	SignedAt time.Time `json:"signed_at"`
 	Files    int       `json:"files"`
 	Size     int64     `json:"size"`
+	// Envelope is the archive's attestation.dsse.json, byte for byte (for
+	// the companion Sigstore bundle, package bundle/sigstore).
+	Envelope []byte `json:"-"`
 }
 
 // maxSmallFile bounds run.json, events.ndjson and contract.json.
@@ -113,7 +116,7 @@ func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (
 		return nil, err
 	}
 	return &ExportResult{RunID: id, KeyID: s.KeyID(), SignedAt: signedAt.UTC(), Files: len(entries),
-		Size: cw.n}, nil
+		Size: cw.n, Envelope: env}, nil
 }
 
 // auditForExport reads the run's small files once and audits the run from

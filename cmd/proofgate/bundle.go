@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
@@ -46,6 +48,37 @@ func eventsCmd(root *cobra.Command) *cobra.Command {
 func (g *globals) checkOutput(flag, path string) error {
 	if store := run.NewStore(g.state); store.Holds(path) {
 		return usageErr(fmt.Errorf("%s %s: inside the run store %s, which only proofgate writes; choose a path outside it", flag, path, store.Dir))
+	}
+	return nil
+}
+
+// sigstorePath is the default path of the Sigstore bundle beside the
+// archive out: out without .tar.gz (or .tgz), plus .sigstore.json.
+func sigstorePath(out string) string {
+	for _, ext := range []string{".tar.gz", ".tgz"} {
+		if strings.HasSuffix(out, ext) {
+			return strings.TrimSuffix(out, ext) + ".sigstore.json"
+		}
+	}
+	return out + ".sigstore.json"
+}
+
+// checkExportOutputs refuses, before anything is written, an archive and a
+// Sigstore bundle path that are the same file, either inside the run store,
+// or an existing Sigstore bundle without --force (ExportFile checks the
+// archive itself).
+func (g *globals) checkExportOutputs(out, sigOut string, force bool) error {
+	if err := g.checkOutput("-o", out); err != nil {
+		return err
+	}
+	if err := g.checkOutput("--sigstore", sigOut); err != nil {
+		return err
+	}
+	if filepath.Clean(out) == filepath.Clean(sigOut) {
+		return usageErr(fmt.Errorf("--sigstore %s: the same file as the archive", sigOut))
+	}
+	if _, err := os.Lstat(sigOut); err == nil && !force {
+		return outputErr(fmt.Errorf("--sigstore %s: %w", sigOut, fs.ErrExist))
 	}
 	return nil
 }
@@ -341,10 +374,10 @@ func bundleCmd(g *globals) *cobra.Command {
 }
 
 func exportCmd(g *globals) *cobra.Command {
-	var keyRef, out, signedAt string
+	var keyRef, out, sigOut, signedAt string
 	var asJSON, force bool
 	c := &cobra.Command{
-		Use:   "export RUN --key key.pem [-o FILE] [--force]",
+		Use:   "export RUN --key key.pem [-o FILE] [--sigstore FILE] [--force]",
 		Short: "Export a COMPLETE run as a signed evidence bundle",
 		Long: `Write one deterministic .tar.gz holding run.json, events.ndjson,
 contract.json, every blob the log references, the latest checkpoint if any,
@@ -352,8 +385,11 @@ and attestation.dsse.json: a DSSE envelope over an in-toto Statement v1 whose
 subjects are the other files. Only a run that reconciles as COMPLETE exports.
 --key is a PKCS#8 PEM file or env:VAR. The signing time defaults to the time
 of the run's last event (so the same run and key give the same bytes);
---signed-at T or now overrides it. An existing FILE is refused unless
---force; a FILE inside the run store (<state>/runs) always is.`,
+--signed-at T or now overrides it. Beside the archive goes its companion
+Sigstore bundle (v0.3, the same DSSE envelope, the key id as public key
+hint), FILE without .tar.gz (or .tgz) plus .sigstore.json unless
+--sigstore names it. An existing FILE is refused unless --force; a FILE inside the run store
+(<state>/runs) always is.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, err := loadSigner(keyRef)
@@ -374,7 +410,10 @@ of the run's last event (so the same run and key give the same bytes);
 			if out == "" {
 				out = id + ".bundle.tar.gz"
 			}
-			if err := g.checkOutput("-o", out); err != nil {
+			if sigOut == "" {
+				sigOut = sigstorePath(out)
+			}
+			if err := g.checkExportOutputs(out, sigOut, force); err != nil {
 				return err
 			}
 			opts.Replace = force
@@ -386,20 +425,30 @@ of the run's last event (so the same run and key give the same bytes);
 				}
 				return outputErr(err)
 			}
+			sb, err := sigstore.FromEnvelope(res.Envelope, res.KeyID)
+			if err != nil {
+				return envErr(err)
+			}
+			if err := sigstore.WriteFile(sigOut, sb, force); err != nil {
+				return outputErr(err)
+			}
 			if asJSON {
 				return writeJSON(g.stdout, struct {
 					*bundle.ExportResult
-					File string `json:"file"`
-				}{res, out})
+					File     string `json:"file"`
+					Sigstore string `json:"sigstore_file"`
+				}{res, out, sigOut})
 			}
 			fmt.Fprintf(g.stdout, "%s\n", out)
 			fmt.Fprintf(g.stderr, "exported run %s: %d files, %d bytes, signed by %s at %s\n",
 				res.RunID, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
+			fmt.Fprintf(g.stderr, "wrote Sigstore bundle %s\n", sigOut)
 			return nil
 		},
 	}
 	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
 	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <run-id>.bundle.tar.gz)")
+	c.Flags().StringVar(&sigOut, "sigstore", "", "companion Sigstore bundle file (default FILE without .tar.gz or .tgz, plus .sigstore.json)")
 	c.Flags().StringVar(&signedAt, "signed-at", "", "signing time to assert (RFC 3339 or now)")
 	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
