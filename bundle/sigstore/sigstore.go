@@ -52,6 +52,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // MediaType is the media type of the bundles this package writes.
@@ -73,7 +74,7 @@ func (e *Error) Error() string { return "sigstore bundle: " + e.Detail }
 // the publicKey hint. env must hold exactly one signature.
 func FromEnvelope(env []byte, hint string) ([]byte, error) {
 	var e envelope.Envelope
-	if err := json.Unmarshal(env, &e); err != nil {
+	if err := strictjson.Decode(env, &e); err != nil {
 		return nil, &Error{Detail: "envelope: " + err.Error()}
 	}
 	if len(e.Signatures) != 1 {
@@ -141,6 +142,13 @@ type Bundle struct {
 func Read(b []byte) (*Bundle, error) {
 	if len(b) > MaxSize {
 		return nil, &Error{Detail: fmt.Sprintf("%d bytes, over the %d-byte limit", len(b), MaxSize)}
+	}
+	// protojson accepts a field under its JSON name and its proto name;
+	// the strict decoder first refuses any duplicate member, so one
+	// reading is all a bundle can have (docs/SPEC.md section 8).
+	var raw any
+	if err := strictjson.DecodeOpen(b, &raw); err != nil {
+		return nil, &Error{Detail: err.Error()}
 	}
 	var pb protobundle.Bundle
 	if err := protojson.Unmarshal(b, &pb); err != nil {

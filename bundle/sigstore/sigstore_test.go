@@ -169,3 +169,16 @@ func TestWriteFile(t *testing.T) {
 		t.Fatalf("file not replaced: %q", b)
 	}
 }
+
+// A member given twice (or under its proto name beside its JSON name) is
+// refused before protojson reads the bundle.
+func TestReadRefusesDuplicateMembers(t *testing.T) {
+	for _, in := range []string{
+		`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","mediaType":"x"}`,
+		`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"a","hint":"b"}}}`,
+	} {
+		if _, err := sigstore.Read([]byte(in)); err == nil || !strings.Contains(err.Error(), "duplicate") {
+			t.Errorf("%s: %v", in, err)
+		}
+	}
+}
