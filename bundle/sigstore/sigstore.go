@@ -143,33 +143,54 @@ func Read(b []byte) (*Bundle, error) {
 	if len(b) > MaxSize {
 		return nil, &Error{Detail: fmt.Sprintf("%d bytes, over the %d-byte limit", len(b), MaxSize)}
 	}
-	// protojson accepts a field under its JSON name and its proto name;
-	// the strict decoder first refuses any duplicate member, so one
-	// reading is all a bundle can have (docs/SPEC.md section 8).
-	var raw any
-	if err := strictjson.DecodeOpen(b, &raw); err != nil {
+	// A key-signed bundle is a closed format here: the strict decoder
+	// refuses a duplicate, case-variant or unknown member (a certificate or
+	// tlog entry beside the key included), so one reading is all it has
+	// (docs/SPEC.md section 8). protojson, which also takes proto field
+	// names, only writes.
+	var kb keyBundle
+	if err := strictjson.Decode(b, &kb); err != nil {
 		return nil, &Error{Detail: err.Error()}
 	}
-	var pb protobundle.Bundle
-	if err := protojson.Unmarshal(b, &pb); err != nil {
-		return nil, &Error{Detail: err.Error()}
-	}
-	if pb.GetMediaType() != MediaType {
-		return nil, &Error{Detail: fmt.Sprintf("media type %q, want %q", clip(pb.GetMediaType()), MediaType)}
-	}
-	pk := pb.GetVerificationMaterial().GetPublicKey()
-	if pk == nil || pk.GetHint() == "" {
+	switch {
+	case kb.MediaType != MediaType:
+		return nil, &Error{Detail: fmt.Sprintf("media type %q, want %q", clip(kb.MediaType), MediaType)}
+	case kb.VerificationMaterial.PublicKey == nil || kb.VerificationMaterial.PublicKey.Hint == "":
 		return nil, &Error{Detail: "verification material is not a public key with a hint"}
-	}
-	env := pb.GetDsseEnvelope()
-	if env == nil {
+	case kb.DsseEnvelope == nil:
 		return nil, &Error{Detail: "content is not a DSSE envelope"}
+	case len(kb.DsseEnvelope.Signatures) != 1:
+		return nil, &Error{Detail: fmt.Sprintf("envelope has %d signatures, want 1", len(kb.DsseEnvelope.Signatures))}
 	}
-	if n := len(env.GetSignatures()); n != 1 {
-		return nil, &Error{Detail: fmt.Sprintf("envelope has %d signatures, want 1", n)}
+	env := kb.DsseEnvelope
+	payload, err := base64.StdEncoding.Strict().DecodeString(env.Payload)
+	if err != nil {
+		return nil, &Error{Detail: "envelope payload: " + err.Error()}
 	}
-	return &Bundle{Hint: pk.GetHint(), PayloadType: env.GetPayloadType(), Payload: env.GetPayload(),
-		Sig: env.GetSignatures()[0].GetSig()}, nil
+	sig, err := base64.StdEncoding.Strict().DecodeString(env.Signatures[0].Sig)
+	if err != nil {
+		return nil, &Error{Detail: "envelope signature: " + err.Error()}
+	}
+	return &Bundle{Hint: kb.VerificationMaterial.PublicKey.Hint, PayloadType: env.PayloadType, Payload: payload, Sig: sig}, nil
+}
+
+// keyBundle is the JSON of a key-signed Sigstore bundle v0.3 with a DSSE
+// envelope, as protojson writes it (FromEnvelope).
+type keyBundle struct {
+	MediaType            string `json:"mediaType"`
+	VerificationMaterial struct {
+		PublicKey *struct {
+			Hint string `json:"hint"`
+		} `json:"publicKey"`
+	} `json:"verificationMaterial"`
+	DsseEnvelope *struct {
+		Payload     string `json:"payload"`
+		PayloadType string `json:"payloadType"`
+		Signatures  []struct {
+			Sig   string `json:"sig"`
+			KeyID string `json:"keyid,omitempty"`
+		} `json:"signatures"`
+	} `json:"dsseEnvelope"`
 }
 
 // SameEnvelope reports (as an *Error) whether b carries a different

@@ -181,4 +181,20 @@ func TestReadRefusesDuplicateMembers(t *testing.T) {
 			t.Errorf("%s: %v", in, err)
 		}
 	}
+	// One reading only: a proto field name beside (or instead of) the JSON
+	// name, a case variant, and a certificate beside the key are refused.
+	env := `"dsseEnvelope":{"payload":"e30=","payloadType":"application/vnd.in-toto+json","signatures":[{"sig":"AA=="}]}`
+	ok := `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"a"}},` + env + `}`
+	if _, err := sigstore.Read([]byte(ok)); err != nil {
+		t.Fatalf("well-formed bundle refused: %v", err)
+	}
+	for _, in := range []string{
+		`{"media_type":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"a"}},` + env + `}`,
+		`{"MediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"a"}},` + env + `}`,
+		`{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"a"},"certificate":{"rawBytes":"AA=="}},` + env + `}`,
+	} {
+		if _, err := sigstore.Read([]byte(in)); err == nil {
+			t.Errorf("%s: accepted", in)
+		}
+	}
 }

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -68,10 +67,10 @@ func cmdProcgone(ts *testscript.TestScript, neg bool, args []string) {
 	for _, f := range args {
 		pid := readPid(ts, f)
 		deadline := time.Now().Add(3 * time.Second)
-		for procAlive(pid) && time.Now().Before(deadline) && !neg {
+		for lock.Running(pid) && time.Now().Before(deadline) && !neg {
 			time.Sleep(10 * time.Millisecond)
 		}
-		switch alive := procAlive(pid); {
+		switch alive := lock.Running(pid); {
 		case alive && !neg:
 			ts.Fatalf("process %d (%s) is still running", pid, f)
 		case !alive && neg:
@@ -110,20 +109,6 @@ func readPid(ts *testscript.TestScript, f string) int {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
 	ts.Check(err)
 	return pid
-}
-
-// procAlive reports whether pid runs (a zombie does not).
-func procAlive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
 }
 
 // cgroupCondition answers [cgroup]: whether the process runtime contains

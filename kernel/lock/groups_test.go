@@ -148,10 +148,10 @@ func TestReapKillsGroupWithoutLeader(t *testing.T) {
 		t.Fatalf("reap: %+v, %v", ks, err)
 	}
 	deadline := time.Now().Add(2 * time.Second)
-	for alive(member) && time.Now().Before(deadline) {
+	for Running(member) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	if alive(member) {
+	if Running(member) {
 		t.Fatalf("member %d of the leaderless group survived", member)
 	}
 	// Reaped again (by unlock after gc): gone now, reported as killed by gc.
@@ -159,11 +159,6 @@ func TestReapKillsGroupWithoutLeader(t *testing.T) {
 	if err != nil || len(ks) != 1 || ks[0].Result != ResultKilled || ks[0].By != "gc" {
 		t.Fatalf("second reap: %+v, %v", ks, err)
 	}
-}
-
-func alive(pid int) bool {
-	st, err := readStat(pid)
-	return err == nil && st.state != 'Z'
 }
 
 func TestReadGroupRefusesBadRecords(t *testing.T) {

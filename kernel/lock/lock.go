@@ -273,6 +273,13 @@ func Alive(o Owner) bool {
 	return start == o.Start
 }
 
+// Running reports whether pid names a process that has not exited: one
+// that is gone, or a zombie waiting to be reaped, is not running.
+func Running(pid int) bool {
+	_, state, err := procStat(pid)
+	return err == nil && state != 'Z' && state != 'X'
+}
+
 // Break removes the lock at path only when its owner is on this host,
 // provably dead, and the lock is older than olderThan at now. It returns
 // the owner it removed; otherwise a *BreakRefused.

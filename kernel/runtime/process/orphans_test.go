@@ -105,7 +105,7 @@ func TestHarnessDeathLeavesNoCheckProcesses(t *testing.T) {
 			if err != nil || g.PGID != main || g.Check != "tree" || g.Containment != mode || (g.Cgroup != "") != (mode == "cgroup") {
 				t.Fatalf("record %+v, %v", g, err)
 			}
-			if !alive(group) {
+			if !lock.Running(group) {
 				t.Fatal("the group writer died before the reap: the test proves nothing")
 			}
 			ks, err := lock.Reap(filepath.Join(dir, "procs"), "unlock", time.Now(), true)
@@ -118,7 +118,7 @@ func TestHarnessDeathLeavesNoCheckProcesses(t *testing.T) {
 			switch {
 			case mode == "cgroup" && !gone(escaped):
 				t.Fatalf("the setsid'd writer %d survived the cgroup kill", escaped)
-			case mode == "process-group" && !alive(escaped):
+			case mode == "process-group" && !lock.Running(escaped):
 				t.Fatalf("the setsid'd writer %d died without a cgroup: what killed it?", escaped)
 			}
 			if paths, _ := lock.GroupPaths(filepath.Join(dir, "procs")); len(paths) != 0 {

@@ -22,6 +22,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
@@ -100,27 +101,12 @@ func want(t *testing.T, r result, o runtime.Outcome, code int) {
 	}
 }
 
-// alive reports whether pid is a live process (a zombie is dead).
-func alive(pid int) bool {
-	if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
-		return false
-	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// state is the field after the parenthesised command name.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
-}
-
 // gone waits briefly for pid to die: the kernel delivers SIGKILL
 // asynchronously to a process that is not our child.
 func gone(pid int) bool {
 	deadline := time.Now().Add(time.Second)
 	for time.Now().Before(deadline) {
-		if !alive(pid) {
+		if !lock.Running(pid) {
 			return true
 		}
 		time.Sleep(10 * time.Millisecond)
@@ -441,7 +427,7 @@ func TestGrandchildHoldingPipe(t *testing.T) {
 		if strings.Contains(r.Detail, "held open") || r.elapsed > 2*time.Second {
 			t.Fatalf("took %v, detail %q", r.elapsed, r.Detail)
 		}
-		if alive(pid) {
+		if lock.Running(pid) {
 			t.Fatalf("setsid'd grandchild %d survived the check", pid)
 		}
 	})
