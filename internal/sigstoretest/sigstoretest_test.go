@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"strings"
 	"syscall"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/sethvargo/go-githubactions"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	"github.com/sigstore/sigstore-go/pkg/bundle"
 	"github.com/sigstore/sigstore-go/pkg/root"
@@ -297,5 +301,62 @@ func TestMissingBinariesSkip(t *testing.T) {
 	})
 	if !sub.Skipped() {
 		t.Error("Start did not skip without binaries")
+	}
+}
+
+// TestRunnerTokenThroughFulcio: a token fetched from the runner's request
+// endpoint with go-githubactions, audience "sigstore", gets a certificate;
+// one fetched without an audience (GitHub's default, the owner's URL) is
+// refused by Fulcio.
+func TestRunnerTokenThroughFulcio(t *testing.T) {
+	s := Start(t)
+	url, reqTok := s.OIDC.RequestEndpoint(githubtest.Claims{Repository: repo, JobWorkflowRef: signerWF})
+	env := map[string]string{"ACTIONS_ID_TOKEN_REQUEST_URL": url, "ACTIONS_ID_TOKEN_REQUEST_TOKEN": reqTok}
+	a := githubactions.New(githubactions.WithGetenv(func(k string) string { return env[k] }))
+	tok, err := a.GetIDToken(context.Background(), "sigstore")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := keyless(s, tok)
+	if err != nil {
+		t.Fatalf("keyless sign with the runner's token: %v", err)
+	}
+	if _, err := verifyFor(t, s.TrustedRoot, b, s.OIDC.URL, signerWF); err != nil {
+		t.Fatalf("verify: %v", err)
+	}
+	tok, err = a.GetIDToken(context.Background(), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := keyless(s, tok); err == nil || !strings.Contains(err.Error(), "Fulcio returned 400") {
+		t.Fatalf("token with GitHub's default audience: %v, want Fulcio's 400", err)
+	}
+	if !logHas(s, `expected audience \"sigstore\" got [\"https://github.com/octo-org\"]`) {
+		t.Error("Fulcio's log does not refuse the default audience")
+	}
+}
+
+// TestTrustBundleRefusals: the trusted root is built only from a
+// well-formed answer: one chain of CERTIFICATE blocks for Fulcio, a leaf
+// and a root for the TSA.
+func TestTrustBundleRefusals(t *testing.T) {
+	for _, tc := range []struct{ name, body, want string }{
+		{"no chain", `{"chains":[]}`, "0 chains, want 1"},
+		{"two chains", `{"chains":[{"certificates":[]},{"certificates":[]}]}`, "2 chains, want 1"},
+		{"no certificate", `{"chains":[{"certificates":[]}]}`, "no certificate"},
+		{"a key, not a certificate", `{"chains":[{"certificates":["-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n"]}]}`, `PEM block "PUBLIC KEY"`},
+		{"not JSON", `<html>`, "fulcio trust bundle"},
+	} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { io.WriteString(w, tc.body) }))
+		_, err := fulcioCA(srv.URL)
+		srv.Close()
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
+		}
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", 503) }))
+	defer srv.Close()
+	if _, err := timestampAuthority(srv.URL); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Errorf("TSA answering 503: %v", err)
 	}
 }

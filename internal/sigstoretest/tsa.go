@@ -82,10 +82,14 @@ func lockTSA(t testing.TB) {
 	if err != nil {
 		t.Fatalf("sigstoretest: tsa lock: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Minute)
+	began := time.Now()
+	deadline := began.Add(5 * time.Minute)
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 		if err == nil {
+			if waited := time.Since(began); waited > 100*time.Millisecond {
+				t.Logf("sigstoretest: waited %d ms for another host-network TSA to stop", waited.Milliseconds())
+			}
 			break
 		}
 		if !errors.Is(err, syscall.EWOULDBLOCK) || time.Now().After(deadline) {
