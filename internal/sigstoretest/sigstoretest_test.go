@@ -354,7 +354,7 @@ func TestTrustBundleRefusals(t *testing.T) {
 			t.Errorf("%s: %v, want %q", tc.name, err, tc.want)
 		}
 	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", 503) }))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "no", http.StatusServiceUnavailable) }))
 	defer srv.Close()
 	if _, err := timestampAuthority(srv.URL); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("TSA answering 503: %v", err)
