@@ -47,12 +47,7 @@ func launch(t testing.TB, name, bin, dir string, attr *syscall.SysProcAttr, args
 	cmd.Dir = dir
 	cmd.Env = []string{"HOME=" + dir, "TMPDIR=" + dir, "PATH=/usr/bin:/bin"}
 	cmd.Stdout, cmd.Stderr = logf, logf
-	if attr == nil {
-		attr = &syscall.SysProcAttr{}
-	}
-	attr.Setpgid = true
-	attr.Pdeathsig = syscall.SIGKILL
-	cmd.SysProcAttr = attr
+	cmd.SysProcAttr = groupAttr(attr)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}

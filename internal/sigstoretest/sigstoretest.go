@@ -42,7 +42,7 @@
 //
 // Both run with a clean environment (HOME and TMPDIR in the test's
 // directory, no proxy variables), in their own process group, with
-// Pdeathsig SIGKILL; t.Cleanup sends SIGTERM to the group, then SIGKILL after
+// Pdeathsig SIGKILL on Linux; t.Cleanup sends SIGTERM to the group, then SIGKILL after
 // 5s. Their output goes to DIR/fulcio.log and DIR/tsa.log, whose tails are
 // logged when the test failed.
 //
