@@ -13,6 +13,7 @@
 //	fulcio serve --ca ephemeralca --ct-log-url "" --config-path DIR/fulcio.json
 //	  --host 127.0.0.1 --port P --grpc-host 127.0.0.1 --grpc-port G
 //	  --metrics-port 0 --legacy-unix-domain-socket SOCKDIR/legacy.sock
+//	  --log_type dev
 //
 // with fulcio.json
 //
@@ -25,12 +26,13 @@
 // v1.8.8 panics in its single-port ("duplex") mode (a duplicate Prometheus
 // registration); the metrics server takes a random port (it listens on all
 // interfaces: Fulcio has no flag for its host) and the legacy gRPC socket a
-// path of its own (the default is one abstract socket name per host).
+// path of its own (the default is one abstract socket name per network
+// namespace).
 //
 // The timestamp server runs as
 //
 //	timestamp-server serve --timestamp-signer memory --disable-ntp-monitoring
-//	  --scheme unix --socket-path SOCKDIR/tsa.sock
+//	  --log-type dev --scheme unix --socket-path SOCKDIR/tsa.sock
 //
 // in a network namespace of its own (CLONE_NEWNET; with CLONE_NEWUSER when
 // not root): it binds its metrics server to the fixed address :2112, which
@@ -42,9 +44,12 @@
 //
 // Both run with a clean environment (HOME and TMPDIR in the test's
 // directory, no proxy variables), in their own process group, with
-// Pdeathsig SIGKILL on Linux; t.Cleanup sends SIGTERM to the group, then SIGKILL after
-// 5s. Their output goes to DIR/fulcio.log and DIR/tsa.log, whose tails are
-// logged when the test failed.
+// Pdeathsig SIGKILL on Linux; t.Cleanup sends SIGTERM to the group, then
+// SIGKILL after 3s. Their output goes to DIR/fulcio.log and DIR/tsa.log
+// (FulcioLog, TSALog), whose tails are logged when the test failed.
+//
+// In the host-network fallback a test may hold only one Services at a time
+// (a second Start would wait for the first's lock).
 //
 // TrustedRoot is a trusted_root.json (media type
 // application/vnd.dev.sigstore.trustedroot+json;version=0.1) made with
