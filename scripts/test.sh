@@ -27,6 +27,13 @@ else
   echo "no writable cgroup v2 here: process checks fall back to process groups (and say so)"
 fi
 
+step "sigstore services (Fulcio, timestamp authority)"
+# Built from their Go modules (pinned versions); the keyless tests start
+# them on 127.0.0.1 and fail, not skip, when they are missing.
+PROOFGATE_SIGSTORE_BIN="$(bash scripts/sigstore-up.sh)"
+export PROOFGATE_SIGSTORE_BIN PROOFGATE_REQUIRE_SIGSTORE=1
+echo "fulcio and timestamp-server in $PROOFGATE_SIGSTORE_BIN"
+
 step "install staticcheck"
 if ! command -v staticcheck >/dev/null 2>&1; then
   export PATH="$(go env GOPATH)/bin:$PATH"
