@@ -115,6 +115,7 @@ func rawIDs(t testing.TB, logs map[string]*root.TransparencyLog) map[string]*roo
 // claims are what Fulcio copies from a GitHub token into the certificate.
 type claims struct {
 	Issuer         string // default sigstore.DefaultIssuer
+	IssuerV1       string // the deprecated issuer extension; default Issuer
 	JobWorkflowRef string // SAN and Build Signer URI
 	WorkflowRef    string // Build Config URI (the caller)
 	Repository     string
@@ -146,6 +147,9 @@ func (c *testCA) issue(t testing.TB, pub crypto.PublicKey, cl claims) *x509.Cert
 	if cl.Issuer == "" {
 		cl.Issuer = sigstore.DefaultIssuer
 	}
+	if cl.IssuerV1 == "" {
+		cl.IssuerV1 = cl.Issuer
+	}
 	if cl.NotBefore.IsZero() {
 		cl.NotBefore = time.Now().Add(-time.Minute)
 	}
@@ -165,7 +169,7 @@ func (c *testCA) issue(t testing.TB, pub crypto.PublicKey, cl claims) *x509.Cert
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageCodeSigning},
 		URIs:         san,
 		ExtraExtensions: []pkix.Extension{
-			{Id: certificate.OIDIssuer, Value: []byte(cl.Issuer)},
+			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}, Value: []byte(cl.IssuerV1)},
 			ext(certificate.OIDIssuerV2, cl.Issuer),
 			ext(certificate.OIDBuildSignerURI, "https://github.com/"+cl.JobWorkflowRef),
 			ext(certificate.OIDSourceRepositoryURI, "https://github.com/"+cl.Repository),

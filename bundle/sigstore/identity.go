@@ -1,6 +1,8 @@
 package sigstore
 
 import (
+	"crypto/x509"
+	"encoding/asn1"
 	"fmt"
 	"net/url"
 	"strings"
@@ -130,10 +132,40 @@ func sanHost(s *certificate.Summary) (string, error) {
 	return u.Host, nil
 }
 
-// match reports why the certificate summarised by s does not match id.
-func (id *Identity) match(s *certificate.Summary, host string) error {
-	if s.Issuer != id.issuer() {
-		return fmt.Errorf("issuer %q, want %q", clip(s.Issuer), id.issuer())
+// fulcioIssuer is the certificate's issuer extension (…57264.1.8), which
+// the deprecated one (…57264.1.1), when present, must equal.
+func fulcioIssuer(c *x509.Certificate) (string, error) {
+	var v1, v2 *string
+	for _, e := range c.Extensions {
+		switch {
+		case e.Id.Equal(oidIssuerV1):
+			s := string(e.Value)
+			v1 = &s
+		case e.Id.Equal(certificate.OIDIssuerV2):
+			var s string
+			if err := certificate.ParseDERString(e.Value, &s); err != nil {
+				return "", fmt.Errorf("issuer extension: %w", err)
+			}
+			v2 = &s
+		}
+	}
+	switch {
+	case v2 == nil:
+		return "", fmt.Errorf("the certificate has no issuer extension (%s)", certificate.OIDIssuerV2)
+	case v1 != nil && *v1 != *v2:
+		return "", fmt.Errorf("the certificate's issuer extensions differ (%q, %q)", clip(*v1), clip(*v2))
+	}
+	return *v2, nil
+}
+
+// oidIssuerV1 is Fulcio's deprecated issuer extension.
+var oidIssuerV1 = asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}
+
+// match reports why the certificate summarised by s, whose issuer is
+// issuer, does not match id.
+func (id *Identity) match(s *certificate.Summary, issuer, host string) error {
+	if issuer != id.issuer() {
+		return fmt.Errorf("issuer %q, want %q", clip(issuer), id.issuer())
 	}
 	base := "https://" + host + "/"
 	if w := id.SignerWorkflow; w != "" {
@@ -158,15 +190,19 @@ func (id *Identity) match(s *certificate.Summary, host string) error {
 
 // matchIdentities returns the identities the certificate matches, or an
 // IdentityMismatch naming why each did not.
-func matchIdentities(ids []Identity, s *certificate.Summary) ([]*Identity, error) {
+func matchIdentities(ids []Identity, c *x509.Certificate, s *certificate.Summary) ([]*Identity, error) {
 	host, err := sanHost(s)
+	if err != nil {
+		return nil, refuse(IdentityMismatch, nil, "%s", err.Error())
+	}
+	issuer, err := fulcioIssuer(c)
 	if err != nil {
 		return nil, refuse(IdentityMismatch, nil, "%s", err.Error())
 	}
 	var matched []*Identity
 	var why []string
 	for i := range ids {
-		if err := ids[i].match(s, host); err != nil {
+		if err := ids[i].match(s, issuer, host); err != nil {
 			why = append(why, ids[i].label()+": "+err.Error())
 			continue
 		}

@@ -107,6 +107,9 @@ func TestVerifyKeylessIdentities(t *testing.T) {
 		{"caller workflow instead of the reusable one", defaultClaims(),
 			sigstore.Identity{SignerWorkflow: "octo/app/.github/workflows/ci.yml"}, "signer workflow"},
 		{"other issuer", other(func(c *claims) { c.Issuer = "https://issuer.evil.test" }), pinned(), "issuer"},
+		{"other issuer in the v2 extension only", other(func(c *claims) {
+			c.Issuer, c.IssuerV1 = "https://issuer.evil.test", sigstore.DefaultIssuer
+		}), pinned(), "issuer extensions differ"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := w.sign(t, nil, tc.cl, false, false)

@@ -112,7 +112,7 @@ func (v *Verifiers) VerifierFor(keyID string, env, mat []byte) (envelope.Witness
 	if err != nil {
 		return nil, err
 	}
-	matched, err := matchIdentities(v.ids, summary)
+	matched, err := matchIdentities(v.ids, m.cert, summary)
 	if err != nil {
 		return nil, err
 	}
