@@ -117,6 +117,7 @@ type claims struct {
 	Issuer         string // default sigstore.DefaultIssuer
 	IssuerV1       string // the deprecated issuer extension; default Issuer
 	JobWorkflowRef string // SAN and Build Signer URI
+	BuildSigner    string // the Build Signer URI's path, if not JobWorkflowRef
 	WorkflowRef    string // Build Config URI (the caller)
 	Repository     string
 	Ref            string
@@ -147,6 +148,9 @@ func (c *testCA) issue(t testing.TB, pub crypto.PublicKey, cl claims) *x509.Cert
 	if cl.Issuer == "" {
 		cl.Issuer = sigstore.DefaultIssuer
 	}
+	if cl.BuildSigner == "" {
+		cl.BuildSigner = cl.JobWorkflowRef
+	}
 	if cl.IssuerV1 == "" {
 		cl.IssuerV1 = cl.Issuer
 	}
@@ -171,7 +175,7 @@ func (c *testCA) issue(t testing.TB, pub crypto.PublicKey, cl claims) *x509.Cert
 		ExtraExtensions: []pkix.Extension{
 			{Id: asn1.ObjectIdentifier{1, 3, 6, 1, 4, 1, 57264, 1, 1}, Value: []byte(cl.IssuerV1)},
 			ext(certificate.OIDIssuerV2, cl.Issuer),
-			ext(certificate.OIDBuildSignerURI, "https://github.com/"+cl.JobWorkflowRef),
+			ext(certificate.OIDBuildSignerURI, "https://github.com/"+cl.BuildSigner),
 			ext(certificate.OIDSourceRepositoryURI, "https://github.com/"+cl.Repository),
 			ext(certificate.OIDSourceRepositoryRef, cl.Ref),
 			ext(certificate.OIDBuildConfigURI, "https://github.com/"+cl.WorkflowRef),

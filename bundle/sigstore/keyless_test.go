@@ -99,6 +99,9 @@ func TestVerifyKeylessIdentities(t *testing.T) {
 		{"another workflow, any ref", other(func(c *claims) {
 			c.JobWorkflowRef = "proofgate/proofgate/.github/workflows/proofgate.yml.evil@refs/tags/v1"
 		}), sigstore.Identity{SignerWorkflow: "proofgate/proofgate/.github/workflows/proofgate.yml"}, "signer workflow"},
+		{"build signer other than the SAN", other(func(c *claims) {
+			c.BuildSigner = "proofgate/proofgate/.github/workflows/evil.yml@refs/tags/v1"
+		}), pinned(), "build signer"},
 		{"another repository", other(func(c *claims) { c.Repository = "evil/app" }), pinned(), "source repository"},
 		{"another ref", other(func(c *claims) { c.Ref = "refs/heads/dev" }), pinned(), "source ref"},
 		{"another workflow ref", other(func(c *claims) {
@@ -199,6 +202,14 @@ func TestVerifyKeylessWitnesses(t *testing.T) {
 	s.pb.VerificationMaterial.TlogEntries[0].InclusionProof.RootHash[0] ^= 1
 	_, err = v.VerifierFor(s.keyID, s.env, s.material(t))
 	refused(t, err, sigstore.TlogInvalid, "tlog")
+
+	// A second entry of the same log beside a good one.
+	s = w.sign(t, nil, defaultClaims(), false, true)
+	dup := w.tlogEntry(t, s)
+	dup.LogIndex, dup.InclusionProof.LogIndex = 7, 7
+	s.pb.VerificationMaterial.TlogEntries = append(s.pb.VerificationMaterial.TlogEntries, dup)
+	_, err = v.VerifierFor(s.keyID, s.env, s.material(t))
+	refused(t, err, sigstore.TlogInvalid, "one entry per log")
 
 	// An entry of a log the trusted root does not hold is unverifiable.
 	other := newWorld(t)

@@ -132,7 +132,11 @@ func (v *Verifiers) witness(m *material) ([]time.Time, error) {
 		for _, e := range entries {
 			logs[e.LogKeyID()] = true
 		}
-		// Every log named must verify its entry: one per distinct log.
+		// sigstore-go skips an entry it cannot verify and counts logs, not
+		// entries: with one entry per log, each must verify.
+		if len(logs) != len(entries) {
+			return nil, refuse(TlogInvalid, nil, "%d tlog entries of %d logs: at most one entry per log", len(entries), len(logs))
+		}
 		ts, err := verify.VerifyTlogEntry(m.bundle, v.trusted, len(logs), true)
 		if err != nil {
 			return nil, refuse(TlogInvalid, err, "tlog entry")
