@@ -337,3 +337,18 @@ func TestNewVerifiersRefuses(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkVerifierFor measures the verification of material with a
+// timestamp and a tlog entry.
+func BenchmarkVerifierFor(b *testing.B) {
+	w := newWorld(b)
+	v := verifiers(b, w)
+	s := w.sign(b, nil, defaultClaims(), false, true)
+	mat := s.material(b)
+	b.SetBytes(int64(len(mat)))
+	for b.Loop() {
+		if _, err := v.VerifierFor(s.keyID, s.env, mat); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
