@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
@@ -37,9 +38,11 @@ type KeylessOptions struct {
 // timestamped (and, with a Rekor URL, logged). It implements
 // envelope.MaterialSigner.
 type KeylessSigner struct {
-	opts    KeylessOptions
-	keypair *sign.EphemeralKeypair
-	keyID   string
+	opts  KeylessOptions
+	keyID string
+
+	mu      sync.Mutex
+	keypair *sign.EphemeralKeypair // nil once it has signed
 }
 
 // NewKeylessSigner makes an ephemeral ECDSA P-256 keypair; KeyID() is
@@ -95,11 +98,13 @@ func (s *KeylessSigner) KeyID() string { return s.keyID }
 // RFC 3161 timestamp and, with a Rekor URL, the tlog entry (see the
 // package doc). The ephemeral key signs once: a second call is refused.
 func (s *KeylessSigner) SignEnvelope(ctx context.Context, payloadType string, payload []byte) (sig, material []byte, err error) {
-	if s.keypair == nil {
-		return nil, nil, errors.New("keyless signer: the ephemeral key has signed already")
-	}
+	s.mu.Lock()
 	kp := s.keypair
 	s.keypair = nil
+	s.mu.Unlock()
+	if kp == nil {
+		return nil, nil, errors.New("keyless signer: the ephemeral key has signed already")
+	}
 	opts := sign.BundleOptions{
 		CertificateProvider:        sign.NewFulcio(&sign.FulcioOptions{BaseURL: s.opts.FulcioURL, Timeout: s.opts.Timeout}),
 		CertificateProviderOptions: &sign.CertificateProviderOptions{IDToken: s.opts.IDToken},
