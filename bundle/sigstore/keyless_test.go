@@ -6,6 +6,9 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -313,6 +316,33 @@ func keyBundle(t *testing.T, s *signed) []byte {
 		t.Fatal(err)
 	}
 	return b
+}
+
+func TestLoadVerifiers(t *testing.T) {
+	w := newWorld(t)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "trusted_root.json")
+	if err := os.WriteFile(path, w.trustedRoot, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := sigstore.LoadVerifiers(path, []sigstore.Identity{pinned()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := w.sign(t, nil, defaultClaims(), false, false)
+	if _, err := v.VerifierFor(s.keyID, s.env, s.material(t)); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.json")
+	if err := os.WriteFile(big, bytes.Repeat([]byte(" "), sigstore.MaxTrustedRootSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sigstore.LoadVerifiers(big, []sigstore.Identity{pinned()}); err == nil || !strings.Contains(err.Error(), "larger than") {
+		t.Fatalf("oversize trusted root: %v", err)
+	}
+	if _, err := sigstore.LoadVerifiers(filepath.Join(dir, "none.json"), []sigstore.Identity{pinned()}); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("missing trusted root: %v", err)
+	}
 }
 
 func TestNewVerifiersRefuses(t *testing.T) {

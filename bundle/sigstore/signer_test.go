@@ -21,6 +21,9 @@ import (
 
 	"github.com/digitorus/timestamp"
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
+	sgbundle "github.com/sigstore/sigstore-go/pkg/bundle"
+	"github.com/sigstore/sigstore-go/pkg/root"
+	"github.com/sigstore/sigstore-go/pkg/verify"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
@@ -152,6 +155,27 @@ func TestKeylessSignerRoundTrip(t *testing.T) {
 	}
 	if d := time.Since(k.WitnessedAt()); d < 0 || d > time.Minute {
 		t.Fatalf("witnessed %s ago", d)
+	}
+	// sigstore-go alone, as a third party would, verifies the material
+	// with the identity pinned.
+	tr, err := root.NewTrustedRootFromJSON(w.trustedRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb sgbundle.Bundle
+	if err := sb.UnmarshalJSON(mat); err != nil {
+		t.Fatal(err)
+	}
+	sv, err := verify.NewVerifier(tr, verify.WithSignedTimestamps(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cid, err := verify.NewShortCertificateIdentity(sigstore.DefaultIssuer, "", "https://github.com/"+reusable, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sv.Verify(&sb, verify.NewPolicy(verify.WithoutArtifactUnsafe(), verify.WithCertificateIdentity(cid))); err != nil {
+		t.Fatalf("sigstore-go: %v", err)
 	}
 	// The ephemeral key signs once.
 	if _, _, err := s.SignEnvelope(context.Background(), payloadType, testPayload); err == nil {
