@@ -3,8 +3,11 @@
 // application/vnd.dev.sigstore.bundle.v0.3+json, the protobuf-specs
 // Bundle message in its JSON form) that carries the archive's DSSE
 // envelope, so that Sigstore tooling (sigstore-go, cosign) can verify it.
+// It also signs keyless ([KeylessSigner], an envelope.MaterialSigner) and
+// verifies keyless material against a trusted root and identity policies
+// ([Verifiers], an envelope.MaterialVerifiers); docs/adr/0010.
 //
-// # Wire format
+// # Wire format (key-signed)
 //
 // For a key-signed envelope the bundle is
 //
@@ -35,6 +38,118 @@
 // the publicKey hint instead, which a verifier maps to its trusted key.
 // There are no transparency log entries and no timestamps: the verifier
 // must be told to expect none (sigstore-go: verify.WithNoObserverTimestamps).
+//
+// # Wire format (keyless)
+//
+// A keyless envelope's keyid (and its predicate's key_id) is "keyless:"
+// and the 64 lowercase hex digits of the SHA-256 of the ephemeral ECDSA
+// P-256 key's DER SubjectPublicKeyInfo; its signature is the ASN.1 DER
+// ECDSA signature of SHA-256(PAE(payloadType, payload)), at most
+// envelope.MaxMaterialSignature bytes. Its material (the archive member
+// attestation.sigstore.json, and the companion <name>.sigstore.json: the
+// same bytes) is
+//
+//	{
+//	  "mediaType": "application/vnd.dev.sigstore.bundle.v0.3+json",
+//	  "verificationMaterial": {
+//	    "certificate": {
+//	      "rawBytes": "<the Fulcio leaf, DER, standard base64>"
+//	    },
+//	    "tlogEntries": [
+//	      {
+//	        "logIndex": "<decimal, left out when 0>",
+//	        "logId": {
+//	          "keyId": "<SHA-256 of the log's DER public key, standard base64>"
+//	        },
+//	        "kindVersion": {
+//	          "kind": "dsse",
+//	          "version": "0.0.1"
+//	        },
+//	        "integratedTime": "<Unix seconds, decimal>",
+//	        "inclusionPromise": {
+//	          "signedEntryTimestamp": "<the log's SET, standard base64>"
+//	        },
+//	        "inclusionProof": {
+//	          "logIndex": "<decimal, left out when 0>",
+//	          "rootHash": "<standard base64>",
+//	          "treeSize": "<decimal>",
+//	          "hashes": ["<standard base64>", …],
+//	          "checkpoint": {
+//	            "envelope": "<the signed checkpoint note>"
+//	          }
+//	        },
+//	        "canonicalizedBody": "<the Rekor entry, standard base64>"
+//	      }
+//	    ],
+//	    "timestampVerificationData": {
+//	      "rfc3161Timestamps": [
+//	        {
+//	          "signedTimestamp": "<the RFC 3161 TimeStampResp, DER, standard base64>"
+//	        }
+//	      ]
+//	    }
+//	  },
+//	  "dsseEnvelope": {
+//	    "payload": "<the envelope's payload, standard base64>",
+//	    "payloadType": "application/vnd.in-toto+json",
+//	    "signatures": [
+//	      {
+//	        "sig": "<the envelope's signature, standard base64>"
+//	      }
+//	    ]
+//	  }
+//	}
+//
+// written by Marshal (protobuf field order, two-space indentation, a final
+// newline; protojson leaves out zero and empty fields, so tlogEntries is
+// absent without a Rekor URL and timestampVerificationData without a
+// TSA). The RFC 3161 timestamp is over SHA-256 of the signature bytes.
+// The verification material is exactly one certificate: a publicKey or
+// an x509CertificateChain, beside it or instead, is refused. The format is
+// closed: members are the JSON names above, case-sensitive, each at most
+// once (protobuf field names such as dsse_envelope are refused, though
+// protojson would take them), the envelope's signature carries no keyid,
+// and there are at most MaxTlogEntries entries and MaxTimestamps
+// timestamps; the whole is at most MaxSize bytes.
+//
+// # Keyless verification
+//
+// [Verifiers.VerifierFor] checks, in this order, each refusal a
+// *VerifyError whose Reason is the first that fails:
+//
+//  1. Malformed: the strict parse above, then protojson and sigstore-go's
+//     bundle validation (a v0.3 bundle with inclusion proofs).
+//  2. MaterialMismatch: the archive's envelope has the keyid, and the
+//     material's envelope its payload type, payload and signature byte
+//     for byte; the certificate's public key hashes to the keyid.
+//  3. TlogInvalid: every tlog entry verifies against a log of the trusted
+//     root (inclusion proof, SET, body equal to the envelope and the
+//     certificate, integrated time within the certificate's validity),
+//     one entry per log (sigstore-go verify.VerifyTlogEntry).
+//  4. TimestampInvalid: every RFC 3161 timestamp verifies against a TSA of
+//     the trusted root (verify.VerifySignedTimestamp); at least one
+//     witnessed time exists (a timestamp, or the integrated time of an
+//     entry with a SET); each witnessed time lies within the certificate's
+//     NotBefore and NotAfter.
+//  5. CertificateInvalid: the certificate chains to a Fulcio CA of the
+//     trusted root, as a code-signing leaf, at every witnessed time
+//     (verify.VerifyLeafCertificate); its key is ECDSA P-256.
+//  6. SignatureInvalid: the certificate's key verifies the signature.
+//  7. sigstore-go's whole verifier (verify.NewVerifier with
+//     WithObserverTimestamps(1) and, with entries, WithTransparencyLog)
+//     is the decision; a refusal the steps above did not foresee is
+//     Malformed.
+//  8. IdentityMismatch: the certificate matches at least one [Identity]:
+//     issuer extension …57264.1.8 (the deprecated …1.1, if present, equal
+//     to it), SAN and Build Signer URI for the signer workflow, Source
+//     Repository URI and Ref.
+//
+// The WitnessedKey's time is the earliest witnessed time; CheckAt
+// refuses a signed_at more than MaxSigningDelay before it or five minutes
+// after it (SigningTimeImplausible) and a "repo:OWNER/REPO" identity that
+// is not the certificate's source repository (IdentityMismatch), and
+// applies the matched identities' Valid at the witnessed time, as
+// CheckWitnessed does.
 package sigstore
 
 import (
