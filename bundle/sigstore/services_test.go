@@ -25,7 +25,7 @@ const (
 // CA) and timestamp authority on 127.0.0.1, for a token of the fake
 // GitHub issuer, and verifies the material against the trusted root the
 // services publish, pinned to the reusable workflow: accepted for the
-// realReusable workflow's token, refused (identity-mismatch) for a caller
+// reusable workflow's token, refused (identity-mismatch) for a caller
 // workflow's token and for a pin to another ref, and refused
 // (timestamp-invalid or certificate-invalid) against another instance's root.
 func TestKeylessAgainstRealServices(t *testing.T) {
