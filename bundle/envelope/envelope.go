@@ -127,6 +127,8 @@ func (e *Error) Error() string {
 		return e.Err.Error()
 	case UnknownKey:
 		return fmt.Sprintf("%s: keyid %q: %v", e.Name, clip(e.KeyID), e.Err)
+	case MaterialRefused:
+		return fmt.Sprintf("%s: keyid %q: verification material refused: %v", e.Name, clip(e.KeyID), e.Err)
 	}
 	return fmt.Sprintf("%s: the signature does not verify with key %s", e.Name, e.KeyID)
 }
@@ -198,11 +200,31 @@ func Parse(b []byte, payloadType, name string) (*Envelope, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: payload: not standard base64", name)
 	}
-	sig, err := base64.StdEncoding.Strict().DecodeString(env.Signatures[0].Sig)
-	if err != nil || len(sig) != SignatureSize {
-		return nil, nil, fmt.Errorf("%s: signatures[0].sig: not a base64 Ed25519 signature", name)
+	if err := checkSignature(&env.Signatures[0], name); err != nil {
+		return nil, nil, err
 	}
 	return &env, payload, nil
+}
+
+// checkSignature requires a keyid of one of the two forms and a signature
+// the form allows: a key id (64 lowercase hex) with a 64-byte Ed25519
+// signature, or KeylessPrefix and 64 lowercase hex with 1 to
+// MaxMaterialSignature bytes.
+func checkSignature(s *Signature, name string) error {
+	sig, err := base64.StdEncoding.Strict().DecodeString(s.Sig)
+	switch {
+	case Keyless(s.KeyID):
+		if err != nil || len(sig) == 0 || len(sig) > MaxMaterialSignature {
+			return fmt.Errorf("%s: signatures[0].sig: not a base64 signature of 1 to %d bytes", name, MaxMaterialSignature)
+		}
+	case isHex64(s.KeyID):
+		if err != nil || len(sig) != SignatureSize {
+			return fmt.Errorf("%s: signatures[0].sig: not a base64 Ed25519 signature", name)
+		}
+	default:
+		return fmt.Errorf("%s: signatures[0].keyid %q: neither a key id (64 lowercase hex) nor %s and 64 lowercase hex", name, clip(s.KeyID), KeylessPrefix)
+	}
+	return nil
 }
 
 // Verify checks env's signature over PAE(payloadType, payload) with the
