@@ -181,7 +181,7 @@ func (k *Key) validate(field string) error {
 
 // lifecycle is a key's or an identity's status and times.
 type lifecycle struct {
-	status                                 Status
+	status                                Status
 	notBefore, notAfter, retired, revoked *time.Time
 }
 
