@@ -68,7 +68,9 @@ func (e *Refused) RefusalReason() string { return e.Reason }
 type CA struct{ Priv ed25519.PrivateKey }
 
 // NewCA returns the CA whose key is the seed of b repeated.
-func NewCA(b byte) *CA { return &CA{Priv: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))} }
+func NewCA(b byte) *CA {
+	return &CA{Priv: ed25519.NewKeyFromSeed(bytes.Repeat([]byte{b}, ed25519.SeedSize))}
+}
 
 // Seal signs m.Cert into m.CASig and returns m as canonical JSON.
 func (ca *CA) Seal(m *Material) []byte {
