@@ -63,11 +63,22 @@ func (i *Identity) lifecycle() lifecycle {
 	return lifecycle{i.Status, i.NotBefore, i.NotAfter, i.RetiredAt, i.RevokedAt}
 }
 
-// validate checks the identity's fields and lifecycle; field labels errors.
+// validate checks the identity's id, policy and lifecycle; field labels
+// errors.
 func (i *Identity) validate(field string) error {
 	if err := printable.Check(field+".id", i.ID); err != nil {
 		return err
 	}
+	if err := i.CheckPolicy(field); err != nil {
+		return err
+	}
+	return validateLifecycle(field, "identity", i.lifecycle())
+}
+
+// CheckPolicy checks the identity's policy fields (issuer, signer_workflow,
+// source_repo, source_ref), as a store's are checked: printable, of their
+// shapes, and pinning a workflow or a repository. field labels errors.
+func (i *Identity) CheckPolicy(field string) error {
 	for _, f := range []struct{ name, v string }{{"issuer", i.Issuer}, {"signer_workflow", i.SignerWorkflow},
 		{"source_repo", i.SourceRepo}, {"source_ref", i.SourceRef}} {
 		if f.v != "" {
@@ -94,7 +105,7 @@ func (i *Identity) validate(field string) error {
 			return fmt.Errorf("%s.issuer: %q: want an http(s) URL", field, printable.Escape(i.Issuer))
 		}
 	}
-	return validateLifecycle(field, "identity", i.lifecycle())
+	return nil
 }
 
 // validateIdentities checks every identity and their count and ids.
