@@ -181,7 +181,7 @@ func trustCmd(g *globals) *cobra.Command {
 	retire.Short = "Retire a key: bundles signed up to --at (default now) still verify"
 	revoke := trustChangeCmd(g, &storePath, "revoke")
 	revoke.Short = "Revoke a key: bundles signed at or after --at, or all without --at, are refused"
-	c.AddCommand(trustAddCmd(g, &storePath), retire, revoke, trustListCmd(g, &storePath))
+	c.AddCommand(trustAddCmd(g, &storePath), trustAddIdentityCmd(g, &storePath), retire, revoke, trustListCmd(g, &storePath))
 	return c
 }
 
@@ -242,11 +242,14 @@ signing times it is valid for. The store is rewritten atomically.`,
 
 // trustChangeCmd is "trust retire" or "trust revoke" (verb).
 func trustChangeCmd(g *globals, storePath *string, verb string) *cobra.Command {
-	var keyID, keyFile, at string
+	var keyID, keyFile, identityID, at string
 	c := &cobra.Command{
-		Use:  verb + " --store trust.json --key-id ID [--at T]",
+		Use:  verb + " --store trust.json (--key-id ID | --identity-id NAME) [--at T]",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if identityID != "" {
+				return changeIdentity(g, *storePath, verb, identityID, keyID, keyFile, at)
+			}
 			id, err := keyIDFlag(keyID, keyFile)
 			if err != nil {
 				return err
@@ -267,6 +270,7 @@ func trustChangeCmd(g *globals, storePath *string, verb string) *cobra.Command {
 	}
 	c.Flags().StringVar(&keyID, "key-id", "", "key id")
 	c.Flags().StringVar(&keyFile, "public-key", "", "public key PEM file (instead of --key-id)")
+	registerIdentityID(c, &identityID)
 	if verb == "retire" {
 		c.Flags().StringVar(&at, "at", "", "retirement time (RFC 3339, default now)")
 	} else {
@@ -339,6 +343,7 @@ func trustListCmd(g *globals, storePath *string) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s %-7s identity=%s not_before=%s not_after=%s retired_at=%s revoked_at=%s\n",
 					k.ID, esc(string(k.Status)), esc(orDash(k.Identity)), fmtTime(k.NotBefore), fmtTime(k.NotAfter), fmtTime(k.RetiredAt), fmtRevoked(&k))
 			}
+			printIdentities(g.stdout, s)
 			return nil
 		},
 	}
