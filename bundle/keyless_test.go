@@ -400,3 +400,25 @@ func (badKeyless) KeyID() string { return strings.Repeat("a", 64) }
 func (badKeyless) SignEnvelope(context.Context, string, []byte) ([]byte, []byte, error) {
 	return nil, nil, errors.New("unreachable")
 }
+
+// TestKeylessVectorIsGenuine: the keyless failure vector is refused only
+// for want of a trusted root: the test pair's verifiers accept it.
+func TestKeylessVectorIsGenuine(t *testing.T) {
+	vc, err := parseVector("testdata/vectors/keyless-without-trusted-root.txtar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := trust.Parse(vc.trust, "trust.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vc.opts.Material = sigtest.NewCA(0xca).Verifiers()
+	res, err := Verify(bytes.NewReader(vc.bundle), st, vc.opts)
+	if err != nil || res.Signer == "" || !strings.HasPrefix(res.KeyID, envelope.KeylessPrefix) {
+		t.Fatalf("with the test CA: %v %+v", err, res)
+	}
+	vc.opts.Material = sigtest.NewCA(0xcb).Verifiers()
+	if _, err := Verify(bytes.NewReader(vc.bundle), st, vc.opts); reasonOf(err) != CertificateInvalid {
+		t.Fatalf("with another CA: %v", err)
+	}
+}
