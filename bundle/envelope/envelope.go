@@ -11,7 +11,10 @@
 // Ed25519 PKCS#8 signer one Signer; a keyless signer and its verifiers
 // would be others. [Open] is the one verification path of bundles and
 // checkpoints: parse strictly, look up the key by keyid, verify the
-// signature over PAE, and only then hand out the payload.
+// signature over PAE, and only then hand out the payload. A keyless
+// envelope (keyid KeylessPrefix and 64 hex) is opened by
+// [OpenWithMaterial] instead, with the key its verification material
+// vouches for ([MaterialVerifiers]); [SignWithMaterial] makes one.
 package envelope
 
 import (
@@ -180,8 +183,11 @@ func Open(b []byte, payloadType, name string, vs Verifiers) ([]byte, TrustedKey,
 }
 
 // Parse strictly decodes an envelope: known fields only, exactly
-// one signature, the expected payload type, strict standard base64. It
-// returns the raw payload bytes. Nothing in the payload is trusted yet.
+// one signature, the expected payload type, strict standard base64, and a
+// keyid of one of two forms: a key id (64 lowercase hex) with a 64-byte
+// Ed25519 signature, or a keyless keyid (KeylessPrefix and 64 lowercase
+// hex) with a signature of 1 to MaxMaterialSignature bytes. It returns the
+// raw payload bytes. Nothing in the payload is trusted yet.
 func Parse(b []byte, payloadType, name string) (*Envelope, []byte, error) {
 	if len(b) > MaxSize {
 		return nil, nil, fmt.Errorf("%s: larger than %d bytes", name, MaxSize)

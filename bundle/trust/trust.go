@@ -11,6 +11,12 @@
 // A *Store is one envelope.Verifiers: Verifier looks a key up by id, and
 // the *Key it returns verifies Ed25519 signatures and applies its status,
 // window and identity (CheckAt, CheckWitnessed).
+//
+// The store may also hold keyless signing identities ("identities",
+// identity.go): identity policies for keyless bundles' certificates, with
+// the same lifecycle, judged at the witnessed time (Identity.CheckWitnessed).
+// The package does not match certificates and does not import
+// bundle/sigstore; cmd/proofgate turns them into its identity policies.
 package trust
 
 import (
