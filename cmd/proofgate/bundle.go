@@ -403,17 +403,7 @@ authority; the archive then carries attestation.sigstore.json, and the
 companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := kx.check(cmd.Flags().Changed, keyRef); err != nil {
-				return err
-			}
-			var s envelope.Signer
-			var ms envelope.MaterialSigner
-			var err error
-			if kx.keyless {
-				ms, err = kx.signer()
-			} else {
-				s, err = loadSigner(keyRef)
-			}
+			s, ms, err := kx.signers(cmd.Flags().Changed, keyRef)
 			if err != nil {
 				return err
 			}

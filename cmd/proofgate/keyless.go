@@ -162,6 +162,20 @@ func (f *keylessExportFlags) check(changed func(string) bool, keyRef string) err
 	return nil
 }
 
+// signers checks the flags and returns the key signer --key names or,
+// with --keyless, the keyless signer.
+func (f *keylessExportFlags) signers(changed func(string) bool, keyRef string) (envelope.Signer, envelope.MaterialSigner, error) {
+	if err := f.check(changed, keyRef); err != nil {
+		return nil, nil, err
+	}
+	if f.keyless {
+		ms, err := f.signer()
+		return nil, ms, err
+	}
+	s, err := loadSigner(keyRef)
+	return s, nil, err
+}
+
 // signer returns the keyless signer the flags describe.
 func (f *keylessExportFlags) signer() (envelope.MaterialSigner, error) {
 	tok := os.Getenv("SIGSTORE_ID_TOKEN")
