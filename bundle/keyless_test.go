@@ -422,3 +422,31 @@ func TestKeylessVectorIsGenuine(t *testing.T) {
 		t.Fatalf("with another CA: %v", err)
 	}
 }
+
+// FuzzVerifyKeyless feeds arbitrary bytes to a verifier of keyless
+// bundles, seeded with a real one: no panic, a typed reason on every
+// refusal.
+func FuzzVerifyKeyless(f *testing.F) {
+	fx := makeRun(f, runOpts{approve: []string{"alice"}})
+	ca := sigtest.NewCA(0xca)
+	var buf bytes.Buffer
+	xr, err := Export(fx.runDir, sigtest.NewSigner(1), &buf, ExportOptions{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	buf.Reset()
+	if _, err := ExportWith(fx.runDir, ca.NewKeylessSigner(2, xr.SignedAt.Add(time.Minute)), &buf, ExportOptions{}); err != nil {
+		f.Fatal(err)
+	}
+	good := buf.Bytes()
+	f.Add(good)
+	f.Add(good[:len(good)/2])
+	lim := archive.Limits{MaxEntries: 64, MaxEntrySize: 1 << 20, MaxTotalSize: 4 << 20, MaxRatio: 200, RatioSlack: 1 << 20}
+	mv := ca.Verifiers()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, err := Verify(bytes.NewReader(b), nil, VerifyOptions{AnySource: true, AnyContract: true, Limits: &lim, Material: mv})
+		if err != nil && reasonOf(err) == "" {
+			t.Fatalf("untyped refusal: %v", err)
+		}
+	})
+}
