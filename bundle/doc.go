@@ -32,4 +32,19 @@
 // profile-mismatch, contract-mismatch); and the approvals
 // (insufficient-approvals). Verdict is the one JSON shape of the outcome,
 // printed by `proofgate bundle verify --json` and the verify action.
+//
+// Keyless bundles (ADR 0010; keyless.go) are exported with ExportWith and an
+// envelope.MaterialSigner: the keyid and predicate key_id are
+// envelope.KeylessPrefix and 64 hex, and the archive carries
+// envelope.MaterialFile (attestation.sigstore.json) after the attestation.
+// A Verifier given WithMaterialVerifiers opens them with the key the
+// material vouches for: the member is required (missing-file), refusals of
+// the material keep their reason (certificate-invalid, timestamp-invalid,
+// tlog-invalid, material-mismatch, identity-mismatch,
+// signing-time-implausible, malformed: any error with a
+// RefusalReason() string method naming one), the witnessed time stands
+// for the signing time (signed_at within MaxKeylessSigningDelay before it
+// and MaxClockSkew after it; the identity's CheckWitnessed at it and at
+// the policy's witness time), and Result gains Signer and Witnessed. A
+// key-signed bundle carrying the member is refused (extra-file).
 package bundle

@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -65,6 +66,10 @@ type ExportResult struct {
 	// Envelope is the archive's attestation.dsse.json, byte for byte (for
 	// the companion Sigstore bundle, package bundle/sigstore).
 	Envelope []byte `json:"-"`
+	// Material is the archive's attestation.sigstore.json of a keyless
+	// bundle (ExportWith), byte for byte: the companion Sigstore bundle.
+	// Nil for a key-signed bundle.
+	Material []byte `json:"-"`
 }
 
 // maxSmallFile bounds run.json, events.ndjson and contract.json.
@@ -75,6 +80,33 @@ const maxSmallFile = 1 << 30
 // the bytes packed: the small files are read once, and every blob is
 // re-hashed while it is copied and must match its name.
 func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (*ExportResult, error) {
+	return exportSigned(runDir, s.KeyID(), w, opts, func(payload []byte) ([]byte, []byte, error) {
+		env, err := envelope.Sign(s, PayloadType, payload)
+		return env, nil, err
+	})
+}
+
+// ExportWith is Export with a keyless signer: the predicate's key_id and
+// the envelope's keyid are s.KeyID() (envelope.KeylessPrefix and 64 hex),
+// and the verification material s returns is the archive member
+// envelope.MaterialFile, written after attestation.dsse.json, and
+// ExportResult.Material (the companion Sigstore bundle's bytes).
+func ExportWith(runDir string, s envelope.MaterialSigner, w io.Writer, opts ExportOptions) (*ExportResult, error) {
+	if !envelope.Keyless(s.KeyID()) {
+		return nil, fmt.Errorf("export: keyid %q is not %s and 64 lowercase hex", clip(s.KeyID()), envelope.KeylessPrefix)
+	}
+	return exportSigned(runDir, s.KeyID(), w, opts, func(payload []byte) ([]byte, []byte, error) {
+		return envelope.SignWithMaterial(context.Background(), s, PayloadType, payload)
+	})
+}
+
+// signFunc signs the statement and returns the envelope and, for a
+// keyless signer, the verification material.
+type signFunc func(payload []byte) (env, material []byte, err error)
+
+// exportSigned audits and packs the run, signs its statement naming keyID, and
+// writes the archive.
+func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign signFunc) (*ExportResult, error) {
 	id := filepath.Base(runDir)
 	mem, rep, events, err := auditForExport(runDir, id)
 	if err != nil {
@@ -97,7 +129,7 @@ func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (
 		Subject:       subjectList(subjects),
 		Predicate: Predicate{
 			SignedAt: signedAt.UTC().Format(time.RFC3339Nano),
-			KeyID:    s.KeyID(),
+			KeyID:    keyID,
 			Run:      Summarize(rep),
 		},
 	}
@@ -105,18 +137,21 @@ func Export(runDir string, s envelope.Signer, w io.Writer, opts ExportOptions) (
 	if err != nil {
 		return nil, err
 	}
-	env, err := envelope.Sign(s, PayloadType, payload)
+	env, material, err := sign(payload)
 	if err != nil {
 		return nil, err
 	}
 	entries = append(entries, archive.BytesEntry(AttestationFile, env))
+	if material != nil {
+		entries = append(entries, archive.BytesEntry(envelope.MaterialFile, material))
+	}
 
 	cw := &countWriter{w: w}
 	if err := archive.Write(cw, entries); err != nil {
 		return nil, err
 	}
-	return &ExportResult{RunID: id, KeyID: s.KeyID(), SignedAt: signedAt.UTC(), Files: len(entries),
-		Size: cw.n, Envelope: env}, nil
+	return &ExportResult{RunID: id, KeyID: keyID, SignedAt: signedAt.UTC(), Files: len(entries),
+		Size: cw.n, Envelope: env, Material: material}, nil
 }
 
 // auditForExport reads the run's small files once and audits the run from
@@ -223,6 +258,15 @@ func subjectList(subjects map[string]string) []Subject {
 // the whole bundle was written and fsynced. An existing file is refused
 // (fs.ErrExist) unless opts.Replace.
 func ExportFile(runDir, outPath string, s envelope.Signer, opts ExportOptions) (*ExportResult, error) {
+	return exportFile(outPath, opts, func(w io.Writer) (*ExportResult, error) { return Export(runDir, s, w, opts) })
+}
+
+// ExportFileWith is ExportFile with a keyless signer (ExportWith).
+func ExportFileWith(runDir, outPath string, s envelope.MaterialSigner, opts ExportOptions) (*ExportResult, error) {
+	return exportFile(outPath, opts, func(w io.Writer) (*ExportResult, error) { return ExportWith(runDir, s, w, opts) })
+}
+
+func exportFile(outPath string, opts ExportOptions, exp func(io.Writer) (*ExportResult, error)) (*ExportResult, error) {
 	write := durable.WriteExclusive
 	if opts.Replace {
 		write = durable.Write
@@ -232,7 +276,7 @@ func ExportFile(runDir, outPath string, s envelope.Signer, opts ExportOptions) (
 	var res *ExportResult
 	err := write(outPath, 0o644, func(w io.Writer) error {
 		var err error
-		res, err = Export(runDir, s, w, opts)
+		res, err = exp(w)
 		return err
 	})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -202,6 +203,9 @@ type VerifyOptions struct {
 	RequireApprovals int
 	// Limits, when non-nil, is WithLimits (nil: archive.DefaultLimits).
 	Limits *archive.Limits
+	// Material, when non-nil, is WithMaterialVerifiers: keyless bundles
+	// are verified with it (bundle/sigstore's Verifiers).
+	Material envelope.MaterialVerifiers
 }
 
 // Policy returns the policy o describes, or a *PolicyError.
@@ -245,6 +249,9 @@ func (o VerifyOptions) verifierOptions() []VerifierOption {
 	}
 	if !o.Now.IsZero() {
 		opts = append(opts, WithCurrentTime(o.Now))
+	}
+	if o.Material != nil {
+		opts = append(opts, WithMaterialVerifiers(o.Material))
 	}
 	return opts
 }

@@ -14,6 +14,11 @@ func openAttestation(att []byte, vs envelope.Verifiers) ([]byte, envelope.Truste
 	if err == nil {
 		return payload, k, nil
 	}
+	return openAttestationError(err)
+}
+
+// openAttestationError maps an envelope refusal to its bundle reason.
+func openAttestationError(err error) ([]byte, envelope.TrustedKey, error) {
 	var oe *envelope.Error
 	if !errors.As(err, &oe) {
 		return nil, nil, refuse(Malformed, err.Error(), "", err)

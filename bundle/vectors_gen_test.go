@@ -15,6 +15,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/canon"
@@ -274,4 +275,39 @@ func TestWriteFailureVectors(t *testing.T) {
 		dirty.resigned(t, dirty.members, nil), nil)
 	write("signing-time-implausible", string(SigningTimeImplausible), with(b.policy("verified an hour before signed_at"), "now", stamp(at.Add(-time.Hour))), trusted, good, nil)
 	write("insufficient-approvals", string(InsufficientApprovals), with(b.policy("one approval, the gate requires two"), "require-approvals", "2"), trusted, good, nil)
+
+	// Keyless bundles (ADR 0010), decided before any material is checked:
+	// the material is the test pair's (bundle/internal/sigtest), not a
+	// Sigstore bundle, and no verifier needs to read it.
+	keyless := b.keylessSigned(t, sigtest.NewCA(0xca).NewKeylessSigner(3, at.Add(time.Minute)))
+	var material []byte
+	for _, m := range keyless {
+		if m.Name == envelope.MaterialFile {
+			material = m.Data
+		}
+	}
+	write("keyless-without-trusted-root", string(UnknownKey), b.policy("a keyless attestation (keyid keyless:<hex>) with its attestation.sigstore.json, verified with a trust store only: nothing vouches for its key"), trusted, keyless, nil)
+	write("keyless-material-missing", string(MissingFile), b.policy("a keyless attestation whose attestation.sigstore.json was removed"), trusted,
+		editMember(keyless, envelope.MaterialFile, func([]byte) []byte { return nil }), nil)
+	write("extra-file-material-in-key-bundle", string(ExtraFile), b.policy("a key-signed bundle carrying attestation.sigstore.json"), trusted,
+		append(append([]archive.File{}, good...), archive.File{Name: envelope.MaterialFile, Data: material}), nil)
+}
+
+// keylessSigned returns the base members with the base statement signed
+// by the keyless signer s: the attestation and the material.
+func (b *vectorBase) keylessSigned(t *testing.T, s envelope.MaterialSigner) []archive.File {
+	t.Helper()
+	st := b.st
+	st.Subject = subjectsFor(b.members)
+	st.Predicate.KeyID = s.KeyID()
+	p, err := canon.Marshal(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env, material, err := envelope.SignWithMaterial(t.Context(), s, PayloadType, p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return append(append([]archive.File{}, b.members...), archive.File{Name: AttestationFile, Data: env},
+		archive.File{Name: envelope.MaterialFile, Data: material})
 }

@@ -23,7 +23,9 @@ type Verdict struct {
 	Detail         string `json:"detail,omitempty"`
 	RunID          string `json:"run_id,omitempty"`
 	KeyID          string `json:"key_id,omitempty"`
-	SignedAt       string `json:"signed_at,omitempty"` // RFC 3339 with nanoseconds, UTC
+	SignedAt       string `json:"signed_at,omitempty"`    // RFC 3339 with nanoseconds, UTC
+	Signer         string `json:"signer,omitempty"`       // a keyless bundle's signing identity
+	WitnessedAt    string `json:"witnessed_at,omitempty"` // a keyless bundle's witnessed time (= signed_at)
 	Commit         string `json:"commit,omitempty"`
 	Tree           string `json:"tree,omitempty"`
 	Dirty          *bool  `json:"dirty,omitempty"` // set when accepted
@@ -47,6 +49,9 @@ func (r *Result) Verdict() Verdict {
 		Digest: r.Run.VerificationDigest, ChainHead: r.Run.Chain.Head, Approvals: r.Approvals}
 	if r.Checkpoint != nil {
 		v.Checkpoint = r.Checkpoint.Length
+	}
+	if !r.Witnessed.IsZero() {
+		v.Signer, v.WitnessedAt = r.Signer, r.Witnessed.Format(time.RFC3339Nano)
 	}
 	return v
 }

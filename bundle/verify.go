@@ -59,6 +59,15 @@ const (
 	InsufficientApprovals  Reason = "insufficient-approvals"
 )
 
+// Refusal reasons of keyless bundles' verification material (step 2),
+// the strings bundle/sigstore's refusals carry (see refusalReason).
+const (
+	CertificateInvalid Reason = "certificate-invalid"
+	TimestampInvalid   Reason = "timestamp-invalid"
+	TlogInvalid        Reason = "tlog-invalid"
+	MaterialMismatch   Reason = "material-mismatch"
+)
+
 // MaxClockSkew is how far past the verification time (or the witness
 // time) a signature's signed_at may lie.
 const MaxClockSkew = 5 * time.Minute
@@ -83,9 +92,16 @@ func (e *VerifyError) Is(target error) bool { return target == exit.Refused }
 
 // Result is an accepted bundle.
 type Result struct {
-	RunID      string
-	KeyID      string
-	SignedAt   time.Time
+	RunID string
+	KeyID string
+	// SignedAt is the predicate's signed_at for a key-signed bundle and
+	// the witnessed time (Witnessed) for a keyless one.
+	SignedAt time.Time
+	// Signer and Witnessed are a keyless bundle's signing identity (the
+	// certificate's, e.g. the workflow at its ref) and the earliest time
+	// a witness attests its signature; empty and zero for key bundles.
+	Signer     string
+	Witnessed  time.Time
 	Run        RunSummary
 	Approvals  int
 	Files      int
@@ -97,9 +113,10 @@ var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
 // Verifier checks the integrity of bundles against a trust store, then the
 // caller's Policy.
 type Verifier struct {
-	store  envelope.Verifiers
-	limits archive.Limits
-	now    time.Time
+	store    envelope.Verifiers
+	material envelope.MaterialVerifiers
+	limits   archive.Limits
+	now      time.Time
 }
 
 // VerifierOption adjusts a Verifier.
@@ -113,8 +130,13 @@ func WithLimits(l archive.Limits) VerifierOption { return func(v *Verifier) { v.
 func WithCurrentTime(t time.Time) VerifierOption { return func(v *Verifier) { v.now = t } }
 
 // NewVerifier returns a verifier of bundles signed by keys of store (the
-// trust store, or any other envelope.Verifiers).
+// trust store, or any other envelope.Verifiers). A nil store trusts no key
+// (every key-signed bundle and checkpoint is refused): for a verifier of
+// keyless bundles only (WithMaterialVerifiers).
 func NewVerifier(store envelope.Verifiers, opts ...VerifierOption) *Verifier {
+	if store == nil {
+		store = noKeys{}
+	}
 	v := &Verifier{store: store, limits: archive.DefaultLimits}
 	for _, o := range opts {
 		o(v)
@@ -149,7 +171,7 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	payload, k, err := openEnvelope(b.files, v.store)
+	payload, k, err := b.openEnvelope(v.store, v.material)
 	if err != nil {
 		return nil, err
 	}
@@ -169,6 +191,10 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 		return nil, err
 	}
 	res := &Result{RunID: b.rep.RunID, KeyID: k.KeyID(), SignedAt: b.signedAt.UTC(), Run: b.summary, Files: len(b.list)}
+	if b.wk != nil {
+		res.Witnessed = b.wk.WitnessedAt().UTC()
+		res.SignedAt, res.Signer = res.Witnessed, b.wk.Signer()
+	}
 	if res.Checkpoint, err = b.checkCheckpoint(v.store); err != nil {
 		return nil, err
 	}
@@ -193,6 +219,9 @@ type unpacked struct {
 	subj     map[string]string // subject name -> sha256 hex
 	rep      *replay.Report
 	summary  RunSummary // Summarize(rep)
+	// wk is a keyless bundle's key, vouched for by its verification
+	// material (envelope.MaterialFile); nil for a key-signed bundle.
+	wk envelope.WitnessedKey
 }
 
 // readArchive reads the archive safely. Blobs are only hashed, never held:
@@ -209,13 +238,22 @@ func readArchive(r io.Reader, lim archive.Limits) (*unpacked, error) {
 	return &unpacked{list: list, files: files}, nil
 }
 
-// openEnvelope checks the DSSE signature of the attestation with a key of
-// store (envelope.Open), before a byte of the payload is trusted, and
-// returns the payload and the key.
-func openEnvelope(files map[string][]byte, store envelope.Verifiers) ([]byte, envelope.TrustedKey, error) {
-	att, ok := files[AttestationFile]
+// openEnvelope checks the DSSE signature of the attestation, before a byte
+// of the payload is trusted, and returns the payload and the key: a key of
+// store (envelope.Open), or for a keyless keyid the key the verification
+// material vouches for (openKeyless).
+func (b *unpacked) openEnvelope(store envelope.Verifiers, mv envelope.MaterialVerifiers) ([]byte, envelope.TrustedKey, error) {
+	att, ok := b.files[AttestationFile]
 	if !ok {
 		return nil, nil, refuse(MissingFile, AttestationFile+" is missing", "", nil)
+	}
+	if id := keyIDOf(att); envelope.Keyless(id) {
+		payload, wk, err := openKeyless(att, id, b.files, mv)
+		if err != nil {
+			return nil, nil, err
+		}
+		b.wk = wk
+		return payload, wk, nil
 	}
 	return openAttestation(att, store)
 }
@@ -253,6 +291,11 @@ func (b *unpacked) readStatement(payload []byte, keyID string) error {
 // time and, when witnessed is set, that it was neither retired nor revoked
 // by then.
 func (b *unpacked) checkKey(k envelope.TrustedKey, witnessed time.Time) error {
+	if b.wk != nil {
+		if err := b.checkWitnessedKey(); err != nil {
+			return err
+		}
+	}
 	identity := ""
 	if repo := b.st.Predicate.Run.Repo; repo != "" {
 		identity = "repo:" + repo
@@ -276,21 +319,27 @@ func (b *unpacked) checkSubjects() error {
 		return err
 	}
 	b.subj = subj
+	if err := b.checkMaterialMember(); err != nil {
+		return err
+	}
 	for _, name := range sortedKeys(subj) {
 		if _, ok := b.files[name]; !ok {
 			return refuse(MissingFile, name+" is a subject but not in the archive", b.id, nil)
 		}
 	}
 	for _, f := range b.list {
-		if _, ok := subj[f.Name]; !ok && f.Name != AttestationFile {
+		if b.unsigned(f.Name) {
+			continue
+		}
+		if _, ok := subj[f.Name]; !ok {
 			return refuse(ExtraFile, f.Name+" is in the archive but not a subject", b.id, nil)
 		}
-		if f.Name != AttestationFile && f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
+		if f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
 			return refuse(ExtraFile, f.Name+" is not a bundle file", b.id, nil)
 		}
 	}
 	for _, f := range b.list {
-		if f.Name == AttestationFile {
+		if b.unsigned(f.Name) {
 			continue
 		}
 		got := hex.EncodeToString(f.SHA256[:])
@@ -313,7 +362,7 @@ func (b *unpacked) subjects() (map[string]string, error) {
 		if len(s.Digest) != 1 || !ok || !hex64.MatchString(d) {
 			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: digest must be exactly {sha256: <64 hex>}", i), b.id, nil)
 		}
-		if err := archive.CheckName(s.Name); err != nil || s.Name == AttestationFile {
+		if err := archive.CheckName(s.Name); err != nil || s.Name == AttestationFile || s.Name == envelope.MaterialFile {
 			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: name %q", i, clip(s.Name)), b.id, err)
 		}
 		if _, dup := subj[s.Name]; dup {
@@ -334,7 +383,7 @@ func (b *unpacked) subjects() (map[string]string, error) {
 func (b *unpacked) audit() error {
 	mem := fstest.MapFS{}
 	for _, f := range b.list {
-		if f.Name != AttestationFile && f.Name != CheckpointFile {
+		if !b.unsigned(f.Name) && f.Name != CheckpointFile {
 			mem[f.Name] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
 		}
 	}
@@ -478,12 +527,20 @@ func checkSigningTime(signedAt time.Time, lastEvent string, now, witnessed time.
 	return nil
 }
 
+// refuseKey refuses a key a CheckAt or CheckWitnessed refused: with a
+// trust store's reason, or the reason a keyless key's refusal names.
 func refuseKey(err error, runID string) error {
 	var ke *trust.KeyError
-	if !errors.As(err, &ke) {
-		return refuse(Malformed, err.Error(), runID, err)
+	if errors.As(err, &ke) {
+		if ke.Identity != "" {
+			return refuse(Reason(ke.Reason), fmt.Sprintf("identity %s: %s", ke.Identity, ke.Detail), runID, err)
+		}
+		return refuse(Reason(ke.Reason), fmt.Sprintf("key %s: %s", ke.KeyID, ke.Detail), runID, err)
 	}
-	return refuse(Reason(ke.Reason), fmt.Sprintf("key %s: %s", ke.KeyID, ke.Detail), runID, err)
+	if r, ok := refusalReason(err); ok {
+		return refuse(r, err.Error(), runID, err)
+	}
+	return refuse(Malformed, err.Error(), runID, err)
 }
 
 func diffSummary(a, b *RunSummary) string {

@@ -11,7 +11,10 @@
 // Ed25519 PKCS#8 signer one Signer; a keyless signer and its verifiers
 // would be others. [Open] is the one verification path of bundles and
 // checkpoints: parse strictly, look up the key by keyid, verify the
-// signature over PAE, and only then hand out the payload.
+// signature over PAE, and only then hand out the payload. A keyless
+// envelope (keyid KeylessPrefix and 64 hex) is opened by
+// [OpenWithMaterial] instead, with the key its verification material
+// vouches for ([MaterialVerifiers]); [SignWithMaterial] makes one.
 package envelope
 
 import (
@@ -127,6 +130,8 @@ func (e *Error) Error() string {
 		return e.Err.Error()
 	case UnknownKey:
 		return fmt.Sprintf("%s: keyid %q: %v", e.Name, clip(e.KeyID), e.Err)
+	case MaterialRefused:
+		return fmt.Sprintf("%s: keyid %q: verification material refused: %v", e.Name, clip(e.KeyID), e.Err)
 	}
 	return fmt.Sprintf("%s: the signature does not verify with key %s", e.Name, e.KeyID)
 }
@@ -178,8 +183,11 @@ func Open(b []byte, payloadType, name string, vs Verifiers) ([]byte, TrustedKey,
 }
 
 // Parse strictly decodes an envelope: known fields only, exactly
-// one signature, the expected payload type, strict standard base64. It
-// returns the raw payload bytes. Nothing in the payload is trusted yet.
+// one signature, the expected payload type, strict standard base64, and a
+// keyid of one of two forms: a key id (64 lowercase hex) with a 64-byte
+// Ed25519 signature, or a keyless keyid (KeylessPrefix and 64 lowercase
+// hex) with a signature of 1 to MaxMaterialSignature bytes. It returns the
+// raw payload bytes. Nothing in the payload is trusted yet.
 func Parse(b []byte, payloadType, name string) (*Envelope, []byte, error) {
 	if len(b) > MaxSize {
 		return nil, nil, fmt.Errorf("%s: larger than %d bytes", name, MaxSize)
@@ -198,11 +206,31 @@ func Parse(b []byte, payloadType, name string) (*Envelope, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: payload: not standard base64", name)
 	}
-	sig, err := base64.StdEncoding.Strict().DecodeString(env.Signatures[0].Sig)
-	if err != nil || len(sig) != SignatureSize {
-		return nil, nil, fmt.Errorf("%s: signatures[0].sig: not a base64 Ed25519 signature", name)
+	if err := checkSignature(&env.Signatures[0], name); err != nil {
+		return nil, nil, err
 	}
 	return &env, payload, nil
+}
+
+// checkSignature requires a keyid of one of the two forms and a signature
+// the form allows: a key id (64 lowercase hex) with a 64-byte Ed25519
+// signature, or KeylessPrefix and 64 lowercase hex with 1 to
+// MaxMaterialSignature bytes.
+func checkSignature(s *Signature, name string) error {
+	sig, err := base64.StdEncoding.Strict().DecodeString(s.Sig)
+	switch {
+	case Keyless(s.KeyID):
+		if err != nil || len(sig) == 0 || len(sig) > MaxMaterialSignature {
+			return fmt.Errorf("%s: signatures[0].sig: not a base64 signature of 1 to %d bytes", name, MaxMaterialSignature)
+		}
+	case isHex64(s.KeyID):
+		if err != nil || len(sig) != SignatureSize {
+			return fmt.Errorf("%s: signatures[0].sig: not a base64 Ed25519 signature", name)
+		}
+	default:
+		return fmt.Errorf("%s: signatures[0].keyid %q: neither a key id (64 lowercase hex) nor %s and 64 lowercase hex", name, clip(s.KeyID), KeylessPrefix)
+	}
+	return nil
 }
 
 // Verify checks env's signature over PAE(payloadType, payload) with the

@@ -11,6 +11,12 @@
 // A *Store is one envelope.Verifiers: Verifier looks a key up by id, and
 // the *Key it returns verifies Ed25519 signatures and applies its status,
 // window and identity (CheckAt, CheckWitnessed).
+//
+// The store may also hold keyless signing identities ("identities",
+// identity.go): identity policies for keyless bundles' certificates, with
+// the same lifecycle, judged at the witnessed time (Identity.CheckWitnessed).
+// The package does not match certificates and does not import
+// bundle/sigstore; cmd/proofgate turns them into its identity policies.
 package trust
 
 import (
@@ -61,14 +67,21 @@ const (
 	IdentityMismatch  Reason = "identity-mismatch"
 )
 
-// KeyError is a key refused for a signature.
+// KeyError is a key, or a keyless signing identity, refused for a
+// signature.
 type KeyError struct {
 	Reason Reason
 	KeyID  string
-	Detail string
+	// Identity is the id of the trust store identity refused (Identity's
+	// CheckWitnessed), "" for a key.
+	Identity string
+	Detail   string
 }
 
 func (e *KeyError) Error() string {
+	if e.Identity != "" {
+		return fmt.Sprintf("identity %s: %s: %s", e.Identity, e.Reason, e.Detail)
+	}
 	return fmt.Sprintf("key %s: %s: %s", e.KeyID, e.Reason, e.Detail)
 }
 
@@ -102,6 +115,8 @@ func (k *Key) Verify(message, sig []byte) bool {
 type Store struct {
 	Version int   `json:"version"`
 	Keys    []Key `json:"keys"`
+	// Identities are the keyless signing identities trusted (identity.go).
+	Identities []Identity `json:"identities,omitempty"`
 }
 
 // New returns an empty store.
@@ -139,6 +154,9 @@ func Parse(b []byte, name string) (*Store, error) {
 		}
 		seen[k.ID] = true
 	}
+	if err := s.validateIdentities("trust store " + name); err != nil {
+		return nil, err
+	}
 	return &s, nil
 }
 
@@ -160,23 +178,42 @@ func (k *Key) validate(field string) error {
 	if len(k.Identity) > MaxIdentity {
 		return fmt.Errorf("%s.identity: longer than %d bytes", field, MaxIdentity)
 	}
-	switch k.Status {
+	if err := validateLifecycle(field, "key", k.lifecycle()); err != nil {
+		return err
+	}
+	k.pub = pub
+	return nil
+}
+
+// lifecycle is a key's or an identity's status and times.
+type lifecycle struct {
+	status                                Status
+	notBefore, notAfter, retired, revoked *time.Time
+}
+
+func (k *Key) lifecycle() lifecycle {
+	return lifecycle{k.Status, k.NotBefore, k.NotAfter, k.RetiredAt, k.RevokedAt}
+}
+
+// validateLifecycle refuses an unknown status, times the status does not
+// allow and an empty window; what names "key" or "identity".
+func validateLifecycle(field, what string, l lifecycle) error {
+	switch l.status {
 	case Active:
-		if k.RetiredAt != nil || k.RevokedAt != nil {
-			return fmt.Errorf("%s: an active key has no retired_at or revoked_at", field)
+		if l.retired != nil || l.revoked != nil {
+			return fmt.Errorf("%s: an active %s has no retired_at or revoked_at", field, what)
 		}
 	case Retired:
-		if k.RevokedAt != nil {
-			return fmt.Errorf("%s.revoked_at: set on a key that is not revoked", field)
+		if l.revoked != nil {
+			return fmt.Errorf("%s.revoked_at: set on a %s that is not revoked", field, what)
 		}
 	case Revoked:
 	default:
-		return fmt.Errorf("%s.status: %q, want active, retired or revoked", field, k.Status)
+		return fmt.Errorf("%s.status: %q, want active, retired or revoked", field, l.status)
 	}
-	if k.NotBefore != nil && k.NotAfter != nil && k.NotAfter.Before(*k.NotBefore) {
+	if l.notBefore != nil && l.notAfter != nil && l.notAfter.Before(*l.notBefore) {
 		return fmt.Errorf("%s.not_after: before not_before", field)
 	}
-	k.pub = pub
 	return nil
 }
 
@@ -310,38 +347,44 @@ func (s *Store) Lookup(id string) (*Key, error) {
 // CheckAt applies the key's status, validity window and identity to a
 // signature made at signedAt.
 func (k *Key) CheckAt(signedAt time.Time, identity string) error {
-	at := signedAt.UTC().Format(time.RFC3339Nano)
-	if k.Status == Revoked {
-		if k.RevokedAt == nil {
-			return &KeyError{Reason: KeyRevoked, KeyID: k.ID, Detail: "revoked for every signature"}
-		}
-		if !signedAt.Before(*k.RevokedAt) {
-			return &KeyError{Reason: KeyRevoked, KeyID: k.ID,
-				Detail: fmt.Sprintf("signed at %s, revoked at %s", at, k.RevokedAt.Format(time.RFC3339Nano))}
-		}
-	}
-	if k.NotBefore != nil && signedAt.Before(*k.NotBefore) {
-		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
-			Detail: fmt.Sprintf("signed at %s, before not_before %s", at, k.NotBefore.Format(time.RFC3339Nano))}
-	}
-	if k.NotAfter != nil && signedAt.After(*k.NotAfter) {
-		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
-			Detail: fmt.Sprintf("signed at %s, after not_after %s", at, k.NotAfter.Format(time.RFC3339Nano))}
-	}
-	if k.Status == Retired && k.RetiredAt == nil {
-		// No retirement time (a hand-edited store): nothing it signed is
-		// known to predate retirement.
-		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID, Detail: "retired, with no retired_at"}
-	}
-	if k.Status == Retired && signedAt.After(*k.RetiredAt) {
-		return &KeyError{Reason: KeyNotValidAtTime, KeyID: k.ID,
-			Detail: fmt.Sprintf("signed at %s, after the key was retired at %s", at, k.RetiredAt.Format(time.RFC3339Nano))}
+	if r, detail := k.lifecycle().at(signedAt, "signed at", "key"); r != "" {
+		return &KeyError{Reason: r, KeyID: k.ID, Detail: detail}
 	}
 	if k.Identity != "" && k.Identity != identity {
 		return &KeyError{Reason: IdentityMismatch, KeyID: k.ID,
 			Detail: fmt.Sprintf("key is for %q, bundle is for %q", k.Identity, identity)}
 	}
 	return nil
+}
+
+// at applies the status and window to a signature made (or witnessed) at
+// t, and returns the reason and detail of a refusal, or "". verb words
+// the time ("signed at"), what the thing refused ("key").
+func (l lifecycle) at(t time.Time, verb, what string) (Reason, string) {
+	at := verb + " " + t.UTC().Format(time.RFC3339Nano)
+	if l.status == Revoked {
+		if l.revoked == nil {
+			return KeyRevoked, "revoked for every signature"
+		}
+		if !t.Before(*l.revoked) {
+			return KeyRevoked, fmt.Sprintf("%s, revoked at %s", at, l.revoked.Format(time.RFC3339Nano))
+		}
+	}
+	if l.notBefore != nil && t.Before(*l.notBefore) {
+		return KeyNotValidAtTime, fmt.Sprintf("%s, before not_before %s", at, l.notBefore.Format(time.RFC3339Nano))
+	}
+	if l.notAfter != nil && t.After(*l.notAfter) {
+		return KeyNotValidAtTime, fmt.Sprintf("%s, after not_after %s", at, l.notAfter.Format(time.RFC3339Nano))
+	}
+	if l.status == Retired && l.retired == nil {
+		// No retirement time (a hand-edited store): nothing it signed is
+		// known to predate retirement.
+		return KeyNotValidAtTime, "retired, with no retired_at"
+	}
+	if l.status == Retired && t.After(*l.retired) {
+		return KeyNotValidAtTime, fmt.Sprintf("%s, after the %s was retired at %s", at, what, l.retired.Format(time.RFC3339Nano))
+	}
+	return "", ""
 }
 
 // CheckWitnessed refuses the key for a signature that a witness the
@@ -366,6 +409,8 @@ func (s *Store) Marshal() ([]byte, error) {
 	c := *s
 	c.Keys = append([]Key(nil), s.Keys...)
 	sort.Slice(c.Keys, func(i, j int) bool { return c.Keys[i].ID < c.Keys[j].ID })
+	c.Identities = append([]Identity(nil), s.Identities...)
+	sort.Slice(c.Identities, func(i, j int) bool { return c.Identities[i].ID < c.Identities[j].ID })
 	b, err := json.MarshalIndent(&c, "", "  ")
 	if err != nil {
 		return nil, fmt.Errorf("trust store: %w", err)

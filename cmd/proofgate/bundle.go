@@ -181,7 +181,7 @@ func trustCmd(g *globals) *cobra.Command {
 	retire.Short = "Retire a key: bundles signed up to --at (default now) still verify"
 	revoke := trustChangeCmd(g, &storePath, "revoke")
 	revoke.Short = "Revoke a key: bundles signed at or after --at, or all without --at, are refused"
-	c.AddCommand(trustAddCmd(g, &storePath), retire, revoke, trustListCmd(g, &storePath))
+	c.AddCommand(trustAddCmd(g, &storePath), trustAddIdentityCmd(g, &storePath), retire, revoke, trustListCmd(g, &storePath))
 	return c
 }
 
@@ -242,11 +242,14 @@ signing times it is valid for. The store is rewritten atomically.`,
 
 // trustChangeCmd is "trust retire" or "trust revoke" (verb).
 func trustChangeCmd(g *globals, storePath *string, verb string) *cobra.Command {
-	var keyID, keyFile, at string
+	var keyID, keyFile, identityID, at string
 	c := &cobra.Command{
-		Use:  verb + " --store trust.json --key-id ID [--at T]",
+		Use:  verb + " --store trust.json (--key-id ID | --identity-id NAME) [--at T]",
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if identityID != "" {
+				return changeIdentity(g, *storePath, verb, identityID, keyID, keyFile, at)
+			}
 			id, err := keyIDFlag(keyID, keyFile)
 			if err != nil {
 				return err
@@ -267,6 +270,7 @@ func trustChangeCmd(g *globals, storePath *string, verb string) *cobra.Command {
 	}
 	c.Flags().StringVar(&keyID, "key-id", "", "key id")
 	c.Flags().StringVar(&keyFile, "public-key", "", "public key PEM file (instead of --key-id)")
+	registerIdentityID(c, &identityID)
 	if verb == "retire" {
 		c.Flags().StringVar(&at, "at", "", "retirement time (RFC 3339, default now)")
 	} else {
@@ -339,6 +343,7 @@ func trustListCmd(g *globals, storePath *string) *cobra.Command {
 				fmt.Fprintf(g.stdout, "%s %-7s identity=%s not_before=%s not_after=%s retired_at=%s revoked_at=%s\n",
 					k.ID, esc(string(k.Status)), esc(orDash(k.Identity)), fmtTime(k.NotBefore), fmtTime(k.NotAfter), fmtTime(k.RetiredAt), fmtRevoked(&k))
 			}
+			printIdentities(g.stdout, s)
 			return nil
 		},
 	}
@@ -376,8 +381,9 @@ func bundleCmd(g *globals) *cobra.Command {
 func exportCmd(g *globals) *cobra.Command {
 	var keyRef, out, sigOut, signedAt string
 	var asJSON, force bool
+	var kx keylessExportFlags
 	c := &cobra.Command{
-		Use:   "export RUN --key key.pem [-o FILE] [--sigstore FILE] [--force]",
+		Use:   "export RUN (--key key.pem | --keyless [--id-token-file F]) [-o FILE] [--sigstore FILE] [--force]",
 		Short: "Export a COMPLETE run as a signed evidence bundle",
 		Long: `Write one deterministic .tar.gz holding run.json, events.ndjson,
 contract.json, every blob the log references, the latest checkpoint if any,
@@ -389,10 +395,15 @@ of the run's last event (so the same run and key give the same bytes);
 Sigstore bundle (v0.3, the same DSSE envelope, the key id as public key
 hint), FILE without .tar.gz (or .tgz) plus .sigstore.json unless
 --sigstore names it. An existing FILE is refused unless --force; a FILE inside the run store
-(<state>/runs) always is.`,
+(<state>/runs) always is.
+
+--keyless signs with an ephemeral key instead, certified by Fulcio for the OIDC
+token (--id-token-file or $SIGSTORE_ID_TOKEN) and timed by a timestamp
+authority; the archive then carries attestation.sigstore.json, and the
+companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			s, err := loadSigner(keyRef)
+			s, ms, err := kx.signers(cmd.Flags().Changed, keyRef)
 			if err != nil {
 				return err
 			}
@@ -417,17 +428,9 @@ hint), FILE without .tar.gz (or .tgz) plus .sigstore.json unless
 				return err
 			}
 			opts.Replace = force
-			res, err := bundle.ExportFile(store.Path(id), out, s, opts)
+			res, sb, err := exportSigned(store.Path(id), out, s, ms, opts)
 			if err != nil {
-				var xe *bundle.ExportError
-				if errors.As(err, &xe) {
-					return refusedErr(err)
-				}
-				return outputErr(err)
-			}
-			sb, err := sigstore.FromEnvelope(res.Envelope, res.KeyID)
-			if err != nil {
-				return envErr(err)
+				return err
 			}
 			if err := sigstore.WriteFile(sigOut, sb, force); err != nil {
 				return outputErr(err)
@@ -450,6 +453,7 @@ hint), FILE without .tar.gz (or .tgz) plus .sigstore.json unless
 	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <run-id>.bundle.tar.gz)")
 	c.Flags().StringVar(&sigOut, "sigstore", "", "companion Sigstore bundle file (default FILE without .tar.gz or .tgz, plus .sigstore.json)")
 	c.Flags().StringVar(&signedAt, "signed-at", "", "signing time to assert (RFC 3339 or now)")
+	kx.register(c)
 	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
@@ -460,6 +464,7 @@ type verifyFlags struct {
 	trust, commit, tree, repo, profile, contractHash, witnessed string
 	approvals                                                   int
 	anySource, anyContract, allowDirty, asJSON                  bool
+	keyless                                                     keylessVerifyFlags
 }
 
 func (f *verifyFlags) register(c *cobra.Command) {
@@ -476,6 +481,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.IntVar(&f.approvals, "require-approvals", 1, "minimum distinct approvals")
 	fl.StringVar(&f.witnessed, "witnessed-at", "", "a time the bundle existed by, from a witness the signer does not control (RFC 3339, e.g. the artifact's created_at)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	f.keyless.register(c)
 }
 
 // options turns the flags into a verify policy. A flag given as "" is a
@@ -493,8 +499,11 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	if changed("contract") && g.contract == "" {
 		return o, usageErr(errors.New("--contract is empty"))
 	}
-	if f.trust == "" {
-		return o, usageErr(errors.New("--trust is required"))
+	if err := f.keyless.check(changed); err != nil {
+		return o, err
+	}
+	if f.trust == "" && f.keyless.trustedRoot == "" {
+		return o, usageErr(errors.New("--trust is required (or --trusted-root, for keyless bundles)"))
 	}
 	o.Commit, o.Tree, o.AnySource, o.Repo = strings.ToLower(f.commit), strings.ToLower(f.tree), f.anySource, f.repo
 	o.RequireApprovals, o.AllowDirty, o.AnyContract, o.ContractHash = f.approvals, f.allowDirty, f.anyContract, f.contractHash
@@ -551,7 +560,7 @@ func (f *verifyFlags) policyErr(err error) error {
 func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--json]",
+		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
@@ -573,6 +582,13 @@ contract is refused), --contract-hash sha256:<hex>, or --any-contract. SHAs
 are full 40-hex (or 64-hex) values; an empty flag value is an error, never
 "any".
 
+Keyless bundles (bundle export --keyless) verify with --trusted-root
+trusted_root.json (read offline) and at least one pinned identity: the flags'
+(--signer-workflow OWNER/REPO/.github/workflows/F.yml[@REF], --source-repo,
+--source-ref, --certificate-oidc-issuer) or the --trust store's identities.
+The witnessed time (the timestamp's) stands for the signing time; --trust is
+then optional (key-signed bundles are refused without it).
+
 Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 		Example: `  proofgate bundle verify run.bundle.tar.gz --trust trust.json \
       --commit "$(git rev-parse HEAD)" --contract .proofgate/contract.yaml --repo acme/widget`,
@@ -582,10 +598,11 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			if err != nil {
 				return err
 			}
-			store, err := trust.Load(f.trust)
+			store, mv, err := f.verifyStores()
 			if err != nil {
-				return usageErr(err)
+				return err
 			}
+			opts.Material = mv
 			file, err := os.Open(args[0])
 			if err != nil {
 				return usageErr(err)
@@ -625,8 +642,12 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 	if *v.Dirty {
 		src = "DIRTY source (planned with --allow-dirty; accepted because --allow-dirty was given)"
 	}
+	signer := v.KeyID
+	if v.Signer != "" {
+		signer = "keyless " + printable.Escape(v.Signer) + " (witnessed)"
+	}
 	fmt.Fprintf(w, "accepted: run %s, commit %s, tree %s, %s, contract %s, %d approval(s), signed by %s at %s\n",
-		v.RunID, v.Commit, v.Tree, src, v.ContractHash, v.Approvals, v.KeyID, v.SignedAt)
+		v.RunID, v.Commit, v.Tree, src, v.ContractHash, v.Approvals, signer, v.SignedAt)
 }
 
 func checkpointCmd(g *globals) *cobra.Command {

@@ -3,6 +3,9 @@
 // beside bundle/key's sigstore-backed one) and Verifiers whose keys count
 // their calls and can be told to forge or to refuse, so tests prove that
 // bundles and checkpoints are signed and verified through the interfaces.
+// keyless.go adds a keyless pair without Sigstore (a MaterialSigner and
+// MaterialVerifiers over a test CA), whose refusals name the reasons
+// bundle/sigstore's do.
 package sigtest
 
 import (
