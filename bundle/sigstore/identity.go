@@ -213,3 +213,7 @@ func matchIdentities(ids []Identity, c *x509.Certificate, s *certificate.Summary
 	}
 	return matched, nil
 }
+
+// RefusalReason is the reason as a string: the method bundle reads
+// refusals through, without importing this package.
+func (e *VerifyError) RefusalReason() string { return string(e.Reason) }
