@@ -86,7 +86,9 @@ type VerifyError struct {
 	Err    error
 }
 
-func (e *VerifyError) Error() string { return "keyless material refused: " + string(e.Reason) + ": " + e.Detail }
+func (e *VerifyError) Error() string {
+	return "keyless material refused: " + string(e.Reason) + ": " + e.Detail
+}
 
 // Reason is the typed cause of a VerifyError.
 type Reason string

@@ -3,10 +3,10 @@ package action
 import (
 	"archive/zip"
 	"bytes"
-	"slices"
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"

@@ -88,7 +88,7 @@ type VerifyResult struct {
 	Signer    string
 	Witnessed time.Time
 	Attempts  []Attempt
-	Outputs  map[string]string
+	Outputs   map[string]string
 }
 
 // BundleVerdict returns the verdict as a document of its own.
@@ -152,8 +152,8 @@ type gate struct {
 	ws          string
 	store       *trust.Store
 	mv          envelope.MaterialVerifiers // nil without input trusted-root
-	gh          *github.Client // nil without input github-token
-	owner, name string         // of GITHUB_REPOSITORY
+	gh          *github.Client             // nil without input github-token
+	owner, name string                     // of GITHUB_REPOSITORY
 	opts        bundle.VerifyOptions
 }
 
