@@ -422,3 +422,18 @@ func TestVerifyIdentityInputs(t *testing.T) {
 		})
 	}
 }
+
+// Key mode never asks for an OIDC token, even when the job could get one.
+func TestKeyModeNeedsNoIDToken(t *testing.T) {
+	fx := newFixture(t, processContract, nil)
+	fx.reviewEvent(fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head}))
+	te, u := newTokenEndpoint(t, "req", "tok", http.StatusOK)
+	fx.env[idTokenURLEnv], fx.env[idTokenTokenEnv] = u, "req"
+	res, err := fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	te.mu.Lock()
+	defer te.mu.Unlock()
+	if len(te.audiences) != 0 || res.ArtifactID == 0 {
+		t.Fatalf("key mode requested %d tokens; artifact %d", len(te.audiences), res.ArtifactID)
+	}
+}
