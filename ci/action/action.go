@@ -620,7 +620,7 @@ func (j *job) publish(ctx context.Context) (int, error) {
 		}
 		return 0, usage("the run is COMPLETE but input signing-key is empty: set it to ${{ secrets.PROOFGATE_SIGNING_KEY }} (see docs/action.md)")
 	}
-	_, files, err := j.export(ctx)
+	files, err := j.export(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -639,17 +639,17 @@ func (j *job) unsignedFork(why string) int {
 }
 
 // export writes the signed bundle and its companion Sigstore bundle, and
-// returns the archive's path and the artifact's files by name.
-func (j *job) export(ctx context.Context) (string, map[string][]byte, error) {
+// returns the artifact's files by name.
+func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 	sign, err := j.signFunc(ctx)
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
 	// Next to the run directories: the planner leaves <state>/runs out of the
 	// work-tree digest, so a bundle never makes a later run's checkout dirty.
 	dir := filepath.Join(j.stateDir, "runs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, environment("bundle directory: %w", err)
+		return nil, environment("bundle directory: %w", err)
 	}
 	out := filepath.Join(dir, j.res.RunID+".bundle.tar.gz")
 	var buf bytes.Buffer
@@ -661,19 +661,19 @@ func (j *job) export(ctx context.Context) (string, map[string][]byte, error) {
 		if !ok {
 			c = exit.Environment
 		}
-		return "", nil, exit.Wrap(c, fmt.Errorf("export: %w", err))
+		return nil, exit.Wrap(c, fmt.Errorf("export: %w", err))
 	}
 	b := buf.Bytes()
 	comp, err := companion(b, j.keyless, x.Envelope, x.KeyID)
 	if err != nil {
-		return "", nil, environment("companion Sigstore bundle: %w", err)
+		return nil, environment("companion Sigstore bundle: %w", err)
 	}
 	compOut := filepath.Join(dir, companionName(filepath.Base(out)))
 	if err := durable.CreateExclusive(out, b, 0o644); err != nil {
-		return "", nil, environment("write the bundle: %w", err)
+		return nil, environment("write the bundle: %w", err)
 	}
 	if err := durable.CreateExclusive(compOut, comp, 0o644); err != nil {
-		return "", nil, environment("write the companion Sigstore bundle: %w", err)
+		return nil, environment("write the companion Sigstore bundle: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	j.res.BundleSHA256 = "sha256:" + hex.EncodeToString(sum[:])
@@ -685,14 +685,14 @@ func (j *job) export(ctx context.Context) (string, map[string][]byte, error) {
 	signedBy := "key " + x.KeyID
 	if j.keyless {
 		if j.res.Signer, err = certificateIdentity(comp); err != nil {
-			return "", nil, environment("keyless material: %w", err)
+			return nil, environment("keyless material: %w", err)
 		}
 		j.s.signer = j.res.Signer
 		j.f.output("signer", j.res.Signer)
 		signedBy = "certificate for " + j.res.Signer
 	}
 	j.f.logf("proofgate: exported %s (%d bytes, %s, %s) and %s", j.res.BundlePath, x.Size, j.res.BundleSHA256, signedBy, j.res.SigstorePath)
-	return out, map[string][]byte{filepath.Base(out): b, filepath.Base(compOut): comp}, nil
+	return map[string][]byte{filepath.Base(out): b, filepath.Base(compOut): comp}, nil
 }
 
 // signFunc returns the export of the run with the job's signer: the key,
