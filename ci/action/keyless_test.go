@@ -8,11 +8,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/base64"
+	"errors"
 	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -21,8 +24,11 @@ import (
 	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
 	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 
+	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -436,5 +442,38 @@ func TestKeyModeNeedsNoIDToken(t *testing.T) {
 	defer te.mu.Unlock()
 	if len(te.audiences) != 0 || res.ArtifactID == 0 {
 		t.Fatalf("key mode requested %d tokens; artifact %d", len(te.audiences), res.ArtifactID)
+	}
+}
+
+// failingMaterial is a MaterialVerifiers that refuses everything and
+// counts its calls.
+type failingMaterial struct{ calls int }
+
+func (f *failingMaterial) VerifierFor(string, []byte, []byte) (envelope.WitnessedKey, error) {
+	f.calls++
+	return nil, errors.New("refused")
+}
+
+// With a trusted root configured, a key-signed bundle still verifies
+// against the trust store alone: the material verifiers are never asked,
+// and no keyless signer is reported.
+func TestKeyBundleWithMaterialVerifiers(t *testing.T) {
+	fx, res, _ := approvedRun(t)
+	data, err := os.ReadFile(filepath.Join(fx.ws, res.BundlePath))
+	if err != nil {
+		t.Fatal(err)
+	}
+	store, err := trust.Load(fx.trust)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mv := &failingMaterial{}
+	rec := &witnessRecorder{mv: mv}
+	r, err := verifyBundle(data, store, rec, bundle.VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 1, Repo: owner + "/" + repo})
+	if err != nil || r.RunID != res.RunID {
+		t.Fatalf("key bundle: %v", err)
+	}
+	if mv.calls != 0 || rec.last != nil {
+		t.Fatalf("material verifiers asked %d times for a key bundle", mv.calls)
 	}
 }
