@@ -40,6 +40,13 @@ if ! command -v staticcheck >/dev/null 2>&1; then
   command -v staticcheck >/dev/null 2>&1 || go install honnef.co/go/tools/cmd/staticcheck@v0.8.2
 fi
 
+step "install actionlint"
+# ci/action's TestWorkflowsActionlint lints .github/workflows and
+# examples/workflows with it; required here, skipped where it is missing.
+export PATH="$(go env GOPATH)/bin:$PATH"
+command -v actionlint >/dev/null 2>&1 || go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+export PROOFGATE_REQUIRE_ACTIONLINT=1
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then

@@ -20,6 +20,7 @@
 package action
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -44,6 +45,7 @@ import (
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -128,7 +130,9 @@ type Result struct {
 	// Recorded is how many approvals were recorded through the kernel.
 	Recorded     int
 	BundlePath   string
+	SigstorePath string // the companion Sigstore bundle
 	BundleSHA256 string
+	Signer       string // keyless: the certificate's identity
 	ArtifactName string
 	ArtifactID   int64
 	// Outputs are the step outputs set.
@@ -161,6 +165,7 @@ func DefaultRuntimes(ctx context.Context, c *contract.Resolved) (map[string]runt
 type inputs struct {
 	contract, profile, signingKey, token, artifactName, onPending, stateDir string
 	jobs                                                                    int
+	signing                                                                 signingInputs
 }
 
 func readInputs(f *workflow) (inputs, error) {
@@ -173,13 +178,22 @@ func readInputs(f *workflow) (inputs, error) {
 		onPending:    strings.ToLower(f.input("on-pending")),
 		stateDir:     f.input("state-dir"),
 	}
-	if in.signingKey == "" {
-		in.signingKey = strings.TrimSpace(f.getenv(SigningKeyEnv))
-	}
 	// Mask before anything else can print them.
 	f.mask(in.signingKey)
 	f.mask(in.token)
 	f.mask(f.getenv("ACTIONS_RUNTIME_TOKEN"))
+	f.mask(f.getenv(idTokenTokenEnv))
+	var err error
+	if in.signing, err = readSigning(f); err != nil {
+		return in, err
+	}
+	switch {
+	case in.signing.mode == SigningKeyless && in.signingKey != "":
+		return in, errors.New("input signing-key is set but input signing is keyless: a keyless bundle is signed by an ephemeral key Fulcio certifies; remove signing-key (or set signing: key)")
+	case in.signing.mode == SigningKey && in.signingKey == "":
+		in.signingKey = strings.TrimSpace(f.getenv(SigningKeyEnv))
+		f.mask(in.signingKey)
+	}
 	if in.contract == "" {
 		in.contract = DefaultContract
 	}
@@ -275,7 +289,8 @@ type job struct {
 	repo, owner, name string // GITHUB_REPOSITORY and its parts
 	ws, stateDir      string
 	gh                *github.Client  // nil without input github-token
-	signer            envelope.Signer // nil without input signing-key
+	signer            envelope.Signer // nil without input signing-key (and in keyless mode)
+	keyless           bool            // input signing: keyless
 	c                 *contract.Resolved
 	r                 *run.Run
 	closed            bool
@@ -377,6 +392,11 @@ func (j *job) setup(ctx context.Context) error {
 // loadSigner parses input signing-key; without one, it says why no bundle
 // will be exported.
 func (j *job) loadSigner() error {
+	if j.in.signing.mode == SigningKeyless {
+		j.keyless = true
+		j.keylessReady()
+		return nil
+	}
 	switch {
 	case j.in.signingKey != "":
 		pk, err := key.ParsePrivate([]byte(j.in.signingKey), "input signing-key")
@@ -591,34 +611,49 @@ func (j *job) failed(title string, c exit.Class, msg string) int {
 
 // publish exports the bundle of a COMPLETE run and uploads it.
 func (j *job) publish(ctx context.Context) (int, error) {
-	if j.signer == nil {
+	if j.keyless && j.ev.Fork && j.o.Getenv(idTokenURLEnv) == "" {
+		return j.unsignedFork("a fork pull request run has no OIDC token"), nil
+	}
+	if j.signer == nil && !j.keyless {
 		if j.ev.Fork {
-			j.s.pending = "the run is COMPLETE, but a fork pull request run has no signing key: no bundle was exported"
-			j.f.annotate("warning", "ProofGate unsigned", j.s.pending)
-			if j.in.onPending == "neutral" {
-				return ExitOK, nil
-			}
-			return ExitAwaiting, nil
+			return j.unsignedFork("a fork pull request run has no signing key"), nil
 		}
 		return 0, usage("the run is COMPLETE but input signing-key is empty: set it to ${{ secrets.PROOFGATE_SIGNING_KEY }} (see docs/action.md)")
 	}
-	out, b, err := j.export()
+	files, err := j.export(ctx)
 	if err != nil {
 		return 0, err
 	}
-	return j.upload(ctx, out, b)
+	return j.upload(ctx, files)
 }
 
-// export writes the signed bundle and returns its path and bytes.
-func (j *job) export() (string, []byte, error) {
+// unsignedFork ends a COMPLETE fork run that cannot sign (why), per
+// on-pending.
+func (j *job) unsignedFork(why string) int {
+	j.s.pending = "the run is COMPLETE, but " + why + ": no bundle was exported"
+	j.f.annotate("warning", "ProofGate unsigned", j.s.pending)
+	if j.in.onPending == "neutral" {
+		return ExitOK
+	}
+	return ExitAwaiting
+}
+
+// export writes the signed bundle and its companion Sigstore bundle, and
+// returns the artifact's files by name.
+func (j *job) export(ctx context.Context) (map[string][]byte, error) {
+	sign, err := j.signFunc(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// Next to the run directories: the planner leaves <state>/runs out of the
 	// work-tree digest, so a bundle never makes a later run's checkout dirty.
 	dir := filepath.Join(j.stateDir, "runs")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", nil, environment("bundle directory: %w", err)
+		return nil, environment("bundle directory: %w", err)
 	}
 	out := filepath.Join(dir, j.res.RunID+".bundle.tar.gz")
-	x, err := bundle.ExportFile(j.r.Dir, out, j.signer, bundle.ExportOptions{})
+	var buf bytes.Buffer
+	x, err := sign(&buf)
 	if err != nil {
 		// A run that may not be exported is refused; the rest is the
 		// environment's.
@@ -626,27 +661,68 @@ func (j *job) export() (string, []byte, error) {
 		if !ok {
 			c = exit.Environment
 		}
-		return "", nil, exit.Wrap(c, fmt.Errorf("export: %w", err))
+		return nil, exit.Wrap(c, fmt.Errorf("export: %w", err))
 	}
-	b, err := os.ReadFile(out)
+	b := buf.Bytes()
+	comp, err := companion(b, j.keyless, x.Envelope, x.KeyID)
 	if err != nil {
-		return "", nil, exit.Wrap(exit.Environment, err)
+		return nil, environment("companion Sigstore bundle: %w", err)
+	}
+	compOut := filepath.Join(dir, companionName(filepath.Base(out)))
+	if err := durable.CreateExclusive(out, b, 0o644); err != nil {
+		return nil, environment("write the bundle: %w", err)
+	}
+	if err := durable.CreateExclusive(compOut, comp, 0o644); err != nil {
+		return nil, environment("write the companion Sigstore bundle: %w", err)
 	}
 	sum := sha256.Sum256(b)
 	j.res.BundleSHA256 = "sha256:" + hex.EncodeToString(sum[:])
 	j.s.export, j.s.bundleSHA256 = x, j.res.BundleSHA256
 	// Outputs name paths as later steps see them: relative to the workspace.
-	j.res.BundlePath = out
-	if rel, err := filepath.Rel(j.ws, out); err == nil && !strings.HasPrefix(rel, "..") {
-		j.res.BundlePath = filepath.ToSlash(rel)
-	}
+	j.res.BundlePath, j.res.SigstorePath = j.rel(out), j.rel(compOut)
 	j.f.output("bundle-path", j.res.BundlePath)
-	j.f.logf("proofgate: exported %s (%d bytes, %s, key %s)", j.res.BundlePath, x.Size, j.res.BundleSHA256, x.KeyID)
-	return out, b, nil
+	j.f.output("sigstore-path", j.res.SigstorePath)
+	signedBy := "key " + x.KeyID
+	if j.keyless {
+		if j.res.Signer, err = certificateIdentity(comp); err != nil {
+			return nil, environment("keyless material: %w", err)
+		}
+		j.s.signer = j.res.Signer
+		j.f.output("signer", j.res.Signer)
+		signedBy = "certificate for " + j.res.Signer
+	}
+	j.f.logf("proofgate: exported %s (%d bytes, %s, %s) and %s", j.res.BundlePath, x.Size, j.res.BundleSHA256, signedBy, j.res.SigstorePath)
+	return map[string][]byte{filepath.Base(out): b, filepath.Base(compOut): comp}, nil
 }
 
-// upload uploads the bundle out (bytes b) as the workflow artifact.
-func (j *job) upload(ctx context.Context, out string, b []byte) (int, error) {
+// signFunc returns the export of the run with the job's signer: the key,
+// or (keyless) an ephemeral key certified for the job's OIDC token.
+func (j *job) signFunc(ctx context.Context) (func(io.Writer) (*bundle.ExportResult, error), error) {
+	if !j.keyless {
+		return func(w io.Writer) (*bundle.ExportResult, error) {
+			return bundle.Export(j.r.Dir, j.signer, w, bundle.ExportOptions{})
+		}, nil
+	}
+	ms, err := j.keylessSigner(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(w io.Writer) (*bundle.ExportResult, error) {
+		return bundle.ExportWith(j.r.Dir, ms, w, bundle.ExportOptions{})
+	}, nil
+}
+
+// rel names p relative to the workspace when it lies inside it.
+func (j *job) rel(p string) string {
+	if rel, err := filepath.Rel(j.ws, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return filepath.ToSlash(rel)
+	}
+	return p
+}
+
+// upload uploads the bundle and its companion (files by name) as the workflow
+// artifact.
+func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) {
 	getenv := j.o.Getenv
 	name := j.in.artifactName
 	if name == "" {
@@ -669,7 +745,7 @@ func (j *job) upload(ctx context.Context, out string, b []byte) (int, error) {
 		j.f.logf("proofgate: not in GitHub Actions: bundle not uploaded")
 		return ExitOK, nil
 	}
-	id, err := artifact.Upload(ctx, tok, results, name, map[string][]byte{filepath.Base(out): b})
+	id, err := artifact.Upload(ctx, tok, results, name, files)
 	if err != nil {
 		return 0, environment("upload artifact %s: %w", name, err)
 	}

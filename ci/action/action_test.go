@@ -6,11 +6,14 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -73,10 +76,7 @@ func TestPendingApproveVerifyTamper(t *testing.T) {
 	if !ok {
 		t.Fatal("no artifact uploaded")
 	}
-	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
-	if err != nil || len(zr.File) != 1 || zr.File[0].Name != res.RunID+".bundle.tar.gz" {
-		t.Fatalf("artifact zip: %v %v", err, zr)
-	}
+	checkArtifactFiles(t, fx, zipData, res)
 	sum = fx.summary()
 	for _, want := range []string{"COMPLETE", "| bob | APPROVED |", "yes (write)", "review " + strconv.FormatInt(id, 10), res.BundleSHA256, "artifact"} {
 		if !strings.Contains(sum, want) {
@@ -521,5 +521,55 @@ func TestVerifyLocalBundle(t *testing.T) {
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
 	if vr.Reason != "tree-mismatch" {
 		t.Fatalf("%+v", vr)
+	}
+}
+
+// checkArtifactFiles checks that the artifact holds the archive and its
+// companion Sigstore bundle, both as written to the workspace, and that
+// the companion is the key Sigstore bundle of the archive's envelope.
+func checkArtifactFiles(t *testing.T, fx *fixture, zipData []byte, res *Result) {
+	t.Helper()
+	zr, err := zip.NewReader(bytes.NewReader(zipData), int64(len(zipData)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+	}
+	slices.Sort(names)
+	archiveName, compName := res.RunID+".bundle.tar.gz", res.RunID+".bundle.sigstore.json"
+	if !slices.Equal(names, []string{compName, archiveName}) {
+		t.Fatalf("artifact files %v, want %s and %s", names, archiveName, compName)
+	}
+	if res.SigstorePath != ".proofgate/runs/"+compName || fx.outputs()["sigstore-path"] != res.SigstorePath {
+		t.Fatalf("sigstore path %q, outputs %v", res.SigstorePath, fx.outputs())
+	}
+	files, err := artifact.Unzip(zipData, 1<<30, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, rel := range map[string]string{archiveName: res.BundlePath, compName: res.SigstorePath} {
+		disk, err := os.ReadFile(filepath.Join(fx.ws, rel))
+		if err != nil || !bytes.Equal(disk, files[name]) {
+			t.Fatalf("%s: uploaded bytes differ from %s (%v)", name, rel, err)
+		}
+	}
+	sb, err := sigstore.Read(files[compName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	members, err := attestationMembers(files[archiveName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sb.SameEnvelope(members[envelopeFile]); err != nil {
+		t.Fatalf("companion: %v", err)
+	}
+	if _, ok := members["attestation.sigstore.json"]; ok {
+		t.Fatal("a key-signed archive carries attestation.sigstore.json")
+	}
+	if res.Signer != "" || fx.outputs()["signer"] != "" {
+		t.Fatalf("key mode set signer %q", res.Signer)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/testimage"
 )
@@ -148,6 +149,12 @@ func TestE2EActionImage(t *testing.T) {
 	zipData, ok := fx.gh.Uploaded(ArtifactPrefix + fx.head)
 	if !ok {
 		t.Fatalf("no artifact uploaded\n%s", fx.log.String())
+	}
+	if files, err := artifact.Unzip(zipData, 1<<30, 1<<30); err != nil || len(files) != 2 || files[runID+".bundle.sigstore.json"] == nil || files[runID+".bundle.tar.gz"] == nil {
+		t.Fatalf("artifact: want the archive and its companion: %d files, %v", len(files), err)
+	}
+	if out["sigstore-path"] != ".proofgate/runs/"+runID+".bundle.sigstore.json" {
+		t.Fatalf("sigstore-path %q", out["sigstore-path"])
 	}
 	if !strings.Contains(fx.summary(), "| bob | APPROVED |") {
 		t.Errorf("summary:\n%s", fx.summary())

@@ -272,8 +272,8 @@ func parseOutputs(t testing.TB, path string) map[string]string {
 }
 
 // forge rewrites one file inside the bundle held by an artifact zip and
-// returns a well-formed zip around the re-packed bundle: the archive is
-// valid, only the signed content changed.
+// returns a well-formed zip around the re-packed bundle and the untouched
+// companion: the archive is valid, only the signed content changed.
 func forge(t testing.TB, zipData []byte, file string, edit func([]byte) []byte) []byte {
 	t.Helper()
 	files, err := artifact.Unzip(zipData, 1<<30, 1<<30)
@@ -281,6 +281,10 @@ func forge(t testing.TB, zipData []byte, file string, edit func([]byte) []byte) 
 		t.Fatal(err)
 	}
 	for name, tgz := range files {
+		// The companion Sigstore bundle is left as it is.
+		if !strings.HasSuffix(name, ".tar.gz") {
+			continue
+		}
 		zr, err := gzip.NewReader(bytes.NewReader(tgz))
 		if err != nil {
 			t.Fatal(err)
@@ -318,6 +322,21 @@ func forge(t testing.TB, zipData []byte, file string, edit func([]byte) []byte) 
 		zw.Close()
 		files[name] = out.Bytes()
 	}
+	z, err := artifact.Zip(files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return z
+}
+
+// rezip returns the artifact zip with edit applied to its files (by name).
+func rezip(t testing.TB, zipData []byte, edit func(files map[string][]byte)) []byte {
+	t.Helper()
+	files, err := artifact.Unzip(zipData, 1<<30, 1<<30)
+	if err != nil {
+		t.Fatal(err)
+	}
+	edit(files)
 	z, err := artifact.Zip(files)
 	if err != nil {
 		t.Fatal(err)

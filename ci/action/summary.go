@@ -93,6 +93,7 @@ type summary struct {
 	failure      string
 	export       *bundle.ExportResult
 	bundleSHA256 string
+	signer       string // keyless: the certificate's identity
 	artifactName string
 	artifactID   int64
 }
@@ -174,6 +175,9 @@ func (s *summary) render() string {
 	if x := s.export; x != nil {
 		b.WriteString("\n### Evidence\n\n")
 		fmt.Fprintf(&b, "Bundle %s, %d files, %d bytes, signed by key %s at %s.\n", code(s.bundleSHA256), x.Files, x.Size, code(x.KeyID), x.SignedAt.UTC().Format(time.RFC3339))
+		if s.signer != "" {
+			fmt.Fprintf(&b, "Keyless: the key's certificate names %s.\n", code(s.signer))
+		}
 		if s.artifactID != 0 {
 			fmt.Fprintf(&b, "Uploaded as artifact %s (id %d).\n", code(s.artifactName), s.artifactID)
 		}

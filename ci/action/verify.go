@@ -1,10 +1,10 @@
 package action
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/event"
@@ -82,8 +83,12 @@ type VerifyResult struct {
 	// contract file at the release commit, resolved with the profile.
 	Contract string
 	Accepted *bundle.Result
-	Attempts []Attempt
-	Outputs  map[string]string
+	// Signer and Witnessed are, for an accepted keyless bundle, the
+	// certificate's identity and the earliest verified witness time.
+	Signer    string
+	Witnessed time.Time
+	Attempts  []Attempt
+	Outputs   map[string]string
 }
 
 // BundleVerdict returns the verdict as a document of its own.
@@ -143,10 +148,12 @@ type gate struct {
 	res *VerifyResult
 
 	in          verifyInputs
+	ids         identityInputs
 	ws          string
 	store       *trust.Store
-	gh          *github.Client // nil without input github-token
-	owner, name string         // of GITHUB_REPOSITORY
+	mv          envelope.MaterialVerifiers // nil without input trusted-root
+	gh          *github.Client             // nil without input github-token
+	owner, name string                     // of GITHUB_REPOSITORY
 	opts        bundle.VerifyOptions
 }
 
@@ -169,6 +176,7 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 	f.output("verdict", v.Verdict)
 	f.output("reason", v.Reason)
 	f.output("run-id", res.RunID)
+	f.output("signer", res.Signer)
 	if v.Verdict == VerdictAccepted {
 		f.annotate("notice", "ProofGate evidence accepted", fmt.Sprintf("run %s for %s %s", res.RunID, res.Match, res.Commit))
 		return res, nil
@@ -237,6 +245,7 @@ func (g *gate) readInputs() *refusal {
 		in.approvals = n
 	}
 	g.in = in
+	g.ids = readIdentityInputs(f)
 	return g.checkPaths()
 }
 
@@ -273,10 +282,10 @@ func (g *gate) connect(ctx context.Context) *refusal {
 	if g.ws == "" {
 		g.ws, _ = os.Getwd()
 	}
-	var err error
-	if g.store, err = trust.Load(g.abs(g.in.trustStore)); err != nil {
-		return refuseUsage("input trust-store: %v", err)
+	if r := g.loadTrust(); r != nil {
+		return r
 	}
+	var err error
 	g.owner, g.name, _ = splitRepo(g.o.Getenv("GITHUB_REPOSITORY"))
 	if g.in.token != "" {
 		if g.gh, err = ghapi.NewClient(ctx, g.in.token, g.o.Getenv("GITHUB_API_URL")); err != nil {
@@ -322,11 +331,21 @@ func (g *gate) policy(ctx context.Context) *refusal {
 
 // verifyFile verifies input bundle.
 func (g *gate) verifyFile() *refusal {
-	data, err := os.ReadFile(g.abs(g.in.bundle))
+	p := g.abs(g.in.bundle)
+	data, err := os.ReadFile(p)
 	if err != nil {
 		return refuseUsage("input bundle: %v", err)
 	}
-	a := verifyOne(data, g.store, g.opts, g.res, "file "+g.in.bundle)
+	var comp *companionFile
+	if strings.HasSuffix(p, ".tar.gz") {
+		cp := companionName(p)
+		if b, err := os.ReadFile(cp); err == nil {
+			comp = &companionFile{name: filepath.Base(cp), data: b}
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return refuseUsage("input bundle's companion %s: %v", cp, err)
+		}
+	}
+	a := g.verifyOne(data, comp, g.opts, "file "+g.in.bundle)
 	if a.Verdict == VerdictAccepted {
 		return nil
 	}
@@ -390,7 +409,7 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 		g.res.Attempts = append(g.res.Attempts, att)
 		return att
 	}
-	data, err := bundleFromZip(zipData)
+	data, comp, err := bundleFromZip(zipData)
 	if err != nil {
 		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
 		g.res.Attempts = append(g.res.Attempts, att)
@@ -398,7 +417,7 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 	}
 	witnessed := g.opts
 	witnessed.Witnessed = a.CreatedAt
-	return verifyOne(data, g.store, witnessed, g.res, label)
+	return g.verifyOne(data, comp, witnessed, label)
 }
 
 // releaseContract resolves the contract the run had to use: input
@@ -423,41 +442,39 @@ func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, n
 	return h, nil
 }
 
-// verifyOne verifies one bundle and records the attempt.
-func verifyOne(data []byte, store *trust.Store, opts bundle.VerifyOptions, res *VerifyResult, label string) Attempt {
-	r, err := bundle.Verify(bytes.NewReader(data), store, opts)
-	v, err := bundle.VerdictOf(r, err)
-	if err != nil {
-		v = bundle.Refusal(string(bundle.Malformed), err.Error(), "")
-	}
-	if v.Verdict == VerdictAccepted {
-		res.Accepted, res.RunID = r, r.RunID
-	} else if res.RunID == "" {
-		res.RunID = v.RunID
-	}
-	att := Attempt{Artifact: label, Verdict: v.Verdict, Reason: v.Reason, Detail: v.Detail}
-	res.Attempts = append(res.Attempts, att)
-	return att
-}
-
-// bundleFromZip returns the one .tar.gz bundle inside an artifact zip.
-func bundleFromZip(zipData []byte) ([]byte, error) {
+// bundleFromZip returns the bundle inside an artifact zip, found by name:
+// exactly one .tar.gz file, beside which only its companion Sigstore
+// bundle (the name without .tar.gz, plus .sigstore.json) may lie. The
+// companion is nil when the artifact has none (one made before the action
+// uploaded it).
+func bundleFromZip(zipData []byte) ([]byte, *companionFile, error) {
 	files, err := artifact.Unzip(zipData, MaxArtifactBytes, MaxArtifactBytes)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var found []byte
+	var name string
 	n := 0
-	for name, b := range files {
-		if strings.HasSuffix(name, ".tar.gz") {
-			found = b
+	for f := range files {
+		if strings.HasSuffix(f, ".tar.gz") {
+			name = f
 			n++
 		}
 	}
 	if n != 1 {
-		return nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
+		return nil, nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
 	}
-	return found, nil
+	var comp *companionFile
+	cn := companionName(name)
+	for f, b := range files {
+		switch f {
+		case name:
+		case cn:
+			comp = &companionFile{name: cn, data: b}
+		default:
+			return nil, nil, fmt.Errorf("the artifact holds %q beside %s: only its companion %s may", f, name, cn)
+		}
+	}
+	return files[name], comp, nil
 }
 
 // candidates lists the artifacts to try, most specific first (see Verify).
@@ -587,6 +604,9 @@ func renderVerify(r *VerifyResult) string {
 		fmt.Fprintf(&b, "| run | %s |\n| source | commit %s, tree %s, %s work tree |\n| repository | %s |\n| profile | %s |\n| approvals | %d |\n| signed | key %s at %s |\n| verification digest | %s |\n",
 			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), worktree, code(a.Run.Repo), profile, a.Approvals,
 			code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), code(a.Run.VerificationDigest))
+		if r.Signer != "" {
+			fmt.Fprintf(&b, "| keyless signer | %s, witnessed %s |\n", code(r.Signer), witnessedText(r.Witnessed))
+		}
 	}
 	if len(r.Attempts) > 0 {
 		b.WriteString("\n| bundle | verdict | reason |\n|---|---|---|\n")

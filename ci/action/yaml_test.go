@@ -1,6 +1,7 @@
 package action
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"testing"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/proofgate/proofgate/bundle/sigstore"
 )
 
 type actionYAML struct {
@@ -31,10 +34,16 @@ type workflowYAML struct {
 	On          map[string]any    `yaml:"on"`
 	Permissions map[string]string `yaml:"permissions"`
 	Jobs        map[string]struct {
-		Steps []struct {
+		Permissions map[string]string `yaml:"permissions"`
+		Uses        string            `yaml:"uses"` // a reusable workflow
+		With        map[string]string `yaml:"with"`
+		Steps       []struct {
 			ID   string            `yaml:"id"`
+			Name string            `yaml:"name"`
 			Uses string            `yaml:"uses"`
 			With map[string]string `yaml:"with"`
+			Env  map[string]string `yaml:"env"`
+			Run  string            `yaml:"run"`
 		} `yaml:"steps"`
 	} `yaml:"jobs"`
 }
@@ -62,8 +71,8 @@ func keys[M ~map[string]V, V any](m M) []string {
 func TestActionYAML(t *testing.T) {
 	var a actionYAML
 	readYAML(t, "action.yml", &a)
-	wantIn := []string{"artifact-name", "contract", "github-token", "jobs", "on-pending", "profile", "signing-key", "state-dir"}
-	wantOut := []string{"artifact-id", "bundle-path", "run-id", "state", "verification-digest"}
+	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "on-pending", "profile", "rekor-url", "signing", "signing-key", "state-dir", "tsa-url"}
+	wantOut := []string{"artifact-id", "bundle-path", "run-id", "signer", "sigstore-path", "state", "verification-digest"}
 	if got := keys(a.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("action.yml inputs %v, want %v", got, wantIn)
 	}
@@ -85,11 +94,19 @@ func TestActionYAML(t *testing.T) {
 	if d := a.Inputs["state-dir"].Default; d == nil || *d != DefaultStateDir {
 		t.Errorf("state-dir default %v", d)
 	}
+	// Key mode stays the default; keyless defaults to the public-good
+	// instances.
+	for in, want := range map[string]string{"signing": SigningKey, "fulcio-url": sigstore.DefaultFulcioURL,
+		"tsa-url": sigstore.DefaultTSAURL, "rekor-url": sigstore.DefaultRekorURL, "signing-key": ""} {
+		if d := a.Inputs[in].Default; d == nil || *d != want {
+			t.Errorf("%s default %v, want %q", in, d, want)
+		}
+	}
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "commit", "contract", "github-token", "match", "profile", "require-approvals", "trust-store"}
-	wantOut = []string{"reason", "run-id", "verdict"}
+	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "github-token", "match", "profile", "require-approvals", "signer-workflow", "source-ref", "source-repo", "trust-store", "trusted-root"}
+	wantOut = []string{"reason", "run-id", "signer", "verdict"}
 	if got := keys(v.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("verify/action.yml inputs %v, want %v", got, wantIn)
 	}
@@ -107,6 +124,11 @@ func TestActionYAML(t *testing.T) {
 	}
 	if d := v.Inputs["match"].Default; d == nil || *d != verifyMatchTree {
 		t.Errorf("match default %v", d)
+	}
+	for _, in := range []string{"trusted-root", "certificate-oidc-issuer", "signer-workflow", "source-repo", "source-ref"} {
+		if d := v.Inputs[in].Default; d == nil || *d != "" {
+			t.Errorf("verify %s default %v, want \"\"", in, d)
+		}
 	}
 	// The strict default: only runs of the base contract are accepted.
 	if d := v.Inputs["profile"].Default; d == nil || *d != "" {
@@ -133,7 +155,7 @@ func TestExampleWorkflows(t *testing.T) {
 	readYAML(t, "verify/action.yml", &v)
 	inputs := map[string]actionYAML{"proofgate/proofgate@v1": a, "proofgate/proofgate/verify@v1": v}
 
-	check := func(file string, events []string, perms map[string]string, uses string) {
+	check := func(file string, events []string, perms map[string]string, uses string, writes ...string) {
 		var w workflowYAML
 		readYAML(t, file, &w)
 		if got := keys(w.On); !slices.Equal(got, events) {
@@ -145,12 +167,16 @@ func TestExampleWorkflows(t *testing.T) {
 			}
 		}
 		for k, p := range w.Permissions {
-			if p == "write" {
+			if p == "write" && !slices.Contains(writes, k) {
 				t.Errorf("%s: permissions.%s: write", file, k)
 			}
 		}
 		found := false
 		for _, j := range w.Jobs {
+			if j.Uses != "" {
+				found = j.Uses == uses || found
+				checkCallerWith(t, file, j.With)
+			}
 			for _, s := range j.Steps {
 				act, ok := inputs[s.Uses]
 				if !ok {
@@ -172,4 +198,152 @@ func TestExampleWorkflows(t *testing.T) {
 		map[string]string{"contents": "read", "pull-requests": "read"}, "proofgate/proofgate@v1")
 	check("examples/workflows/release-gate.yml", []string{"push"},
 		map[string]string{"actions": "read", "contents": "read"}, "proofgate/proofgate/verify@v1")
+	check("examples/workflows/proofgate-keyless.yml", []string{"pull_request", "pull_request_review", "push"},
+		map[string]string{"contents": "read", "pull-requests": "read", "id-token": "write", "actions": "read"},
+		"OWNER/proofgate/.github/workflows/proofgate.yml@"+placeholderSHA, "id-token")
+	check("examples/workflows/release-gate-keyless.yml", []string{"push"},
+		map[string]string{"actions": "read", "contents": "read"}, "proofgate/proofgate/verify@v1")
+
+	// The keyless gate pins the workflow the caller runs, at the same SHA.
+	var g workflowYAML
+	readYAML(t, "examples/workflows/release-gate-keyless.yml", &g)
+	with := g.Jobs["verify"].Steps[1].With
+	if with["signer-workflow"] != reusableWorkflow+"@"+placeholderSHA || with["trusted-root"] == "" {
+		t.Errorf("release-gate-keyless.yml: signer-workflow %q trusted-root %q", with["signer-workflow"], with["trusted-root"])
+	}
+}
+
+// The reusable workflow's identity, as the examples name it.
+const (
+	reusableWorkflow = "OWNER/proofgate/.github/workflows/proofgate.yml"
+	placeholderSHA   = "1111111111111111111111111111111111111111"
+)
+
+// checkCallerWith checks a caller's with: against the reusable workflow's
+// inputs.
+func checkCallerWith(t *testing.T, file string, with map[string]string) {
+	t.Helper()
+	var rw reusableYAML
+	readYAML(t, ".github/workflows/proofgate.yml", &rw)
+	for k := range with {
+		if _, ok := rw.On.WorkflowCall.Inputs[k]; !ok {
+			t.Errorf("%s: passes %q, which .github/workflows/proofgate.yml does not declare", file, k)
+		}
+	}
+}
+
+type reusableYAML struct {
+	On struct {
+		WorkflowCall struct {
+			Inputs map[string]struct {
+				Type    string  `yaml:"type"`
+				Default *string `yaml:"default"`
+			} `yaml:"inputs"`
+			Outputs map[string]struct {
+				Value string `yaml:"value"`
+			} `yaml:"outputs"`
+		} `yaml:"workflow_call"`
+	} `yaml:"on"`
+}
+
+// The reusable workflow: only workflow_call; the permissions keyless
+// signing needs and no other write; the action signs keyless with only
+// inputs action.yml declares, each caller input passed under its own name
+// with the action's default; the contract's base commit comes from the
+// event payload, and no caller input names a commit or ref.
+func TestReusableWorkflow(t *testing.T) {
+	const file = ".github/workflows/proofgate.yml"
+	var w workflowYAML
+	var rw reusableYAML
+	var a actionYAML
+	readYAML(t, file, &w)
+	readYAML(t, file, &rw)
+	readYAML(t, "action.yml", &a)
+	if got := keys(w.On); !slices.Equal(got, []string{"workflow_call"}) {
+		t.Errorf("on %v, want only workflow_call", got)
+	}
+	want := map[string]string{"contents": "read", "pull-requests": "read", "id-token": "write", "actions": "read"}
+	job, ok := w.Jobs["proofgate"]
+	if !ok || len(w.Jobs) != 1 {
+		t.Fatalf("jobs %v, want one job proofgate", keys(w.Jobs))
+	}
+	for _, perms := range []map[string]string{w.Permissions, job.Permissions} {
+		if !maps.Equal(perms, want) {
+			t.Errorf("permissions %v, want %v", perms, want)
+		}
+	}
+	inputs := rw.On.WorkflowCall.Inputs
+	for name := range inputs {
+		for _, bad := range []string{"sha", "base", "ref", "commit", "key"} {
+			if strings.Contains(name, bad) {
+				t.Errorf("workflow_call input %q: a caller (and so a PR) could choose it", name)
+			}
+		}
+	}
+	var action, source int
+	for _, s := range job.Steps {
+		if strings.HasPrefix(s.Uses, "proofgate/proofgate@") {
+			action++
+			checkReusableStep(t, s.With, inputs, a)
+		}
+		if s.Env["BASE_SHA"] != "" {
+			source++
+			if s.Env["BASE_SHA"] != "${{ github.event.pull_request.base.sha }}" || s.Env["CONTRACT"] != "${{ inputs.contract }}" {
+				t.Errorf("contract source step env %v", s.Env)
+			}
+		}
+		for k, v := range s.With {
+			if strings.Contains(v, "inputs.") && strings.Contains(k, "sha") {
+				t.Errorf("step %s: %s comes from a caller input", s.ID, k)
+			}
+		}
+	}
+	if action != 1 || source != 1 {
+		t.Errorf("%d action steps and %d contract source steps, want 1 and 1", action, source)
+	}
+	for name, o := range rw.On.WorkflowCall.Outputs {
+		if o.Value != "${{ jobs.proofgate.outputs."+name+" }}" {
+			t.Errorf("output %s = %q", name, o.Value)
+		}
+		if _, ok := a.Outputs[name]; !ok {
+			t.Errorf("output %s is not an action output", name)
+		}
+	}
+}
+
+// checkReusableStep checks the reusable workflow's action step.
+func checkReusableStep(t *testing.T, with map[string]string, inputs map[string]struct {
+	Type    string  `yaml:"type"`
+	Default *string `yaml:"default"`
+}, a actionYAML) {
+	t.Helper()
+	if with["signing"] != SigningKeyless {
+		t.Errorf("signing %q, want keyless", with["signing"])
+	}
+	if _, ok := with["signing-key"]; ok {
+		t.Error("the reusable workflow passes a signing key")
+	}
+	for k, v := range with {
+		if _, ok := a.Inputs[k]; !ok {
+			t.Errorf("with %q: not an input of action.yml", k)
+		}
+		ref, isInput := strings.CutPrefix(v, "${{ inputs.")
+		if !isInput {
+			continue
+		}
+		name := strings.TrimSuffix(ref, " }}")
+		in, ok := inputs[name]
+		if name != k || !ok {
+			t.Errorf("with %s: %s, want ${{ inputs.%s }} declared by workflow_call", k, v, k)
+			continue
+		}
+		if d := a.Inputs[k].Default; d != nil && (in.Default == nil || *in.Default != *d) {
+			t.Errorf("workflow_call input %s default %v, action.yml's %q", k, in.Default, *d)
+		}
+	}
+	for name := range inputs {
+		if with[name] != "${{ inputs."+name+" }}" {
+			t.Errorf("workflow_call input %s is not passed to the action", name)
+		}
+	}
 }
