@@ -1,5 +1,3 @@
-//go:build keylesse2e
-
 package action
 
 // The keyless end-to-end case, run by scripts/e2e.sh: the action image
