@@ -403,6 +403,7 @@ func TestVerifyIdentityInputs(t *testing.T) {
 		{map[string]string{"INPUT_SOURCE-REPO": "acme/widget"}, "need input trusted-root"},
 		{map[string]string{"INPUT_TRUSTED-ROOT": "trusted_root.json"}, "unpinned identity"},
 		{map[string]string{"INPUT_TRUSTED-ROOT": "trusted_root.json", "INPUT_SOURCE-REPO": "acme/widget"}, "unpinned identity"},
+		{map[string]string{"INPUT_TRUSTED-ROOT": "trusted_root.json"}, "nothing pins the signer"},
 		{map[string]string{"INPUT_TRUSTED-ROOT": "../trusted_root.json", "INPUT_SIGNER-WORKFLOW": wf}, "not a clean path"},
 		{map[string]string{"INPUT_TRUSTED-ROOT": "trusted_root.json", "INPUT_SIGNER-WORKFLOW": "https://github.com/" + wf}, "no https://HOST/ prefix"},
 		{map[string]string{"INPUT_TRUSTED-ROOT": "trusted_root.json", "INPUT_SIGNER-WORKFLOW": "OWNER/proofgate/proofgate.yml"}, "is not OWNER/REPO/.github/workflows/FILE.yml"},

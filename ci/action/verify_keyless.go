@@ -47,9 +47,11 @@ func readIdentityInputs(f *workflow) identityInputs {
 }
 
 // identity checks the inputs and returns the identity policy they pin, or
-// nil without input trusted-root (key-signed bundles only). An identity
-// without signer-workflow is refused: it would accept a bundle signed by
-// any workflow Fulcio certified a token of.
+// nil without input trusted-root (key-signed bundles only) or without
+// signer-workflow (then only the trust store's identities pin the signer,
+// and loadTrust refuses a gate with none). Issuer, source repository or
+// ref without signer-workflow are refused: such an identity would accept a
+// bundle signed by any workflow Fulcio certified a token of.
 func (in identityInputs) identity() (*sigstore.Identity, *refusal) {
 	pins := in.issuer != "" || in.signerWorkflow != "" || in.sourceRepo != "" || in.sourceRef != ""
 	if in.trustedRoot == "" {
@@ -62,7 +64,10 @@ func (in identityInputs) identity() (*sigstore.Identity, *refusal) {
 		return nil, refuseUsage("input trusted-root: %q is not a clean path relative to the repository root", in.trustedRoot)
 	}
 	if in.signerWorkflow == "" {
-		return nil, refuseUsage("input trusted-root is set but signer-workflow is empty: an unpinned identity would accept a bundle signed by any workflow of any repository; pin it, e.g. OWNER/proofgate/.github/workflows/proofgate.yml@<full sha>")
+		if in.issuer != "" || in.sourceRepo != "" || in.sourceRef != "" {
+			return nil, refuseUsage("inputs certificate-oidc-issuer, source-repo and source-ref narrow input signer-workflow, which is empty: an unpinned identity (no workflow) would accept a bundle signed by any workflow; pin it, e.g. OWNER/proofgate/.github/workflows/proofgate.yml@<full sha>")
+		}
+		return nil, nil // the trust store's identities, if any (loadTrust)
 	}
 	if strings.Contains(in.signerWorkflow, "://") || !signerWorkflow.MatchString(in.signerWorkflow) {
 		return nil, refuseUsage("input signer-workflow: %q is not OWNER/REPO/.github/workflows/FILE.yml[@REF] (no https://HOST/ prefix)", in.signerWorkflow)
@@ -93,7 +98,7 @@ func (g *gate) loadTrust() *refusal {
 		return r
 	}
 	var err error
-	if id == nil {
+	if g.ids.trustedRoot == "" {
 		if g.store, err = trust.Load(g.abs(g.in.trustStore)); err != nil {
 			return refuseUsage("input trust-store: %v", err)
 		}
@@ -102,7 +107,15 @@ func (g *gate) loadTrust() *refusal {
 	if g.store, err = trust.LoadOrNew(g.abs(g.in.trustStore)); err != nil {
 		return refuseUsage("input trust-store: %v", err)
 	}
-	mv, err := sigstore.LoadVerifiers(g.abs(g.ids.trustedRoot), []sigstore.Identity{*id})
+	var ids []sigstore.Identity
+	if id != nil {
+		ids = append(ids, *id)
+	}
+	ids = append(ids, sigstore.TrustIdentities(g.store)...)
+	if len(ids) == 0 {
+		return refuseUsage("input trusted-root is set but nothing pins the signer: set signer-workflow (e.g. OWNER/proofgate/.github/workflows/proofgate.yml@<full sha>) or add identities to the trust store (proofgate trust add-identity); an unpinned identity would accept a bundle signed by any workflow of any repository")
+	}
+	mv, err := sigstore.LoadVerifiers(g.abs(g.ids.trustedRoot), ids)
 	if err != nil {
 		return refuseUsage("input trusted-root: %v", err)
 	}

@@ -75,16 +75,7 @@ func (f *keylessVerifyFlags) identities(store *trust.Store) []sigstore.Identity 
 	if id := f.flagsIdentity(); id != nil {
 		ids = append(ids, *id)
 	}
-	if store == nil {
-		return ids
-	}
-	for n := range store.Identities {
-		ti := &store.Identities[n]
-		ids = append(ids, sigstore.Identity{Name: fmt.Sprintf("trust.json identities[%d] (%s)", n, ti.ID),
-			Issuer: ti.Issuer, SignerWorkflow: ti.SignerWorkflow, SourceRepo: ti.SourceRepo, SourceRef: ti.SourceRef,
-			Valid: ti.CheckWitnessed})
-	}
-	return ids
+	return append(ids, sigstore.TrustIdentities(store)...)
 }
 
 // verifiers returns the material verifiers --trusted-root asks for, or
