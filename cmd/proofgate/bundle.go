@@ -26,7 +26,7 @@ import (
 
 // addBundleCommands registers keygen, trust, bundle and events checkpoint.
 func addBundleCommands(root *cobra.Command, g *globals) {
-	root.AddCommand(keygenCmd(g), trustCmd(g), bundleCmd(g))
+	root.AddCommand(keygenCmd(g), trustCmd(g), bundleCmd(g), vsaCmd(g))
 	eventsCmd(root).AddCommand(checkpointCmd(g))
 }
 
@@ -550,6 +550,7 @@ func (f *verifyFlags) policyErr(err error) error {
 
 func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
+	var vf vsaFlags
 	c := &cobra.Command{
 		Use:   "verify FILE --trust trust.json (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--json]",
 		Short: "Verify an evidence bundle offline",
@@ -582,6 +583,10 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			if err != nil {
 				return err
 			}
+			vw, err := vf.begin(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
 			store, err := trust.Load(f.trust)
 			if err != nil {
 				return usageErr(err)
@@ -591,7 +596,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 				return usageErr(err)
 			}
 			defer file.Close()
-			v, err := bundle.VerdictOf(bundle.Verify(file, store, opts))
+			v, err := bundle.VerdictOf(bundle.Verify(vw.reader(file), store, opts))
 			var pe *bundle.PolicyError
 			switch {
 			case errors.As(err, &pe):
@@ -606,6 +611,9 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			} else {
 				printVerdict(g.stdout, &v)
 			}
+			if err := vw.write(cmd.Context(), g, f.trust, opts, v); err != nil {
+				return err
+			}
 			if v.Verdict != bundle.VerdictAccepted {
 				return silent(exit.Refused)
 			}
@@ -613,6 +621,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 		},
 	}
 	f.register(c)
+	vf.register(c)
 	return c
 }
 
