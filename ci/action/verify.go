@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -129,7 +130,11 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	f := newWorkflow(o.Getenv, o.Stdout)
 	g := &gate{o: &o, f: f, res: &VerifyResult{Outputs: f.outputs}}
 	defer func() { f.summary(renderVerify(g.res)) }()
-	if r := g.verify(ctx); r != nil {
+	r := g.verify(ctx)
+	if vr := g.writeVSA(ctx, r == nil); vr != nil {
+		r = vr
+	}
+	if r != nil {
 		return g.conclude(r.class, bundle.Refusal(r.reason, r.detail, g.res.RunID))
 	}
 	return g.conclude(exit.OK, g.res.Accepted.Verdict())
@@ -148,6 +153,7 @@ type gate struct {
 	gh          *github.Client // nil without input github-token
 	owner, name string         // of GITHUB_REPOSITORY
 	opts        bundle.VerifyOptions
+	vsa         *vsaGate // nil without input vsa-key
 }
 
 // refusal is why the gate refuses, with the class of the exit.
@@ -184,6 +190,9 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 // verify runs the steps; nil means res.Accepted holds the accepted bundle.
 func (g *gate) verify(ctx context.Context) *refusal {
 	if r := g.readInputs(); r != nil {
+		return r
+	}
+	if r := g.readVSAInputs(); r != nil {
 		return r
 	}
 	if r := g.connect(ctx); r != nil {
@@ -327,6 +336,7 @@ func (g *gate) verifyFile() *refusal {
 		return refuseUsage("input bundle: %v", err)
 	}
 	a := verifyOne(data, g.store, g.opts, g.res, "file "+g.in.bundle)
+	g.noteVSA(data, filepath.Base(g.in.bundle), "", g.opts, a)
 	if a.Verdict == VerdictAccepted {
 		return nil
 	}
@@ -390,7 +400,7 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 		g.res.Attempts = append(g.res.Attempts, att)
 		return att
 	}
-	data, err := bundleFromZip(zipData)
+	name, data, err := bundleFromZip(zipData)
 	if err != nil {
 		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
 		g.res.Attempts = append(g.res.Attempts, att)
@@ -398,7 +408,9 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 	}
 	witnessed := g.opts
 	witnessed.Witnessed = a.CreatedAt
-	return verifyOne(data, g.store, witnessed, g.res, label)
+	att := verifyOne(data, g.store, witnessed, g.res, label)
+	g.noteVSA(data, path.Base(name), g.artifactURI(a.Run.ID, a.ID), witnessed, att)
+	return att
 }
 
 // releaseContract resolves the contract the run had to use: input
@@ -440,24 +452,26 @@ func verifyOne(data []byte, store *trust.Store, opts bundle.VerifyOptions, res *
 	return att
 }
 
-// bundleFromZip returns the one .tar.gz bundle inside an artifact zip.
-func bundleFromZip(zipData []byte) ([]byte, error) {
+// bundleFromZip returns the name and bytes of the one .tar.gz bundle
+// inside an artifact zip.
+func bundleFromZip(zipData []byte) (string, []byte, error) {
 	files, err := artifact.Unzip(zipData, MaxArtifactBytes, MaxArtifactBytes)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	var found []byte
+	var foundName string
 	n := 0
 	for name, b := range files {
 		if strings.HasSuffix(name, ".tar.gz") {
-			found = b
+			found, foundName = b, name
 			n++
 		}
 	}
 	if n != 1 {
-		return nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
+		return "", nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
 	}
-	return found, nil
+	return foundName, found, nil
 }
 
 // candidates lists the artifacts to try, most specific first (see Verify).

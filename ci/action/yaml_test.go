@@ -88,8 +88,8 @@ func TestActionYAML(t *testing.T) {
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "commit", "contract", "github-token", "match", "profile", "require-approvals", "trust-store"}
-	wantOut = []string{"reason", "run-id", "verdict"}
+	wantIn = []string{"artifact-name", "bundle", "commit", "contract", "github-token", "match", "profile", "require-approvals", "trust-store", "vsa-key", "vsa-path", "vsa-verifier-id"}
+	wantOut = []string{"reason", "run-id", "verdict", "vsa"}
 	if got := keys(v.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("verify/action.yml inputs %v, want %v", got, wantIn)
 	}
