@@ -27,7 +27,7 @@ import (
 const vsaHelp = `
 
 --vsa FILE writes a signed SLSA Verification Summary Attestation
-(https://slsa.dev/verification_summary/v1, docs/SPEC.md section 7.7) for a
+(https://slsa.dev/verification_summary/v1, docs/SPEC.md section 9) for a
 deploy gate downstream: a DSSE envelope signed with --vsa-key (the gate's
 key, never the bundle's) over an in-toto statement naming the archive
 (sha256 of its bytes), the policy it was held to (its canonical JSON and
