@@ -82,15 +82,23 @@ func member(t *testing.T, data []byte, name string) []byte {
 	}
 }
 
-func storeOf(t *testing.T, keys ...*keytest.Key) *trust.Store {
-	t.Helper()
+func storeOf(t testing.TB, keys ...*keytest.Key) *trust.Store {
 	s := trust.New()
 	for _, k := range keys {
 		if _, err := s.Add(k.PubPEM, "", nil, nil); err != nil {
-			t.Fatal(err)
+			panic(err)
 		}
 	}
 	return s
+}
+
+// reasonOf is the reason of a *vsa.VerifyError, or "".
+func reasonOf(err error) vsa.Reason {
+	var ve *vsa.VerifyError
+	if errors.As(err, &ve) {
+		return ve.Reason
+	}
+	return ""
 }
 
 // TestGoldenStructure pins the statement of an accepted bundle byte for
