@@ -27,7 +27,7 @@ const (
 	Malformed        Reason = "malformed"         // not a DSSE envelope of a canonical ProofGate VSA
 	UnknownKey       Reason = "unknown-key"       // no trusted key for its keyid
 	SignatureInvalid Reason = "signature-invalid" // the key does not verify it
-	KeyNotValid      Reason = "key-not-valid"     // the key may not sign at timeVerified
+	KeyNotValid      Reason = "key-not-valid"     // the key may not sign at timeVerified, or for the policy's repository
 	PolicyMismatch   Reason = "policy-mismatch"   // policy.digest is not the policy member's
 	SubjectMismatch  Reason = "subject-mismatch"  // the archive is not the subject (MatchArchive)
 )
@@ -56,8 +56,10 @@ func refuse(r Reason, err error, format string, args ...any) error {
 // MaxPayload bytes that strictly decodes (no unknown or duplicate member)
 // and is the canonical JSON of what it decodes to; the type URIs; a
 // result and levels this package writes; policy.digest recomputed from
-// the policy member; and the key's validity at timeVerified
-// (TrustedKey.CheckAt, no identity). Every refusal is a *VerifyError.
+// the policy member; and the key's validity at timeVerified for the
+// identity "repo:<policy repo>" ("" when the policy names no repository),
+// so a gate key trusted for one repository vouches for no other
+// (TrustedKey.CheckAt). Every refusal is a *VerifyError.
 func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, error) {
 	payload, k, err := envelope.Open(b, PayloadType, "vsa", vs)
 	if err != nil {
@@ -72,7 +74,11 @@ func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, err
 		return nil, nil, err
 	}
 	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
-	if err := k.CheckAt(at, ""); err != nil {
+	identity := ""
+	if repo := st.Predicate.ProofGatePolicy.Bundle.Repo; repo != "" {
+		identity = "repo:" + repo
+	}
+	if err := k.CheckAt(at, identity); err != nil {
 		return nil, nil, refuse(KeyNotValid, err, "key %s at %s: %v", k.KeyID(), st.Predicate.TimeVerified, err)
 	}
 	return st, k, nil

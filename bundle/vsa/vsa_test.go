@@ -435,6 +435,31 @@ func TestOpenKeyValidity(t *testing.T) {
 	wantReason(t, err, vsa.KeyNotValid)
 }
 
+// TestOpenKeyIdentity: a gate key trusted for one repository signs only
+// summaries whose policy required that repository.
+func TestOpenKeyIdentity(t *testing.T) {
+	m := bundleFixture(t)
+	gate := keytest.New(t)
+	store := trust.New()
+	if _, err := store.Add(gate.PubPEM, "repo:acme/widget", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	for repo, ok := range map[string]bool{"acme/widget": true, "": false, "acme/other": false} {
+		opts := bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash, Repo: repo}
+		b, err := vsa.Sign(context.Background(), gate.Signer, summarize(t, m, m.archive, opts))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _, err = vsa.Open(b, store)
+		if ok && err != nil {
+			t.Fatalf("repo %q: %v", repo, err)
+		}
+		if !ok {
+			wantReason(t, err, vsa.KeyNotValid)
+		}
+	}
+}
+
 // TestDirtyNamesNoCommit: an accepted dirty run's VSA names no commit.
 func TestDirtyNamesNoCommit(t *testing.T) {
 	a := &vsa.Archive{SHA256: strings.Repeat("a", 64)}
