@@ -602,6 +602,9 @@ func renderVerify(r *VerifyResult) string {
 			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), worktree, code(a.Run.Repo), profile, a.Approvals,
 			code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), code(a.Run.VerificationDigest))
 	}
+	if p := r.Outputs["vsa"]; p != "" {
+		fmt.Fprintf(&b, "| verification summary (VSA) | %s |\n", code(p))
+	}
 	if len(r.Attempts) > 0 {
 		b.WriteString("\n| bundle | verdict | reason |\n|---|---|---|\n")
 		for _, a := range r.Attempts {

@@ -90,6 +90,9 @@ func TestVerifyWritesVSA(t *testing.T) {
 	if !masked {
 		t.Fatal("the gate key is not masked")
 	}
+	if !strings.Contains(fx.summary(), "| verification summary (VSA) | `"+rel+"` |") {
+		t.Fatalf("the job summary does not name the VSA:\n%s", fx.summary())
+	}
 	st := openVSA(t, fx, rel, gate)
 	if !st.Passed() || st.Subject[0].Name != "base.tar.gz" || st.Subject[0].Digest["sha256"] != sha(data) ||
 		st.Predicate.VerifiedLevels[0] != vsa.LevelVerified || st.Predicate.ResourceURI != vsa.ResourcePrefix+sha(data) {
