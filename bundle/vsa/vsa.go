@@ -29,7 +29,7 @@
 //	    "verificationResult": "PASSED" | "FAILED",
 //	    "verifiedLevels": ["PROOFGATE_VERIFIED"] | ["PROOFGATE_VERIFIED_UNSAFE"] | ["FAILED"],
 //	    "slsaVersion": "1.0",
-//	    "https://proofgate.dev/vsa/policy/v1": {"bundle": <bundle.PolicyDescription>, "trust": [<resource>, …]},
+//	    "https://proofgate.dev/vsa/policy/v1": {"bundle": <bundle.PolicyDescription>, "identities": {…}, "trust": [<resource>, …]},
 //	    "https://proofgate.dev/vsa/verdict/v1": <bundle.Verdict>
 //	  }
 //	}
@@ -44,8 +44,9 @@
 // policy.digest is the sha256 of the canonical JSON of the ProofGate policy
 // extension member: the bundle.PolicyDescription the verifier applied
 // (source, contract, repository, profile, approvals, witness time and the
-// unsafe opt-outs taken) and the digests of the trust material it trusted
-// (trust.json, a Sigstore trusted root). Any change of requirement or of
+// unsafe opt-outs taken), the keyless identity requirements it was given
+// (issuer, signer workflow, source repository and ref), and the digests of
+// the trust material it trusted (trust.json, a Sigstore trusted root). Any change of requirement or of
 // trusted keys changes the digest; a consumer recomputes it from the
 // member.
 //
@@ -162,7 +163,11 @@ type Verifier struct {
 // sha256.
 type Policy struct {
 	Bundle bundle.PolicyDescription `json:"bundle"`
-	Trust  []Resource               `json:"trust,omitempty"`
+	// Identities are the keyless identity policies the verifier was
+	// given beside its trust material (docs/adr/0010), as flag or input
+	// name -> value, e.g. {"signer-workflow": "acme/widget/.github/workflows/ci.yml"}.
+	Identities map[string]string `json:"identities,omitempty"`
+	Trust      []Resource        `json:"trust,omitempty"`
 }
 
 // Input is what New summarises.
@@ -179,6 +184,8 @@ type Input struct {
 	VerifierID string
 	// Policy is what the verifier required.
 	Policy bundle.PolicyDescription
+	// Identities are keyless identity requirements (Policy.Identities).
+	Identities map[string]string
 	// Trust names the trust material (name and sha256), e.g. TrustFile.
 	Trust []Resource
 	// Verdict is the verification's verdict (bundle.VerdictOf).
@@ -204,7 +211,7 @@ func New(in Input) (*Statement, error) {
 	if err := in.check(); err != nil {
 		return nil, err
 	}
-	pol := Policy{Bundle: in.Policy, Trust: in.Trust}
+	pol := Policy{Bundle: in.Policy, Identities: in.Identities, Trust: in.Trust}
 	polJSON, err := canon.Marshal(&pol)
 	if err != nil {
 		return nil, &Error{Field: "Policy", Detail: err.Error(), Err: err}
@@ -271,6 +278,11 @@ func (in *Input) check() error {
 		}
 	default:
 		return bad("Verdict", fmt.Sprintf("verdict %q is neither accepted nor refused", printable.Escape(v.Verdict)))
+	}
+	for k, v := range in.Identities {
+		if k == "" || printable.Check("identity", k) != nil || printable.Check("identity", v) != nil {
+			return bad("Identities", fmt.Sprintf("%q: %q is not printable text", printable.Escape(k), printable.Escape(v)))
+		}
 	}
 	for i, t := range in.Trust {
 		if t.Name == "" || len(t.Digest) != 1 || !hex64(t.Digest["sha256"]) {

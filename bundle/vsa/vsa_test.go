@@ -278,6 +278,25 @@ func TestPolicyDigest(t *testing.T) {
 	}
 }
 
+// TestPolicyDigestIdentities: keyless identity requirements are part of
+// the policy digest.
+func TestPolicyDigestIdentities(t *testing.T) {
+	a := &vsa.Archive{SHA256: strings.Repeat("a", 64)}
+	seen := map[string]bool{}
+	for _, ids := range []map[string]string{nil, {"signer-workflow": "acme/widget/.github/workflows/ci.yml"},
+		{"signer-workflow": "acme/widget/.github/workflows/ci.yml@refs/heads/main"}, {"source-repo": "acme/widget"}} {
+		st, err := vsa.New(vsa.Input{Name: "b.tgz", Archive: a, Identities: ids, Verdict: bundle.Refusal("x", "", "")})
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := st.Predicate.Policy.Digest["sha256"]
+		if seen[d] {
+			t.Fatalf("identities %v: a digest already seen", ids)
+		}
+		seen[d] = true
+	}
+}
+
 // TestLevels: a policy that took an unsafe opt-out is not PROOFGATE_VERIFIED.
 func TestLevels(t *testing.T) {
 	m := bundleFixture(t)
@@ -495,6 +514,7 @@ func TestNewRefusesInput(t *testing.T) {
 		{"Verdict", vsa.Input{Name: "b.tgz", Archive: a, Verdict: bundle.Verdict{Verdict: bundle.VerdictAccepted}}},
 		{"Verdict", vsa.Input{Name: "b.tgz", Archive: a, Verdict: bundle.Verdict{Verdict: "maybe"}}},
 		{"Trust[0]", vsa.Input{Name: "b.tgz", Archive: a, Verdict: ok, Trust: []vsa.Resource{{Name: "t"}}}},
+		{"Identities", vsa.Input{Name: "b.tgz", Archive: a, Verdict: ok, Identities: map[string]string{"signer-workflow": "x\ny"}}},
 	} {
 		_, err := vsa.New(tc.in)
 		var e *vsa.Error

@@ -59,9 +59,47 @@ func (f *vsaFlags) register(c *cobra.Command) {
 // bundle is verified, hashing what the verifier reads.
 type vsaWrite struct {
 	f       *vsaFlags
+	cmd     *cobra.Command
 	signer  envelope.Signer
 	archive string
 	hasher  *vsa.Hasher
+}
+
+// Keyless verification flags (docs/adr/0010) that bundle verify may have:
+// the trusted root is trust material, the others identity requirements.
+// A flag the command does not define is skipped.
+var (
+	vsaTrustFlags    = []string{"trusted-root"}
+	vsaIdentityFlags = []string{"certificate-oidc-issuer", "signer-workflow", "source-repo", "source-ref"}
+)
+
+// trustAndIdentities hashes the trust store and any trusted root, and
+// lists the identity flags given.
+func (w *vsaWrite) trustAndIdentities(trustPath string) ([]vsa.Resource, map[string]string, error) {
+	paths := []string{trustPath}
+	for _, n := range vsaTrustFlags {
+		if fl := w.cmd.Flags().Lookup(n); fl != nil && fl.Value.String() != "" {
+			paths = append(paths, fl.Value.String())
+		}
+	}
+	var res []vsa.Resource
+	for _, p := range paths {
+		b, err := bounded.ReadFile(p, 64<<20)
+		if err != nil {
+			return nil, nil, envErr(err)
+		}
+		res = append(res, vsa.TrustFile(filepath.Base(p), b))
+	}
+	var ids map[string]string
+	for _, n := range vsaIdentityFlags {
+		if fl := w.cmd.Flags().Lookup(n); fl != nil && fl.Changed {
+			if ids == nil {
+				ids = map[string]string{}
+			}
+			ids[n] = fl.Value.String()
+		}
+	}
+	return res, ids, nil
 }
 
 // begin checks the --vsa flags and loads the key before anything is
@@ -101,7 +139,7 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 	if _, err := vsa.New(probe); err != nil {
 		return nil, usageErr(fmt.Errorf("--%s: %w", vsaFlagOf(err), err))
 	}
-	return &vsaWrite{f: f, signer: s, archive: archivePath}, nil
+	return &vsaWrite{f: f, cmd: c, signer: s, archive: archivePath}, nil
 }
 
 func vsaFlagOf(err error) string {
@@ -166,12 +204,12 @@ func (w *vsaWrite) statement(trustPath string, opts bundle.VerifyOptions, v bund
 	if err != nil {
 		return nil, usageErr(err)
 	}
-	tb, err := bounded.ReadFile(trustPath, trust.MaxSize)
+	tr, ids, err := w.trustAndIdentities(trustPath)
 	if err != nil {
-		return nil, envErr(err)
+		return nil, err
 	}
 	st, err := vsa.New(vsa.Input{Name: filepath.Base(w.archive), Archive: a, ResourceURI: w.f.resourceURI, VerifierID: w.f.verifierID,
-		Policy: p.Describe(), Trust: []vsa.Resource{vsa.TrustFile(filepath.Base(trustPath), tb)}, Verdict: v, Time: opts.Now})
+		Policy: p.Describe(), Identities: ids, Trust: tr, Verdict: v, Time: opts.Now})
 	if err != nil {
 		return nil, usageErr(err)
 	}
