@@ -32,4 +32,6 @@
 // profile-mismatch, contract-mismatch); and the approvals
 // (insufficient-approvals). Verdict is the one JSON shape of the outcome,
 // printed by `proofgate bundle verify --json` and the verify action.
+// Policy.Describe is a policy as a document, which bundle/vsa hashes into
+// the signed verification summary (SLSA VSA) a gate gives downstream.
 package bundle
