@@ -30,6 +30,9 @@ const (
 	KeyNotValid      Reason = "key-not-valid"     // the key may not sign at timeVerified, or for the policy's repository
 	PolicyMismatch   Reason = "policy-mismatch"   // policy.digest is not the policy member's
 	SubjectMismatch  Reason = "subject-mismatch"  // the archive is not the subject (MatchArchive)
+	// UnsafePolicy is a consumer's refusal of a summary that passed under
+	// an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE).
+	UnsafePolicy Reason = "unsafe-policy"
 )
 
 // VerifyError is a VSA refused. It is of class exit.Refused.

@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/proofgate/proofgate/bundle"
@@ -242,16 +243,18 @@ func vsaCmd(g *globals) *cobra.Command {
 
 func vsaVerifyCmd(g *globals) *cobra.Command {
 	var trustPath, subject, policyDigest string
-	var asJSON bool
+	var asJSON, allowUnsafe bool
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json [--subject ARCHIVE] [--policy-digest sha256:HEX] [--json]",
+		Use:   "verify FILE --trust trust.json [--subject ARCHIVE] [--policy-digest sha256:HEX] [--allow-unsafe] [--json]",
 		Short: "Verify a VSA written by bundle verify --vsa",
 		Long: `Verify a verification summary: its DSSE signature with a key of the trust
 store (the gate's key) before anything in it is read, the key's validity at
 timeVerified, the statement (canonical, strictly decoded, the VSA v1
 predicate, levels that agree with the verdict) and its policy digest. With
 --subject, the archive must be the summary's subject (sha256 of its bytes);
-with --policy-digest, the policy must be that one.
+with --policy-digest, the policy must be that one. A summary that passed
+under an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE: any source, any
+contract or a dirty source) is refused (unsafe-policy) unless --allow-unsafe.
 
 Exit 0 when the summary verifies and says PASSED; 1 when it is refused or
 says FAILED (with the bundle's refusal reason); 2 on unusable input.`,
@@ -279,12 +282,13 @@ says FAILED (with the bundle's refusal reason); 2 on unusable input.`,
 			case err != nil:
 				return refusedErr(err)
 			}
-			return reportVSA(g, st, k.KeyID(), asJSON)
+			return reportVSA(g, st, k.KeyID(), asJSON, allowUnsafe)
 		},
 	}
 	c.Flags().StringVar(&trustPath, "trust", "", "trust store holding the gate's key")
 	c.Flags().StringVar(&subject, "subject", "", "the bundle archive the summary must name")
 	c.Flags().StringVar(&policyDigest, "policy-digest", "", "require the policy digest (sha256:<hex>)")
+	c.Flags().BoolVar(&allowUnsafe, "allow-unsafe", false, "accept a summary that passed under an unsafe opt-out")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the statement as JSON")
 	return c
 }
@@ -310,8 +314,9 @@ func checkVSA(st *vsa.Statement, subject, policyDigest string) error {
 	return st.MatchArchive(a.SHA256)
 }
 
-// reportVSA prints a verified summary; one that says FAILED exits 1.
-func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON bool) error {
+// reportVSA prints a verified summary; one that says FAILED exits 1, and
+// so does one that passed under an unsafe opt-out unless allowUnsafe.
+func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON, allowUnsafe bool) error {
 	p := &st.Predicate
 	if asJSON {
 		if err := writeJSON(g.stdout, st); err != nil {
@@ -327,6 +332,10 @@ func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON bool) error {
 	}
 	if !st.Passed() {
 		return silent(exit.Refused)
+	}
+	if slices.Contains(p.VerifiedLevels, vsa.LevelVerifiedUnsafe) && !allowUnsafe {
+		return refusedErr(&vsa.VerifyError{Reason: vsa.UnsafePolicy,
+			Detail: fmt.Sprintf("the bundle passed under the unsafe opt-outs %v (--allow-unsafe accepts it)", p.ProofGatePolicy.Bundle.Unsafe)})
 	}
 	return nil
 }
