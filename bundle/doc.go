@@ -47,4 +47,6 @@
 // and MaxClockSkew after it; the identity's CheckWitnessed at it and at
 // the policy's witness time), and Result gains Signer and Witnessed. A
 // key-signed bundle carrying the member is refused (extra-file).
+// Policy.Describe is a policy as a document, which bundle/vsa hashes into
+// the signed verification summary (SLSA VSA) a gate gives downstream.
 package bundle

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -134,7 +135,11 @@ func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	f := newWorkflow(o.Getenv, o.Stdout)
 	g := &gate{o: &o, f: f, res: &VerifyResult{Outputs: f.outputs}}
 	defer func() { f.summary(renderVerify(g.res)) }()
-	if r := g.verify(ctx); r != nil {
+	r := g.verify(ctx)
+	if vr := g.writeVSA(ctx, r == nil); vr != nil {
+		r = vr
+	}
+	if r != nil {
 		return g.conclude(r.class, bundle.Refusal(r.reason, r.detail, g.res.RunID))
 	}
 	return g.conclude(exit.OK, g.res.Accepted.Verdict())
@@ -155,6 +160,7 @@ type gate struct {
 	gh          *github.Client             // nil without input github-token
 	owner, name string                     // of GITHUB_REPOSITORY
 	opts        bundle.VerifyOptions
+	vsa         *vsaGate // nil without input vsa-key
 }
 
 // refusal is why the gate refuses, with the class of the exit.
@@ -192,6 +198,9 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 // verify runs the steps; nil means res.Accepted holds the accepted bundle.
 func (g *gate) verify(ctx context.Context) *refusal {
 	if r := g.readInputs(); r != nil {
+		return r
+	}
+	if r := g.readVSAInputs(); r != nil {
 		return r
 	}
 	if r := g.connect(ctx); r != nil {
@@ -346,6 +355,7 @@ func (g *gate) verifyFile() *refusal {
 		}
 	}
 	a := g.verifyOne(data, comp, g.opts, "file "+g.in.bundle)
+	g.noteVSA(data, filepath.Base(g.in.bundle), "", g.opts, a)
 	if a.Verdict == VerdictAccepted {
 		return nil
 	}
@@ -409,7 +419,7 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 		g.res.Attempts = append(g.res.Attempts, att)
 		return att
 	}
-	data, comp, err := bundleFromZip(zipData)
+	name, data, comp, err := bundleFromZip(zipData)
 	if err != nil {
 		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
 		g.res.Attempts = append(g.res.Attempts, att)
@@ -417,7 +427,9 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 	}
 	witnessed := g.opts
 	witnessed.Witnessed = a.CreatedAt
-	return g.verifyOne(data, comp, witnessed, label)
+	att := g.verifyOne(data, comp, witnessed, label)
+	g.noteVSA(data, path.Base(name), g.artifactURI(a.Run.ID, a.ID), witnessed, att)
+	return att
 }
 
 // releaseContract resolves the contract the run had to use: input
@@ -442,15 +454,16 @@ func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, n
 	return h, nil
 }
 
-// bundleFromZip returns the bundle inside an artifact zip, found by name:
+// bundleFromZip returns the name and bytes of the bundle inside an
+// artifact zip, found by name:
 // exactly one .tar.gz file, beside which only its companion Sigstore
 // bundle (the name without .tar.gz, plus .sigstore.json) may lie. The
 // companion is nil when the artifact has none (one made before the action
 // uploaded it).
-func bundleFromZip(zipData []byte) ([]byte, *companionFile, error) {
+func bundleFromZip(zipData []byte) (string, []byte, *companionFile, error) {
 	files, err := artifact.Unzip(zipData, MaxArtifactBytes, MaxArtifactBytes)
 	if err != nil {
-		return nil, nil, err
+		return "", nil, nil, err
 	}
 	var name string
 	n := 0
@@ -461,7 +474,7 @@ func bundleFromZip(zipData []byte) ([]byte, *companionFile, error) {
 		}
 	}
 	if n != 1 {
-		return nil, nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
+		return "", nil, nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
 	}
 	var comp *companionFile
 	cn := companionName(name)
@@ -471,10 +484,10 @@ func bundleFromZip(zipData []byte) ([]byte, *companionFile, error) {
 		case cn:
 			comp = &companionFile{name: cn, data: b}
 		default:
-			return nil, nil, fmt.Errorf("the artifact holds %q beside %s: only its companion %s may", f, name, cn)
+			return "", nil, nil, fmt.Errorf("the artifact holds %q beside %s: only its companion %s may", f, name, cn)
 		}
 	}
-	return files[name], comp, nil
+	return name, files[name], comp, nil
 }
 
 // candidates lists the artifacts to try, most specific first (see Verify).
@@ -607,6 +620,9 @@ func renderVerify(r *VerifyResult) string {
 		if r.Signer != "" {
 			fmt.Fprintf(&b, "| keyless signer | %s, witnessed %s |\n", code(r.Signer), witnessedText(r.Witnessed))
 		}
+	}
+	if p := r.Outputs["vsa"]; p != "" {
+		fmt.Fprintf(&b, "| verification summary (VSA) | %s |\n", code(p))
 	}
 	if len(r.Attempts) > 0 {
 		b.WriteString("\n| bundle | verdict | reason |\n|---|---|---|\n")

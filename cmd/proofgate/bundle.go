@@ -26,7 +26,7 @@ import (
 
 // addBundleCommands registers keygen, trust, bundle and events checkpoint.
 func addBundleCommands(root *cobra.Command, g *globals) {
-	root.AddCommand(keygenCmd(g), trustCmd(g), bundleCmd(g))
+	root.AddCommand(keygenCmd(g), trustCmd(g), bundleCmd(g), vsaCmd(g))
 	eventsCmd(root).AddCommand(checkpointCmd(g))
 }
 
@@ -559,6 +559,7 @@ func (f *verifyFlags) policyErr(err error) error {
 
 func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
+	var vf vsaFlags
 	c := &cobra.Command{
 		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--json]",
 		Short: "Verify an evidence bundle offline",
@@ -598,6 +599,10 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			if err != nil {
 				return err
 			}
+			vw, err := vf.begin(cmd, g, args[0])
+			if err != nil {
+				return err
+			}
 			store, mv, err := f.verifyStores()
 			if err != nil {
 				return err
@@ -608,7 +613,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 				return usageErr(err)
 			}
 			defer file.Close()
-			v, err := bundle.VerdictOf(bundle.Verify(file, store, opts))
+			v, err := bundle.VerdictOf(bundle.Verify(vw.reader(file), store, opts))
 			var pe *bundle.PolicyError
 			switch {
 			case errors.As(err, &pe):
@@ -623,6 +628,9 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 			} else {
 				printVerdict(g.stdout, &v)
 			}
+			if err := vw.write(cmd.Context(), g, f.trust, opts, v); err != nil {
+				return err
+			}
 			if v.Verdict != bundle.VerdictAccepted {
 				return silent(exit.Refused)
 			}
@@ -630,6 +638,7 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 		},
 	}
 	f.register(c)
+	vf.register(c)
 	return c
 }
 

@@ -1,0 +1,147 @@
+package vsa
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/strictjson"
+)
+
+// MaxPayload bounds the signed statement of a VSA.
+const MaxPayload = 1 << 20
+
+// Reason is the typed cause of a VSA Open or MatchArchive refused.
+type Reason string
+
+// Refusal reasons, in the order Open checks them.
+const (
+	Malformed        Reason = "malformed"         // not a DSSE envelope of a canonical ProofGate VSA
+	UnknownKey       Reason = "unknown-key"       // no trusted key for its keyid
+	SignatureInvalid Reason = "signature-invalid" // the key does not verify it
+	KeyNotValid      Reason = "key-not-valid"     // the key may not sign at timeVerified, or for the policy's repository
+	PolicyMismatch   Reason = "policy-mismatch"   // policy.digest is not the policy member's
+	SubjectMismatch  Reason = "subject-mismatch"  // the archive is not the subject (MatchArchive)
+	// UnsafePolicy is a consumer's refusal of a summary that passed under
+	// an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE).
+	UnsafePolicy Reason = "unsafe-policy"
+)
+
+// VerifyError is a VSA refused. It is of class exit.Refused.
+type VerifyError struct {
+	Reason Reason
+	Detail string
+	Err    error
+}
+
+func (e *VerifyError) Error() string { return fmt.Sprintf("vsa refused: %s: %s", e.Reason, e.Detail) }
+
+// Unwrap returns the underlying error.
+func (e *VerifyError) Unwrap() error { return e.Err }
+
+// Is reports whether target is exit.Refused.
+func (e *VerifyError) Is(target error) bool { return target == exit.Refused }
+
+func refuse(r Reason, err error, format string, args ...any) error {
+	return &VerifyError{Reason: r, Detail: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Open verifies a VSA file written by Sign: the DSSE signature with a key
+// of vs before the payload is read (envelope.Open); a payload at most
+// MaxPayload bytes that strictly decodes (no unknown or duplicate member)
+// and is the canonical JSON of what it decodes to; the type URIs; a
+// result and levels this package writes; policy.digest recomputed from
+// the policy member; and the key's validity at timeVerified for the
+// identity "repo:<policy repo>" ("" when the policy names no repository),
+// so a gate key trusted for one repository vouches for no other
+// (TrustedKey.CheckAt). Every refusal is a *VerifyError.
+func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, error) {
+	payload, k, err := envelope.Open(b, PayloadType, "vsa", vs)
+	if err != nil {
+		var ee *envelope.Error
+		if errors.As(err, &ee) {
+			return nil, nil, refuse(Reason(ee.Reason), err, "%v", err)
+		}
+		return nil, nil, refuse(Malformed, err, "%v", err)
+	}
+	st, err := decode(payload)
+	if err != nil {
+		return nil, nil, err
+	}
+	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
+	identity := ""
+	if repo := st.Predicate.ProofGatePolicy.Bundle.Repo; repo != "" {
+		identity = "repo:" + repo
+	}
+	if err := k.CheckAt(at, identity); err != nil {
+		return nil, nil, refuse(KeyNotValid, err, "key %s at %s: %v", k.KeyID(), st.Predicate.TimeVerified, err)
+	}
+	return st, k, nil
+}
+
+// decode reads and checks the signed statement.
+func decode(payload []byte) (*Statement, error) {
+	if len(payload) > MaxPayload {
+		return nil, refuse(Malformed, nil, "statement: %d bytes, more than %d", len(payload), MaxPayload)
+	}
+	var st Statement
+	if err := strictjson.Decode(payload, &st); err != nil {
+		return nil, refuse(Malformed, err, "statement: %v", err)
+	}
+	if c, err := canon.Marshal(&st); err != nil || !bytes.Equal(c, payload) {
+		return nil, refuse(Malformed, err, "statement: the payload is not the canonical JSON of the statement")
+	}
+	p := &st.Predicate
+	if st.Type != StatementType || st.PredicateType != PredicateType {
+		return nil, refuse(Malformed, nil, "statement: _type %q / predicateType %q", clip(st.Type), clip(st.PredicateType))
+	}
+	if _, err := time.Parse(time.RFC3339Nano, p.TimeVerified); err != nil {
+		return nil, refuse(Malformed, err, "timeVerified %q is not RFC 3339", clip(p.TimeVerified))
+	}
+	if len(st.Subject) == 0 || !hex64(st.Subject[0].Digest["sha256"]) || len(st.Subject[0].Digest) != 1 {
+		return nil, refuse(Malformed, nil, "subject[0] is not an archive with exactly {sha256: <64 hex>}")
+	}
+	res, levels := result(&p.ProofGateVerdict, &p.ProofGatePolicy.Bundle)
+	if p.VerificationResult != res || !slices.Equal(p.VerifiedLevels, levels) {
+		return nil, refuse(Malformed, nil, "verificationResult %q / verifiedLevels %q disagree with the verdict %q under the policy",
+			clip(p.VerificationResult), p.VerifiedLevels, clip(p.ProofGateVerdict.Verdict))
+	}
+	pol, err := canon.Marshal(&p.ProofGatePolicy)
+	if err != nil {
+		return nil, refuse(Malformed, err, "policy: %v", err)
+	}
+	sum := sha256.Sum256(pol)
+	if p.Policy.URI != PolicyURI || len(p.Policy.Digest) != 1 || p.Policy.Digest["sha256"] != hex.EncodeToString(sum[:]) {
+		return nil, refuse(PolicyMismatch, nil, "policy %s %v is not the digest of the policy member (sha256 %x)", clip(p.Policy.URI), p.Policy.Digest, sum)
+	}
+	return &st, nil
+}
+
+// MatchArchive refuses (SubjectMismatch) a statement whose subject is not
+// the archive with sha256 hex sum.
+func (st *Statement) MatchArchive(sum string) error {
+	if got := st.Subject[0].Digest["sha256"]; got != sum {
+		return refuse(SubjectMismatch, nil, "the VSA is for archive %s (sha256 %s), not sha256 %s", clip(st.Subject[0].Name), got, clip(sum))
+	}
+	return nil
+}
+
+// Passed reports whether the VSA says the bundle passed.
+func (st *Statement) Passed() bool {
+	return st.Predicate.VerificationResult == Passed && st.Predicate.ProofGateVerdict.Verdict == bundle.VerdictAccepted
+}
+
+func clip(s string) string {
+	if len(s) > 80 {
+		s = s[:80] + "…"
+	}
+	return s
+}

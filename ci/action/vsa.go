@@ -1,0 +1,176 @@
+package action
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/exit"
+)
+
+// VSAKeyEnv is read when input vsa-key is empty.
+const VSAKeyEnv = "PROOFGATE_VSA_KEY"
+
+// ReasonVSA is the refusal of an accepted bundle whose verification
+// summary could not be written: a gate asked for one fails closed.
+const ReasonVSA = "vsa-unwritten"
+
+// vsaGate is the verify step's verification summary: the gate's key (nil
+// without input vsa-key), the file to write, and the bundle it names.
+type vsaGate struct {
+	signer     envelope.Signer
+	path       string // relative to the workspace
+	verifierID string
+	cand       *vsaCandidate
+}
+
+// vsaCandidate is a verified bundle as the summary names it.
+type vsaCandidate struct {
+	data      []byte
+	name, uri string
+	opts      bundle.VerifyOptions
+	verdict   bundle.Verdict
+}
+
+// readVSAInputs reads inputs vsa-key (or VSAKeyEnv), vsa-path and
+// vsa-verifier-id; without a key no summary is written.
+func (g *gate) readVSAInputs() *refusal {
+	f := g.f
+	pemKey := f.input("vsa-key")
+	if pemKey == "" {
+		pemKey = strings.TrimSpace(g.o.Getenv(VSAKeyEnv))
+	}
+	f.mask(pemKey)
+	path, id := f.input("vsa-path"), f.input("vsa-verifier-id")
+	if pemKey == "" {
+		if path != "" || id != "" {
+			return refuseUsage("input vsa-path or vsa-verifier-id is set but vsa-key is empty: the summary needs the gate's signing key")
+		}
+		return nil
+	}
+	pk, err := key.ParsePrivate([]byte(pemKey), "input vsa-key")
+	if err != nil {
+		return refuseUsage("input vsa-key: %v", err)
+	}
+	s, err := key.NewSigner(pk)
+	if err != nil {
+		return refuseUsage("input vsa-key: %v", err)
+	}
+	if path == "" {
+		path = "proofgate-" + g.in.commit + ".vsa.json"
+	}
+	if !cleanRel(path) {
+		return refuseUsage("input vsa-path: %q is not a clean path relative to the workspace", path)
+	}
+	probe := vsa.Input{Name: "probe", Archive: &vsa.Archive{SHA256: strings.Repeat("0", 64)}, VerifierID: id, Verdict: bundle.Refusal("probe", "", "")}
+	if _, err := vsa.New(probe); err != nil {
+		return refuseUsage("input vsa-verifier-id: %v", err)
+	}
+	g.vsa = &vsaGate{signer: s, path: path, verifierID: id}
+	return nil
+}
+
+// noteVSA records a verified bundle for the summary: the accepted one, or
+// else the first refused (whose refusal is the gate's).
+func (g *gate) noteVSA(data []byte, name, uri string, opts bundle.VerifyOptions, att Attempt) {
+	if g.vsa == nil || (g.vsa.cand != nil && g.vsa.cand.verdict.Verdict == VerdictAccepted) {
+		return
+	}
+	v := bundle.Refusal(att.Reason, att.Detail, g.res.RunID)
+	if att.Verdict == VerdictAccepted {
+		v = g.res.Accepted.Verdict()
+	} else if g.vsa.cand != nil {
+		return
+	}
+	g.vsa.cand = &vsaCandidate{data: data, name: name, uri: uri, opts: opts, verdict: v}
+}
+
+// writeVSA writes the summary of the noted bundle and sets output vsa. No
+// bundle was verified (none found, unusable input): no summary. It
+// returns the refusal of an accepted bundle whose summary failed.
+func (g *gate) writeVSA(ctx context.Context, accepted bool) *refusal {
+	if g.vsa == nil || g.vsa.cand == nil {
+		g.f.output("vsa", "")
+		return nil
+	}
+	err := g.vsa.write(ctx, g)
+	if err == nil {
+		g.f.output("vsa", g.vsa.path)
+		g.f.logf("wrote verification summary %s (%s)", g.vsa.path, passedOrFailed(g.vsa.cand.verdict))
+		return nil
+	}
+	g.f.output("vsa", "")
+	if !accepted {
+		g.f.annotate("warning", "ProofGate VSA not written", err.Error())
+		return nil
+	}
+	class := exit.Environment
+	if errors.Is(err, fs.ErrExist) {
+		class = exit.Usage
+	}
+	return &refusal{class, ReasonVSA, err.Error()}
+}
+
+func passedOrFailed(v bundle.Verdict) string {
+	if v.Verdict == VerdictAccepted {
+		return vsa.Passed
+	}
+	return vsa.Failed
+}
+
+// write signs the summary and creates the file; an existing one is
+// refused (fs.ErrExist) and left as it was.
+func (s *vsaGate) write(ctx context.Context, g *gate) error {
+	c := s.cand
+	a, err := vsa.Inspect(bytes.NewReader(c.data), archive.DefaultLimits)
+	if err != nil {
+		return err
+	}
+	p, err := c.opts.Policy()
+	if err != nil {
+		return err
+	}
+	tb, err := bounded.ReadFile(g.abs(g.in.trustStore), trust.MaxSize)
+	if err != nil {
+		return fmt.Errorf("trust store: %w", err)
+	}
+	st, err := vsa.New(vsa.Input{Name: c.name, Archive: a, ResourceURI: c.uri, VerifierID: s.verifierID, Policy: p.Describe(),
+		Trust: []vsa.Resource{vsa.TrustFile(filepath.Base(g.in.trustStore), tb)}, Verdict: c.verdict, Time: c.opts.Now})
+	if err != nil {
+		return err
+	}
+	b, err := vsa.Sign(ctx, s.signer, st)
+	if err != nil {
+		return err
+	}
+	out := g.abs(s.path)
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
+		return err
+	}
+	if err := durable.CreateExclusive(out, b, 0o644); err != nil {
+		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", s.path, err)
+	}
+	return nil
+}
+
+// artifactURI is the web address of an artifact, the summary's resourceUri.
+func (g *gate) artifactURI(runID, artifactID int64) string {
+	server := strings.TrimSuffix(g.o.Getenv("GITHUB_SERVER_URL"), "/")
+	if server == "" {
+		server = "https://github.com"
+	}
+	return fmt.Sprintf("%s/%s/%s/actions/runs/%d/artifacts/%d", server, g.owner, g.name, runID, artifactID)
+}

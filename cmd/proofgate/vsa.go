@@ -1,0 +1,341 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/spf13/cobra"
+)
+
+// vsaHelp is appended to bundle verify's help.
+const vsaHelp = `
+
+--vsa FILE writes a signed SLSA Verification Summary Attestation
+(https://slsa.dev/verification_summary/v1, docs/SPEC.md section 9) for a
+deploy gate downstream: a DSSE envelope signed with --vsa-key (the gate's
+key, never the bundle's) over an in-toto statement naming the archive
+(sha256 of its bytes), the policy it was held to (its canonical JSON and
+sha256, the trust store's digest included) and the verdict. It is written
+for both verdicts: verificationResult PASSED (level PROOFGATE_VERIFIED, or
+PROOFGATE_VERIFIED_UNSAFE under --any-source, --any-contract or
+--allow-dirty) when the bundle is accepted, FAILED with the typed reason when
+it is refused; none when the input is unusable (exit 2). An existing FILE is
+refused unless --force; the file appears whole or not at all. Check one with
+"proofgate vsa verify".`
+
+// vsaFlags are bundle verify's --vsa flags.
+type vsaFlags struct {
+	out, key, verifierID, resourceURI string
+	force                             bool
+}
+
+func (f *vsaFlags) register(c *cobra.Command) {
+	fl := c.Flags()
+	fl.StringVar(&f.out, "vsa", "", "also write a signed SLSA verification summary (PASSED or FAILED) to FILE")
+	fl.StringVar(&f.key, "vsa-key", "", "the gate's key that signs the --vsa summary: PKCS#8 PEM file or env:VAR")
+	fl.StringVar(&f.verifierID, "vsa-verifier-id", "", "verifier.id of the summary (a URI; default "+vsa.DefaultVerifierID+")")
+	fl.StringVar(&f.resourceURI, "vsa-resource-uri", "", "resourceUri of the summary (a URI; default "+vsa.ResourcePrefix+"<sha256>)")
+	fl.BoolVar(&f.force, "force", false, "replace an existing --vsa FILE")
+	c.Long += vsaHelp
+}
+
+// vsaWrite is one --vsa summary in progress: checked and keyed before the
+// bundle is verified, hashing what the verifier reads.
+type vsaWrite struct {
+	f       *vsaFlags
+	cmd     *cobra.Command
+	signer  envelope.Signer
+	archive string
+	hasher  *vsa.Hasher
+}
+
+// Keyless verification flags (docs/adr/0010) that bundle verify may have:
+// the trusted root is trust material, the others identity requirements.
+// A flag the command does not define is skipped.
+var (
+	vsaTrustFlags    = []string{"trusted-root"}
+	vsaIdentityFlags = []string{"certificate-oidc-issuer", "signer-workflow", "source-repo", "source-ref"}
+)
+
+// trustAndIdentities hashes the trust store and any trusted root, and
+// lists the identity flags given.
+func (w *vsaWrite) trustAndIdentities(trustPath string) ([]vsa.Resource, map[string]string, error) {
+	paths := []string{trustPath}
+	for _, n := range vsaTrustFlags {
+		if fl := w.cmd.Flags().Lookup(n); fl != nil && fl.Value.String() != "" {
+			paths = append(paths, fl.Value.String())
+		}
+	}
+	var res []vsa.Resource
+	for _, p := range paths {
+		b, err := bounded.ReadFile(p, 64<<20)
+		if err != nil {
+			return nil, nil, envErr(err)
+		}
+		res = append(res, vsa.TrustFile(filepath.Base(p), b))
+	}
+	var ids map[string]string
+	for _, n := range vsaIdentityFlags {
+		if fl := w.cmd.Flags().Lookup(n); fl != nil && fl.Changed {
+			if ids == nil {
+				ids = map[string]string{}
+			}
+			ids[n] = fl.Value.String()
+		}
+	}
+	return res, ids, nil
+}
+
+// begin checks the --vsa flags and loads the key before anything is
+// verified; it returns nil without --vsa.
+func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsaWrite, error) {
+	changed := c.Flags().Changed
+	if f.out == "" {
+		if changed("vsa") {
+			return nil, usageErr(errors.New("--vsa is empty"))
+		}
+		for _, n := range []string{"vsa-key", "vsa-verifier-id", "vsa-resource-uri", "force"} {
+			if changed(n) {
+				return nil, usageErr(fmt.Errorf("--%s is given without --vsa FILE", n))
+			}
+		}
+		return nil, nil
+	}
+	if f.key == "" {
+		return nil, usageErr(errors.New("--vsa needs --vsa-key: the gate's signing key (a PKCS#8 PEM file or env:VAR), not the bundle's"))
+	}
+	if err := g.checkOutput("--vsa", f.out); err != nil {
+		return nil, err
+	}
+	if filepath.Clean(f.out) == filepath.Clean(archivePath) {
+		return nil, usageErr(fmt.Errorf("--vsa %s: the same file as the bundle", f.out))
+	}
+	if _, err := os.Lstat(f.out); err == nil && !f.force {
+		return nil, outputErr(fmt.Errorf("--vsa %s: %w", f.out, fs.ErrExist))
+	}
+	s, err := key.Load(f.key)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--vsa-key: %w", err))
+	}
+	// The URIs are checked now, not after the verification.
+	probe := vsa.Input{Name: "probe", Archive: &vsa.Archive{SHA256: strings.Repeat("0", 64)},
+		ResourceURI: f.resourceURI, VerifierID: f.verifierID, Verdict: bundle.Refusal("probe", "", "")}
+	if _, err := vsa.New(probe); err != nil {
+		return nil, usageErr(fmt.Errorf("--%s: %w", vsaFlagOf(err), err))
+	}
+	return &vsaWrite{f: f, cmd: c, signer: s, archive: archivePath}, nil
+}
+
+func vsaFlagOf(err error) string {
+	var e *vsa.Error
+	if errors.As(err, &e) && e.Field == "ResourceURI" {
+		return "vsa-resource-uri"
+	}
+	return "vsa-verifier-id"
+}
+
+// reader returns what to verify from: r itself, hashed when a summary is
+// to be written.
+func (w *vsaWrite) reader(r io.Reader) io.Reader {
+	if w == nil {
+		return r
+	}
+	w.hasher = vsa.NewHasher(r)
+	return w.hasher.Reader()
+}
+
+// write signs and writes the summary of verdict v, reached under opts with
+// the trust store at trustPath.
+func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts bundle.VerifyOptions, v bundle.Verdict) error {
+	if w == nil {
+		return nil
+	}
+	st, err := w.statement(trustPath, opts, v)
+	if err != nil {
+		return err
+	}
+	b, err := vsa.Sign(ctx, w.signer, st)
+	if err != nil {
+		return envErr(err)
+	}
+	write := durable.CreateExclusive
+	if w.f.force {
+		write = durable.WriteFile
+	}
+	if err := write(w.f.out, b, 0o644); err != nil {
+		return outputErr(fmt.Errorf("--vsa %s: %w", w.f.out, err))
+	}
+	fmt.Fprintf(g.stderr, "wrote VSA %s (%s, signed by %s)\n", w.f.out, st.Predicate.VerificationResult, w.signer.KeyID())
+	return nil
+}
+
+// statement is the summary: the archive as verified (read again to list
+// its signed members, and refused if its bytes changed meanwhile), the
+// policy, the trust store's digest and the verdict.
+func (w *vsaWrite) statement(trustPath string, opts bundle.VerifyOptions, v bundle.Verdict) (*vsa.Statement, error) {
+	verified, _, err := w.hasher.Sum()
+	if err != nil {
+		return nil, envErr(fmt.Errorf("read %s: %w", w.archive, err))
+	}
+	a, err := inspectFile(w.archive, opts)
+	if err != nil {
+		return nil, err
+	}
+	if a.SHA256 != verified {
+		return nil, envErr(fmt.Errorf("%s changed while it was verified (sha256 %s, now %s): no summary written", w.archive, verified, a.SHA256))
+	}
+	p, err := opts.Policy()
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	tr, ids, err := w.trustAndIdentities(trustPath)
+	if err != nil {
+		return nil, err
+	}
+	st, err := vsa.New(vsa.Input{Name: filepath.Base(w.archive), Archive: a, ResourceURI: w.f.resourceURI, VerifierID: w.f.verifierID,
+		Policy: p.Describe(), Identities: ids, Trust: tr, Verdict: v, Time: opts.Now})
+	if err != nil {
+		return nil, usageErr(err)
+	}
+	return st, nil
+}
+
+// inspectFile hashes the archive at path and lists its signed members.
+func inspectFile(path string, opts bundle.VerifyOptions) (*vsa.Archive, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, envErr(err)
+	}
+	defer f.Close()
+	lim := archive.DefaultLimits
+	if opts.Limits != nil {
+		lim = *opts.Limits
+	}
+	a, err := vsa.Inspect(f, lim)
+	if err != nil {
+		return nil, envErr(fmt.Errorf("read %s: %w", path, err))
+	}
+	return a, nil
+}
+
+func vsaCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "vsa", Short: "Check signed verification summaries (VSAs) of bundle verifications"}
+	c.AddCommand(vsaVerifyCmd(g))
+	return c
+}
+
+func vsaVerifyCmd(g *globals) *cobra.Command {
+	var trustPath, subject, policyDigest string
+	var asJSON, allowUnsafe bool
+	c := &cobra.Command{
+		Use:   "verify FILE --trust trust.json [--subject ARCHIVE] [--policy-digest sha256:HEX] [--allow-unsafe] [--json]",
+		Short: "Verify a VSA written by bundle verify --vsa",
+		Long: `Verify a verification summary: its DSSE signature with a key of the trust
+store (the gate's key) before anything in it is read, the key's validity at
+timeVerified, the statement (canonical, strictly decoded, the VSA v1
+predicate, levels that agree with the verdict) and its policy digest. With
+--subject, the archive must be the summary's subject (sha256 of its bytes);
+with --policy-digest, the policy must be that one. A summary that passed
+under an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE: any source, any
+contract or a dirty source) is refused (unsafe-policy) unless --allow-unsafe.
+
+Exit 0 when the summary verifies and says PASSED; 1 when it is refused or
+says FAILED (with the bundle's refusal reason); 2 on unusable input.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if trustPath == "" {
+				return usageErr(errors.New("--trust is required"))
+			}
+			store, err := trust.Load(trustPath)
+			if err != nil {
+				return usageErr(err)
+			}
+			b, err := bounded.ReadFile(args[0], envelope.MaxSize)
+			if err != nil {
+				return usageErr(err)
+			}
+			st, k, err := vsa.Open(b, store)
+			if err == nil {
+				err = checkVSA(st, subject, policyDigest)
+			}
+			var classified *exit.Error
+			switch {
+			case errors.As(err, &classified):
+				return err
+			case err != nil:
+				return refusedErr(err)
+			}
+			return reportVSA(g, st, k.KeyID(), asJSON, allowUnsafe)
+		},
+	}
+	c.Flags().StringVar(&trustPath, "trust", "", "trust store holding the gate's key")
+	c.Flags().StringVar(&subject, "subject", "", "the bundle archive the summary must name")
+	c.Flags().StringVar(&policyDigest, "policy-digest", "", "require the policy digest (sha256:<hex>)")
+	c.Flags().BoolVar(&allowUnsafe, "allow-unsafe", false, "accept a summary that passed under an unsafe opt-out")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the statement as JSON")
+	return c
+}
+
+// checkVSA applies --subject and --policy-digest.
+func checkVSA(st *vsa.Statement, subject, policyDigest string) error {
+	if policyDigest != "" {
+		want, ok := strings.CutPrefix(policyDigest, "sha256:")
+		if !ok {
+			return usageErr(fmt.Errorf("--policy-digest %q: want sha256:<hex>", printable.Escape(policyDigest)))
+		}
+		if got := st.Predicate.Policy.Digest["sha256"]; got != strings.ToLower(want) {
+			return refusedErr(&vsa.VerifyError{Reason: vsa.PolicyMismatch, Detail: fmt.Sprintf("the summary's policy is sha256:%s, not %s", got, printable.Escape(policyDigest))})
+		}
+	}
+	if subject == "" {
+		return nil
+	}
+	a, err := inspectFile(subject, bundle.VerifyOptions{})
+	if err != nil {
+		return usageErr(err)
+	}
+	return st.MatchArchive(a.SHA256)
+}
+
+// reportVSA prints a verified summary; one that says FAILED exits 1, and
+// so does one that passed under an unsafe opt-out unless allowUnsafe.
+func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON, allowUnsafe bool) error {
+	p := &st.Predicate
+	if asJSON {
+		if err := writeJSON(g.stdout, st); err != nil {
+			return err
+		}
+	} else {
+		fmt.Fprintf(g.stdout, "%s: %s (sha256 %s), policy sha256 %s, levels %s, verified by %s at %s, signed by %s\n",
+			p.VerificationResult, printable.Escape(st.Subject[0].Name), st.Subject[0].Digest["sha256"], p.Policy.Digest["sha256"],
+			strings.Join(p.VerifiedLevels, ","), printable.Escape(p.Verifier.ID), p.TimeVerified, keyID)
+		if v := p.ProofGateVerdict; v.Verdict != bundle.VerdictAccepted {
+			fmt.Fprintf(g.stdout, "the bundle was refused: %s: %s\n", printable.Escape(v.Reason), printable.Escape(v.Detail))
+		}
+	}
+	if !st.Passed() {
+		return silent(exit.Refused)
+	}
+	if slices.Contains(p.VerifiedLevels, vsa.LevelVerifiedUnsafe) && !allowUnsafe {
+		return refusedErr(&vsa.VerifyError{Reason: vsa.UnsafePolicy,
+			Detail: fmt.Sprintf("the bundle passed under the unsafe opt-outs %v (--allow-unsafe accepts it)", p.ProofGatePolicy.Bundle.Unsafe)})
+	}
+	return nil
+}
