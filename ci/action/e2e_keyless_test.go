@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
@@ -113,13 +114,26 @@ func TestE2EKeyless(t *testing.T) {
 		t.Fatalf("artifact files %d; companion is the archive's material: %v", len(files), bytes.Equal(files[compName], members[envelope.MaterialFile]))
 	}
 
-	// 2. The release gate, identity pinned: accepted.
+	// 2. The release gate, identity pinned: accepted, with a signed VSA
+	// whose policy names the pinned identity and the trusted root.
 	releaseGate(t, fx, svc, pinnedWorkflow)
+	gateKey := keytest.New(t)
+	pemKey, err := os.ReadFile(gateKey.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fx.env["INPUT_VSA-KEY"] = string(pemKey)
 	wantCode(t, fx, fx.dockerRun(image, "verify"), ExitOK)
 	vo := fx.outputs()
-	if vo["verdict"] != "accepted" || vo["run-id"] != runID || !strings.HasSuffix(vo["signer"], "/"+pinnedWorkflow) {
+	if vo["verdict"] != "accepted" || vo["run-id"] != runID || !strings.HasSuffix(vo["signer"], "/"+pinnedWorkflow) || vo["vsa"] == "" {
 		t.Fatalf("verify outputs %v\n%s", vo, fx.log.String())
 	}
+	st := openVSA(t, fx, vo["vsa"], gateKey)
+	pol := st.Predicate.ProofGatePolicy
+	if !st.Passed() || pol.Identities["signer-workflow"] != pinnedWorkflow || len(pol.Trust) != 1 || pol.Trust[0].Name != "trusted_root.json" {
+		t.Fatalf("VSA policy %+v", pol)
+	}
+	delete(fx.env, "INPUT_VSA-KEY")
 
 	// 3. The same bundle, another ref pinned: identity-mismatch.
 	fx.env["INPUT_SIGNER-WORKFLOW"] = strings.Replace(pinnedWorkflow, "refs/tags/v1", "refs/tags/v2", 1)
@@ -175,6 +189,29 @@ func saveStore(t *testing.T, store *trust.Store, path string) {
 		t.Fatal(err)
 	}
 	if err := store.Save(path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A modified caller runs the action itself (not the reusable workflow):
+// the certificate names the caller's own workflow, and the gate pinning the
+// reusable workflow refuses it.
+func TestE2EKeylessModifiedCallerRefused(t *testing.T) {
+	image := e2eImage(t)
+	svc := sigstoretest.Start(t)
+	own := owner + "/" + repo + "/.github/workflows/proofgate.yml@refs/pull/7/merge"
+	fx := keylessFixture(t, svc, own)
+	wantCode(t, fx, fx.dockerRun(image), ExitOK)
+	if s := fx.outputs()["signer"]; !strings.HasSuffix(s, "/"+own) {
+		t.Fatalf("signer %q, want the caller's workflow", s)
+	}
+	releaseGate(t, fx, svc, pinnedWorkflow)
+	wantCode(t, fx, fx.dockerRun(image, "verify"), ExitRefused)
+	vo := fx.outputs()
+	if vo["verdict"] != "refused" || vo["reason"] != "identity-mismatch" {
+		t.Fatalf("verify outputs %v\n%s", vo, fx.log.String())
+	}
+	if _, err := os.Stat(filepath.Join(fx.ws, trustedRootRel)); err != nil {
 		t.Fatal(err)
 	}
 }

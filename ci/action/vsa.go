@@ -143,12 +143,12 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	if err != nil {
 		return err
 	}
-	tb, err := bounded.ReadFile(g.abs(g.in.trustStore), trust.MaxSize)
+	tr, ids, err := g.vsaTrust()
 	if err != nil {
-		return fmt.Errorf("trust store: %w", err)
+		return err
 	}
 	st, err := vsa.New(vsa.Input{Name: c.name, Archive: a, ResourceURI: c.uri, VerifierID: s.verifierID, Policy: p.Describe(),
-		Trust: []vsa.Resource{vsa.TrustFile(filepath.Base(g.in.trustStore), tb)}, Verdict: c.verdict, Time: c.opts.Now})
+		Identities: ids, Trust: tr, Verdict: c.verdict, Time: c.opts.Now})
 	if err != nil {
 		return err
 	}
@@ -173,4 +173,34 @@ func (g *gate) artifactURI(runID, artifactID int64) string {
 		server = "https://github.com"
 	}
 	return fmt.Sprintf("%s/%s/%s/actions/runs/%d/artifacts/%d", server, g.owner, g.name, runID, artifactID)
+}
+
+// vsaTrust is the trust material the gate judged by (the trust store, which
+// a keyless gate may lack, and the trusted root) and the identity inputs
+// that pinned a keyless signer, for the summary's policy.
+func (g *gate) vsaTrust() ([]vsa.Resource, map[string]string, error) {
+	var res []vsa.Resource
+	tb, err := bounded.ReadFile(g.abs(g.in.trustStore), trust.MaxSize)
+	switch {
+	case err == nil:
+		res = append(res, vsa.TrustFile(filepath.Base(g.in.trustStore), tb))
+	case !errors.Is(err, fs.ErrNotExist) || g.ids.trustedRoot == "":
+		return nil, nil, fmt.Errorf("trust store: %w", err)
+	}
+	if g.ids.trustedRoot == "" {
+		return res, nil, nil
+	}
+	rb, err := bounded.ReadFile(g.abs(g.ids.trustedRoot), 64<<20)
+	if err != nil {
+		return nil, nil, fmt.Errorf("trusted root: %w", err)
+	}
+	res = append(res, vsa.TrustFile(filepath.Base(g.ids.trustedRoot), rb))
+	ids := map[string]string{}
+	for name, v := range map[string]string{"certificate-oidc-issuer": g.ids.issuer, "signer-workflow": g.ids.signerWorkflow,
+		"source-repo": g.ids.sourceRepo, "source-ref": g.ids.sourceRef} {
+		if v != "" {
+			ids[name] = v
+		}
+	}
+	return res, ids, nil
 }

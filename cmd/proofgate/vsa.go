@@ -77,7 +77,10 @@ var (
 // trustAndIdentities hashes the trust store and any trusted root, and
 // lists the identity flags given.
 func (w *vsaWrite) trustAndIdentities(trustPath string) ([]vsa.Resource, map[string]string, error) {
-	paths := []string{trustPath}
+	var paths []string
+	if trustPath != "" { // optional with --trusted-root
+		paths = append(paths, trustPath)
+	}
 	for _, n := range vsaTrustFlags {
 		if fl := w.cmd.Flags().Lookup(n); fl != nil && fl.Value.String() != "" {
 			paths = append(paths, fl.Value.String())
