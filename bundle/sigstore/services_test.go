@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -126,4 +127,32 @@ func wantReason(t *testing.T, err error, r sigstore.Reason) {
 	if !errors.As(err, &ve) || ve.Reason != r {
 		t.Fatalf("error %v, want reason %s", err, r)
 	}
+}
+
+// BenchmarkSign compares one key-mode signature (Ed25519, the baseline)
+// with one keyless signature against the real Fulcio and timestamp
+// authority on 127.0.0.1: an ephemeral key, a certificate, a timestamp.
+func BenchmarkSign(b *testing.B) {
+	payload := []byte(`{"_type":"https://in-toto.io/Statement/v1"}`)
+	b.Run("key", func(b *testing.B) {
+		s := keytest.New(b).Signer
+		for b.Loop() {
+			if _, err := envelope.Sign(s, "application/vnd.in-toto+json", payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("keyless", func(b *testing.B) {
+		svc := sigstoretest.Start(b)
+		token := svc.OIDC.Token(githubtest.Claims{JobWorkflowRef: realReusable})
+		for b.Loop() {
+			s, err := sigstore.NewKeylessSigner(sigstore.KeylessOptions{FulcioURL: svc.FulcioURL, TSAURL: svc.TSAURL, IDToken: token})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if _, _, err := s.SignEnvelope(context.Background(), "application/vnd.in-toto+json", payload); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
