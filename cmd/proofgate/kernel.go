@@ -130,15 +130,7 @@ contract. Exit 0 valid, 2 invalid (the error names the file and field).`,
 			if err != nil {
 				return usageErr(err)
 			}
-			if asJSON {
-				ids := make([]string, len(r.Checks))
-				for i, c := range r.Checks {
-					ids[i] = c.ID
-				}
-				return writeJSON(g.stdout, map[string]any{"valid": true, "contract_hash": h, "name": r.Name, "profile": r.Profile, "checks": ids})
-			}
-			fmt.Fprintf(g.stdout, "%s: valid (%d checks)\ncontract_hash %s\n", g.contract, len(r.Checks), h)
-			return nil
+			return printContractCheck(g, r, h, asJSON)
 		},
 	}
 	check.Flags().StringVar(&profile, "profile", "", "resolve this profile")
