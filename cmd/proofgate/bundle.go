@@ -199,8 +199,8 @@ signing times it is valid for. The store is rewritten atomically.`,
 				return usageErr(errors.New("--public-key is required"))
 			}
 			if identity != "" {
-				if err := printable.Check("--identity", identity); err != nil {
-					return usageErr(err)
+				if err := checkKeyIdentity(identity); err != nil {
+					return err
 				}
 			}
 			nb, err := optTime("not-before", notBefore)

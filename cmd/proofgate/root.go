@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/spf13/cobra"
 )
 
@@ -70,10 +69,15 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	}
 	// A command classifies what it returns (usageErr, refusedErr, envErr,
 	// classify); anything else came from cobra.
+	// With --json the message is also a JSON document on stdout (hints.go).
 	var ce *exit.Error
 	if errors.As(err, &ce) {
 		if ce.Err != nil {
-			fmt.Fprintln(stderr, "proofgate:", printable.Escape(ce.Err.Error()))
+			msg := ce.Err.Error()
+			if ce.Class == exit.Usage {
+				msg = usageHint(cmd, msg)
+			}
+			reportError(stdout, stderr, wantsJSON(cmd, args), msg, ce.Class.Code())
 		}
 		return ce.Class.Code()
 	}
@@ -82,6 +86,6 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	if cmd != nil {
 		path = cmd.CommandPath()
 	}
-	fmt.Fprintf(stderr, "proofgate: %s (see '%s --help')\n", printable.Escape(err.Error()), path)
+	reportError(stdout, stderr, wantsJSON(cmd, args), fmt.Sprintf("%s (see '%s --help')", err.Error(), path), exitUsage)
 	return exitUsage
 }
