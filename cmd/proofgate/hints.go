@@ -55,6 +55,18 @@ func wantsJSON(cmd *cobra.Command, args []string) bool {
 	return false
 }
 
+// watchedWriter remembers whether anything was written to stdout: a
+// command that printed its own JSON document gets no second one.
+type watchedWriter struct {
+	w     io.Writer
+	wrote bool
+}
+
+func (w *watchedWriter) Write(p []byte) (int, error) {
+	w.wrote = w.wrote || len(p) > 0
+	return w.w.Write(p)
+}
+
 // jsonError is what a command given --json prints on stdout when it fails
 // with an error it has not reported itself: the message (as on stderr) and
 // the process exit code.
