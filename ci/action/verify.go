@@ -620,6 +620,9 @@ func renderVerify(r *VerifyResult) string {
 		if r.Signer != "" {
 			fmt.Fprintf(&b, "| keyless signer | %s, witnessed %s |\n", code(r.Signer), witnessedText(r.Witnessed))
 		}
+		if ids := bundle.Unsandboxed(&a.Run); len(ids) > 0 {
+			fmt.Fprintf(&b, "| unsandboxed checks | %s |\n", cell(strings.Join(ids, ", ")))
+		}
 	}
 	if len(r.Attempts) > 0 {
 		b.WriteString("\n| bundle | verdict | reason |\n|---|---|---|\n")

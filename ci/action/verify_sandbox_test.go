@@ -29,6 +29,9 @@ func TestVerifyRequireSandbox(t *testing.T) {
 	if vr.Outputs["unsandboxed"] != "readme,guard" || !strings.Contains(fx.log.String(), "::warning title=ProofGate checks ran unsandboxed::") {
 		t.Fatalf("not required: outputs %v\n%s", vr.Outputs, fx.log.String())
 	}
+	if s := fx.summary(); !strings.Contains(s, "| unsandboxed checks | readme, guard |") {
+		t.Fatalf("summary lists no unsandboxed checks:\n%s", s)
+	}
 
 	fx.env["INPUT_REQUIRE-SANDBOX"] = "true"
 	vr, err = fx.verify()
