@@ -30,6 +30,8 @@ type Policy struct {
 	approvals  int
 	allowDirty bool
 	witnessed  time.Time
+	// requireSandbox is WithRequireSandbox (bundle/sandbox.go).
+	requireSandbox bool
 }
 
 // SourcePolicy says which source the run must have verified. It is
@@ -201,6 +203,8 @@ type VerifyOptions struct {
 	Profile *string
 	// RequireApprovals is WithApprovals.
 	RequireApprovals int
+	// RequireSandbox is WithRequireSandbox.
+	RequireSandbox bool
 	// Limits, when non-nil, is WithLimits (nil: archive.DefaultLimits).
 	Limits *archive.Limits
 	// Material, when non-nil, is WithMaterialVerifiers: keyless bundles
@@ -237,6 +241,9 @@ func (o VerifyOptions) Policy() (*Policy, error) {
 	}
 	if !o.Witnessed.IsZero() {
 		opts = append(opts, WithWitnessTime(o.Witnessed))
+	}
+	if o.RequireSandbox {
+		opts = append(opts, WithRequireSandbox())
 	}
 	return NewPolicy(src, c, opts...)
 }

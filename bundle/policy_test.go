@@ -142,7 +142,8 @@ func TestRefusalsOfUnexpectedErrors(t *testing.T) {
 }
 
 // TestVerdictJSON: the verdict prints the members `bundle verify --json`
-// printed, in the same order, leaving out the same empty ones.
+// printed, in the same order, leaving out the same empty ones; unsandboxed
+// (ADR 0013) comes last, here naming the fixture's process check.
 func TestVerdictJSON(t *testing.T) {
 	f := makeRun(t, runOpts{approve: []string{"alice"}})
 	k := newKey(t)
@@ -155,7 +156,7 @@ func TestVerdictJSON(t *testing.T) {
 	want := regexp.MustCompile(`^\{"verdict":"accepted","run_id":"[^"]+","key_id":"[0-9a-f]{64}","signed_at":"[^"]+",` +
 		`"commit":"[0-9a-f]{40}","tree":"[0-9a-f]{40}","dirty":false,"worktree_digest":"sha256:[0-9a-f]{64}",` +
 		`"repo":"acme/widget","contract_hash":"sha256:[0-9a-f]{64}","state":"COMPLETE","verification_digest":"sha256:[0-9a-f]{64}",` +
-		`"chain_head":"sha256:[0-9a-f]{64}","approvals":1\}$`)
+		`"chain_head":"sha256:[0-9a-f]{64}","approvals":1,"unsandboxed":\["hello"\]\}$`)
 	if !want.Match(b) {
 		t.Errorf("accepted: %s", b)
 	}

@@ -38,6 +38,9 @@ type Verdict struct {
 	ChainHead      string `json:"chain_head,omitempty"`
 	Approvals      int    `json:"approvals"`
 	Checkpoint     int    `json:"checkpoint_length,omitempty"`
+	// Unsandboxed lists the checks that did not run in the docker sandbox
+	// (Unsandboxed), set when accepted; absent when every check did.
+	Unsandboxed []string `json:"unsandboxed,omitempty"`
 }
 
 // Verdict returns the acceptance of r.
@@ -50,6 +53,7 @@ func (r *Result) Verdict() Verdict {
 	if r.Checkpoint != nil {
 		v.Checkpoint = r.Checkpoint.Length
 	}
+	v.Unsandboxed = Unsandboxed(&r.Run)
 	if !r.Witnessed.IsZero() {
 		v.Signer, v.WitnessedAt = r.Signer, r.Witnessed.Format(time.RFC3339Nano)
 	}

@@ -56,6 +56,7 @@ const (
 	ContractMismatch       Reason = "contract-mismatch"
 	DirtySource            Reason = "dirty-source"
 	SigningTimeImplausible Reason = "signing-time-implausible"
+	UnsandboxedCheck       Reason = "unsandboxed-check" // WithRequireSandbox (sandbox.go)
 	InsufficientApprovals  Reason = "insufficient-approvals"
 )
 
@@ -199,6 +200,9 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 		return nil, err
 	}
 	if err := p.bind(b.rep, b.id); err != nil {
+		return nil, err
+	}
+	if err := p.checkSandbox(&b.summary, b.id); err != nil {
 		return nil, err
 	}
 	res.Approvals = countApprovals(b.rep.Decisions)

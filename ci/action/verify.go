@@ -101,6 +101,7 @@ var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
 type verifyInputs struct {
 	commit, match, trustStore, artifactName, bundle, token, profile, contract string
 	approvals                                                                 int
+	requireSandbox                                                            bool
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
@@ -183,7 +184,11 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 	f.output("reason", v.Reason)
 	f.output("run-id", res.RunID)
 	f.output("signer", res.Signer)
+	f.output("unsandboxed", strings.Join(v.Unsandboxed, ","))
 	if v.Verdict == VerdictAccepted {
+		if len(v.Unsandboxed) > 0 {
+			f.annotate("warning", "ProofGate checks ran unsandboxed", fmt.Sprintf("checks %s did not run in the docker sandbox (input require-sandbox: true refuses them)", strings.Join(v.Unsandboxed, ", ")))
+		}
 		f.annotate("notice", "ProofGate evidence accepted", fmt.Sprintf("run %s for %s %s", res.RunID, res.Match, res.Commit))
 		return res, nil
 	}
@@ -253,6 +258,13 @@ func (g *gate) readInputs() *refusal {
 		}
 		in.approvals = n
 	}
+	switch v := f.input("require-sandbox"); v {
+	case "", "false":
+	case "true":
+		in.requireSandbox = true
+	default:
+		return refuseUsage("input require-sandbox: %q is not true or false", v)
+	}
 	g.in = in
 	g.ids = readIdentityInputs(f)
 	return g.checkPaths()
@@ -319,7 +331,8 @@ func (g *gate) abs(p string) string {
 // not count; the input's default "" requires the base contract.
 func (g *gate) policy(ctx context.Context) *refusal {
 	in := &g.in
-	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile}
+	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile,
+		RequireSandbox: in.requireSandbox}
 	hash, r := releaseContract(ctx, g.ws, g.gh, g.owner, g.name, *in)
 	if r != nil {
 		return r
@@ -619,6 +632,9 @@ func renderVerify(r *VerifyResult) string {
 			code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), code(a.Run.VerificationDigest))
 		if r.Signer != "" {
 			fmt.Fprintf(&b, "| keyless signer | %s, witnessed %s |\n", code(r.Signer), witnessedText(r.Witnessed))
+		}
+		if ids := bundle.Unsandboxed(&a.Run); len(ids) > 0 {
+			fmt.Fprintf(&b, "| unsandboxed checks | %s |\n", cell(strings.Join(ids, ", ")))
 		}
 	}
 	if p := r.Outputs["vsa"]; p != "" {

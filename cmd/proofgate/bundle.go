@@ -199,8 +199,8 @@ signing times it is valid for. The store is rewritten atomically.`,
 				return usageErr(errors.New("--public-key is required"))
 			}
 			if identity != "" {
-				if err := printable.Check("--identity", identity); err != nil {
-					return usageErr(err)
+				if err := checkKeyIdentity(identity); err != nil {
+					return err
 				}
 			}
 			nb, err := optTime("not-before", notBefore)
@@ -464,6 +464,7 @@ type verifyFlags struct {
 	trust, commit, tree, repo, profile, contractHash, witnessed string
 	approvals                                                   int
 	anySource, anyContract, allowDirty, asJSON                  bool
+	requireSandbox                                              bool
 	keyless                                                     keylessVerifyFlags
 }
 
@@ -481,6 +482,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.IntVar(&f.approvals, "require-approvals", 1, "minimum distinct approvals")
 	fl.StringVar(&f.witnessed, "witnessed-at", "", "a time the bundle existed by, from a witness the signer does not control (RFC 3339, e.g. the artifact's created_at)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	fl.BoolVar(&f.requireSandbox, "require-sandbox", false, "refuse a run with a check that did not run in the docker sandbox (runtime: docker)")
 	f.keyless.register(c)
 }
 
@@ -507,6 +509,7 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	}
 	o.Commit, o.Tree, o.AnySource, o.Repo = strings.ToLower(f.commit), strings.ToLower(f.tree), f.anySource, f.repo
 	o.RequireApprovals, o.AllowDirty, o.AnyContract, o.ContractHash = f.approvals, f.allowDirty, f.anyContract, f.contractHash
+	o.RequireSandbox = f.requireSandbox
 	if changed("profile") {
 		o.Profile = &f.profile
 	}
@@ -561,7 +564,7 @@ func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
 	var vf vsaFlags
 	c := &cobra.Command{
-		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--json]",
+		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--require-sandbox] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
@@ -573,7 +576,10 @@ before the run's last event, not after now or the witness time plus 5
 minutes); the carried checkpoint; --commit or --tree; --repo; a clean source
 (a run planned with --allow-dirty is refused unless --allow-dirty is given
 here); --profile (exact; --profile "" requires the base contract); the
-contract; and at least --require-approvals distinct approvals (default 1).
+contract; with --require-sandbox, that every check ran with runtime: docker
+(refused as unsandboxed-check naming the others); and at least
+--require-approvals distinct approvals (default 1). An accepted verdict
+lists the checks that did not run sandboxed ("unsandboxed" in --json).
 
 The gate must say what it accepts. The source: --commit SHA, --tree SHA (a
 merge or squash commit whose tree equals the verified head's), or
@@ -657,6 +663,7 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 	}
 	fmt.Fprintf(w, "accepted: run %s, commit %s, tree %s, %s, contract %s, %d approval(s), signed by %s at %s\n",
 		v.RunID, v.Commit, v.Tree, src, v.ContractHash, v.Approvals, signer, v.SignedAt)
+	printUnsandboxed(w, v)
 }
 
 func checkpointCmd(g *globals) *cobra.Command {

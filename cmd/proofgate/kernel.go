@@ -42,6 +42,7 @@ func classify(err error) error {
 	if err == nil {
 		return nil
 	}
+	err = runHint(err)
 	var (
 		ee  *exit.Error
 		he  *lock.HeldError
@@ -60,7 +61,7 @@ func classify(err error) error {
 	case errors.As(err, &he):
 		return refusedErr(fmt.Errorf("%w: another proofgate is writing this run; wait for it, or if 'proofgate status RUN' says its writer is dead, run 'proofgate events unlock RUN --actor NAME --older-than DUR' first", err))
 	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &cx), errors.As(err, &nf), errors.As(err, &ie),
-		errors.Is(err, run.ErrNoRuns), errors.Is(err, source.ErrNotRepository):
+		errors.Is(err, run.ErrNoRuns), errors.Is(err, source.ErrNotRepository), errors.Is(err, errNoCommit):
 		return usageErr(err)
 	case errors.As(err, &ae), errors.As(err, &che):
 		return refusedErr(err)
@@ -130,15 +131,7 @@ contract. Exit 0 valid, 2 invalid (the error names the file and field).`,
 			if err != nil {
 				return usageErr(err)
 			}
-			if asJSON {
-				ids := make([]string, len(r.Checks))
-				for i, c := range r.Checks {
-					ids[i] = c.ID
-				}
-				return writeJSON(g.stdout, map[string]any{"valid": true, "contract_hash": h, "name": r.Name, "profile": r.Profile, "checks": ids})
-			}
-			fmt.Fprintf(g.stdout, "%s: valid (%d checks)\ncontract_hash %s\n", g.contract, len(r.Checks), h)
-			return nil
+			return printContractCheck(g, r, h, asJSON)
 		},
 	}
 	check.Flags().StringVar(&profile, "profile", "", "resolve this profile")
@@ -301,6 +294,7 @@ func report(g *globals, rep *run.Report, asJSON, quiet bool) error {
 		}
 	} else {
 		printReport(g.stdout, rep)
+		printFailures(g, rep)
 	}
 	return stateExit(rep.State)
 }
@@ -472,6 +466,7 @@ STALE. RUN is a run id or "latest".`,
 				}
 			} else {
 				printReport(g.stdout, st.Report)
+				printFailures(g, st.Report)
 				printStatusNotes(g.stdout, st, verb == "audit")
 			}
 			return stateExit(st.State)
@@ -523,6 +518,10 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 			ids, err := run.NewStore(g.state).List()
 			if err != nil {
 				return envErr(err)
+			}
+			if len(ids) == 0 && !asJSON {
+				printNoRuns(g.stdout, g.state)
+				return nil
 			}
 			type row struct {
 				RunID string    `json:"run_id"`
@@ -604,7 +603,7 @@ after a crash) records nothing and exits 0.`,
 			err = r.Decide(ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: f})
 			var done *run.DecidedError
 			if err != nil && !errors.As(err, &done) {
-				return classify(err)
+				return classify(approveHint(err, r.ID))
 			}
 			rep := r.Report()
 			if asJSON {
@@ -745,6 +744,9 @@ were proved ("proved", "not_proved" in --json).`,
 			} else if res.OK {
 				fmt.Fprintf(g.stdout, "ok: %d events, head %s\nproved: %s\nnot proved: %s\n", res.Length, res.Head,
 					strings.Join(res.Proved, ", "), res.NotProved)
+				if res.Checkpoint != nil {
+					printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
+				}
 			} else if res.usage == nil && res.Line > 0 {
 				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil {
@@ -777,7 +779,9 @@ type eventsResult struct {
 	// did not, and which command does.
 	Proved    []string `json:"proved,omitempty"`
 	NotProved string   `json:"not_proved,omitempty"`
-	usage     error
+	// Checkpoint is what a verified --checkpoint covered (checkpoint.go).
+	Checkpoint *checkpointCover `json:"checkpoint,omitempty"`
+	usage      error
 }
 
 // What events verify proves: the chain, never the history it chains.
@@ -818,14 +822,15 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 	res.OK, res.Length, res.Head = true, sum.Len, sum.Head
 	res.Proved, res.NotProved = provedChain, notProvedChain
 	if cpFile != "" {
-		n, reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events)
+		cover, reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events)
 		switch {
 		case uerr != nil:
 			res.OK, res.usage, res.Reason, res.Detail = false, uerr, "unusable-input", uerr.Error()
 		case reason != "":
 			res.OK, res.Reason, res.Detail = false, reason, detail
 		default:
-			res.Proved = append(slices.Clone(provedChain), fmt.Sprintf(provedCheckpoint, n))
+			res.Proved = append(slices.Clone(provedChain), fmt.Sprintf(provedCheckpoint, cover.Length))
+			res.Checkpoint = cover
 			res.NotProved = notProvedAfterCp
 		}
 	}
@@ -893,12 +898,16 @@ func versionCmd(g *globals) *cobra.Command {
 
 func outputCmd(g *globals) *cobra.Command {
 	var stream string
+	var asJSON bool
 	c := &cobra.Command{
 		Use:   "output RUN CHECK [--stream stdout|stderr]",
 		Short: "Print a check's captured output, verified against its recorded digest",
 		Long: `Print the stdout (or with --stream stderr, the stderr) a check produced in
 RUN, byte for byte, after checking the evidence blob against the digest the
-event log recorded. CHECK is a check id from 'proofgate status RUN'.`,
+event log recorded. CHECK is a check id from 'proofgate status RUN'. With
+--json, one document: run_id, check, stream, digest, size, truncated,
+encoding ("utf-8", or "base64" when the bytes are not valid UTF-8) and
+content.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if stream != "stdout" && stream != "stderr" {
@@ -929,6 +938,9 @@ event log recorded. CHECK is a check id from 'proofgate status RUN'.`,
 					return refusedErr(err)
 				}
 				defer f.Close()
+				if asJSON {
+					return writeOutputJSON(g.stdout, outputDoc{RunID: id, Check: c.ID, Stream: stream, Stream0: s}, f)
+				}
 				_, err = io.Copy(g.stdout, f)
 				return err
 			}
@@ -936,6 +948,7 @@ event log recorded. CHECK is a check id from 'proofgate status RUN'.`,
 		},
 	}
 	c.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: the stream's digest, size and content (UTF-8 text, else base64)")
 	return c
 }
 

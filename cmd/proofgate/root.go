@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/spf13/cobra"
 )
 
@@ -37,7 +36,8 @@ type globals struct {
 
 // Main runs the CLI and returns the process exit code.
 func Main(args []string, stdout, stderr io.Writer) int {
-	g := &globals{stdout: stdout, stderr: stderr}
+	out := &watchedWriter{w: stdout}
+	g := &globals{stdout: out, stderr: stderr}
 	root := &cobra.Command{
 		Use:   "proofgate",
 		Short: "Make a CI run prove what it did",
@@ -51,7 +51,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.SetOut(stdout)
+	root.SetOut(out)
 	root.SetErr(stderr)
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&g.state, "state", ".proofgate", "state directory holding runs/")
@@ -70,10 +70,17 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	}
 	// A command classifies what it returns (usageErr, refusedErr, envErr,
 	// classify); anything else came from cobra.
+	// With --json the message is also a JSON document on stdout, unless the
+	// command already printed its own (hints.go).
+	asJSON := wantsJSON(cmd, args) && !out.wrote
 	var ce *exit.Error
 	if errors.As(err, &ce) {
 		if ce.Err != nil {
-			fmt.Fprintln(stderr, "proofgate:", printable.Escape(ce.Err.Error()))
+			msg := ce.Err.Error()
+			if ce.Class == exit.Usage {
+				msg = usageHint(cmd, msg)
+			}
+			reportError(stdout, stderr, asJSON, msg, ce.Class.Code())
 		}
 		return ce.Class.Code()
 	}
@@ -82,6 +89,6 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	if cmd != nil {
 		path = cmd.CommandPath()
 	}
-	fmt.Fprintf(stderr, "proofgate: %s (see '%s --help')\n", printable.Escape(err.Error()), path)
+	reportError(stdout, stderr, asJSON, fmt.Sprintf("%s (see '%s --help')", err.Error(), path), exitUsage)
 	return exitUsage
 }

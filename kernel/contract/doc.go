@@ -49,7 +49,8 @@
 //
 //	field         type              built-in default  notes
 //	runtime       docker|process    docker            docker requires image (error at checks[i].image)
-//	image         string            —                 no whitespace; digest pinning recommended
+//	image         string            —                 a distribution reference (lowercase name[:tag][@sha256:hex]);
+//	                                                  <placeholders> refused; no digest: Resolved.Warnings
 //	pull          never|missing|always never
 //	timeout       duration          10m               "0" = none
 //	output_limit  size              1MiB              per stream, > 0

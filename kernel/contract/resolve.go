@@ -282,6 +282,9 @@ func (p *parser) applySettings(c *Check, s *rawSettings, at fieldPath) error {
 		c.Runtime = *s.Runtime
 	}
 	if s.Image != nil {
+		if msg := imageProblem(*s.Image); msg != "" {
+			return p.errf(at.key("image"), "%s", msg)
+		}
 		c.Image = *s.Image
 	}
 	if s.Env != nil {

@@ -210,6 +210,12 @@ func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Err
 		if _, ok := l.ErrorKind.(*kind.Pattern); ok {
 			return p.errf(path, "%s is not a valid id (want ^[a-z0-9][a-z0-9._-]{0,62}$)", describe(v)), ptr
 		}
+	case "image":
+		if str, isStr := v.(string); isStr {
+			if msg := imageProblem(str); msg != "" {
+				return p.errf(path, "%s", msg), ptr
+			}
+		}
 	case "profileName":
 		if _, ok := l.ErrorKind.(*kind.Pattern); ok {
 			return p.errf(path, "%s is not a valid profile name (want ^[a-z0-9][a-z0-9_-]{0,62}$)", describe(v)), ptr

@@ -40,6 +40,10 @@ type State struct {
 // ErrNotRepository is returned when dir is not inside a git work tree.
 var ErrNotRepository = errors.New("not a git repository")
 
+// ErrNoCommit is returned (wrapped, with git's error) when the repository
+// has no commit checked out: a new repository before its first commit.
+var ErrNoCommit = errors.New("no commit checked out")
+
 // Inspect reads the state of the repository containing dir. Paths in
 // exclude (relative to the repository root, e.g. ".proofgate/runs") are
 // left out of the digest.
@@ -49,7 +53,7 @@ func Inspect(ctx context.Context, dir string, exclude ...string) (State, error) 
 	}
 	commit, err := git(ctx, dir, "rev-parse", "--verify", "HEAD^{commit}")
 	if err != nil {
-		return State{}, fmt.Errorf("source: no commit checked out in %s: %w", dir, err)
+		return State{}, fmt.Errorf("source: %w in %s: %w", ErrNoCommit, dir, err)
 	}
 	tree, err := git(ctx, dir, "rev-parse", "HEAD^{tree}")
 	if err != nil {

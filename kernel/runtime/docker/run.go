@@ -434,7 +434,7 @@ func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (image, 
 	}
 	if err != nil {
 		if isNotFound(err) {
-			return image{}, fmt.Errorf("docker: image %s is not present (pull: %s)", sb.Image, sb.Pull)
+			return image{}, fmt.Errorf("docker: image %s is not present (pull: %s): run 'docker pull %s', or set pull: missing on the check", sb.Image, sb.Pull, sb.Image)
 		}
 		return image{}, fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
 	}

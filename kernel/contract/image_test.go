@@ -1,0 +1,64 @@
+package contract
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestImageWarnings: a docker check whose image has no digest is named,
+// a pinned one and a process check are not, and the warning says how to pin.
+func TestImageWarnings(t *testing.T) {
+	const src = `version: 1
+name: x
+defaults: {runtime: docker, image: "busybox:1.36"}
+checks:
+  - {id: tagged, run: ['true']}
+  - {id: pinned, image: "busybox@sha256:0000000000000000000000000000000000000000000000000000000000000000", run: ['true']}
+  - {id: local, runtime: process, run: ['true']}
+  - {id: registry, image: "ghcr.io/o/r:v1@sha256:1111111111111111111111111111111111111111111111111111111111111111", run: ['true']}
+  - {id: bare, image: "localhost:5000/team/tool", run: ['true']}
+`
+	r, err := Parse("c.yaml", []byte(src), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := r.Warnings("c.yaml")
+	if len(ws) != 2 {
+		t.Fatalf("warnings = %v, want 2 (tagged, bare)", ws)
+	}
+	if ws[0].Path != "checks[0].image" || ws[1].Path != "checks[4].image" {
+		t.Fatalf("paths = %q, %q", ws[0].Path, ws[1].Path)
+	}
+	if !strings.Contains(ws[0].String(), `c.yaml: checks[0].image: "busybox:1.36" is not pinned by digest`) ||
+		!strings.Contains(ws[0].Msg, "busybox:1.36@sha256:<digest>") {
+		t.Fatalf("warning = %q", ws[0])
+	}
+}
+
+// TestImageProblem covers the grammar's edges: what docker pull accepts
+// passes, placeholders and malformed references do not.
+func TestImageProblem(t *testing.T) {
+	ok := []string{"x", "busybox", "busybox:1.36", "library/busybox:latest", "localhost:5000/a/b:c",
+		"ghcr.io/owner/repo@sha256:" + strings.Repeat("a", 64), "proofgate-test/helper:dev"}
+	for _, s := range ok {
+		if msg := imageProblem(s); msg != "" {
+			t.Errorf("imageProblem(%q) = %q, want valid", s, msg)
+		}
+	}
+	bad := map[string]string{
+		"IMAGE@sha256:<fill in>":                    "placeholder",
+		"golang@<digest>":                           "placeholder",
+		"Busybox":                                   "lowercase",
+		"busybox@sha256:" + "abc":                   "invalid digest",
+		"busybox@md5:" + "ab":                       "invalid digest",
+		"busybox@sha256:" + strings.Repeat("A", 64): "invalid digest",
+		"busybox:":                                  "not a valid image reference",
+		"-busybox":                                  "not a valid image reference",
+		"a/" + strings.Repeat("b", 300):             "not a valid image reference",
+	}
+	for s, want := range bad {
+		if msg := imageProblem(s); !strings.Contains(msg, want) {
+			t.Errorf("imageProblem(%q) = %q, want it to contain %q", s, msg, want)
+		}
+	}
+}
