@@ -49,7 +49,9 @@
 //
 //	field         type              built-in default  notes
 //	runtime       docker|process    docker            docker requires image (error at checks[i].image)
-//	image         string            —                 no whitespace; digest pinning recommended
+//	image         string            —                 no whitespace; digest pinning recommended; a docker
+//	                                                  check's image holding "<" or ">" (a template
+//	                                                  placeholder such as name@sha256:<digest>) is refused
 //	pull          never|missing|always never
 //	timeout       duration          10m               "0" = none
 //	output_limit  size              1MiB              per stream, > 0
@@ -64,6 +66,12 @@
 //	                                                  workspace: copy, absent from other checks
 //	env           map string→string —                 keys ^[A-Za-z_][A-Za-z0-9_]*$; overlaid key by key;
 //	                                                  nothing from the harness is inherited
+//	env_from_host [name]            —                 names of harness variables a process check
+//	                                                  receives (ADR 0012): at most 64, unique, same
+//	                                                  name rule as env; resolved sorted; the list
+//	                                                  replaces the inherited one ([] clears it);
+//	                                                  refused on a docker check and for a name env
+//	                                                  also sets; only the names are hashed
 //	allow_root    bool              false
 //	mounts        [{source, target, writable}]  none  the list replaces the inherited one
 //
@@ -101,7 +109,8 @@
 // A profile is {extends, checks, approval, budget}. A workflow, which a
 // pull request can edit, chooses the profile, so a profile must never
 // weaken a check: a profile tunes limits and tightens isolation; it cannot
-// change run, dir, runtime, image, env, criteria, depends_on or evidence.
+// change run, dir, runtime, image, env, env_from_host, criteria, depends_on or
+// evidence.
 // Setting any of those in a profile check is refused with its path
 // (profiles.quick.checks[0].run: a profile cannot change run: ...), even
 // when the value equals the base's. Parse(file, data, P) resolves P's
