@@ -234,7 +234,7 @@ func (d *doctor) report(asJSON bool) error {
 		}
 	}
 	if asJSON {
-		if err := writeJSON(d.g.stdout, map[string]any{"ok": len(failed) == 0, "exit_code": class.Code(), "checks": d.found}); err != nil {
+		if err := writeJSONText(d.g.stdout, map[string]any{"ok": len(failed) == 0, "exit_code": class.Code(), "checks": d.found}); err != nil {
 			return envErr(err)
 		}
 		if class == exit.OK {

@@ -27,6 +27,7 @@ type initFlags struct {
 	docker   string
 	workflow bool
 	keyDir   string
+	noKey    bool
 	asJSON   bool
 }
 
@@ -89,6 +90,7 @@ nothing and exits 2 naming the file.`,
 	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest")
 	c.Flags().BoolVar(&f.workflow, "workflow", false, "also write the example GitHub workflows into .github/workflows/")
 	c.Flags().StringVar(&f.keyDir, "key-dir", "", "directory for the signing key, outside the repository (default <user config dir>/proofgate/keys)")
+	c.Flags().BoolVar(&f.noKey, "no-key", false, "generate no signing key (keyless signing, or a key you already have)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
 	return c
 }
@@ -127,8 +129,10 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 			return nil, err
 		}
 	}
-	if p.keyPath, err = keyPath(root, f.keyDir); err != nil {
-		return nil, err
+	if !f.noKey {
+		if p.keyPath, err = keyPath(root, f.keyDir); err != nil {
+			return nil, err
+		}
 	}
 	if p.ignore, err = ignoreLines(ctx, root, g.state); err != nil {
 		return nil, err
@@ -138,13 +142,22 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 
 // targets are the files init creates, in the order it writes them.
 func (p *initPlan) targets() []string {
-	t := []string{p.contractPath}
+	t := append([]string{p.contractPath}, p.workflowTargets()...)
+	if p.keyPath == "" {
+		return t
+	}
+	return append(t, p.keyPath, key.PublicPath(p.keyPath))
+}
+
+// workflowTargets are the workflow files among the targets.
+func (p *initPlan) workflowTargets() []string {
+	var t []string
 	for _, name := range workflowNames {
 		if w := filepath.Join(p.root, ".github", "workflows", name); p.workflows[w] != nil {
 			t = append(t, w)
 		}
 	}
-	return append(t, p.keyPath, key.PublicPath(p.keyPath))
+	return t
 }
 
 // refuseExisting names every target that already exists.
@@ -158,7 +171,11 @@ func (p *initPlan) refuseExisting() error {
 		}
 	}
 	if len(there) > 0 {
-		return usageErr(fmt.Errorf("init never overwrites, and %s already exists; nothing was written (remove or move it, or pass --contract FILE / --key-dir DIR)", strings.Join(there, ", ")))
+		verb := "exists"
+		if len(there) > 1 {
+			verb = "exist"
+		}
+		return usageErr(fmt.Errorf("init never overwrites, and %s already %s; nothing was written (move it away, or pass --contract FILE, --key-dir DIR or --no-key)", strings.Join(there, ", "), verb))
 	}
 	return nil
 }
@@ -172,7 +189,7 @@ func (p *initPlan) write() (keyID string, written []string, err error) {
 		return "", nil, outputErr(err)
 	}
 	written = append(written, p.show(p.contractPath))
-	for _, t := range p.targets()[1 : len(p.targets())-2] {
+	for _, t := range p.workflowTargets() {
 		if err := os.MkdirAll(filepath.Dir(t), 0o755); err != nil {
 			return "", written, envErr(err)
 		}
@@ -181,13 +198,15 @@ func (p *initPlan) write() (keyID string, written []string, err error) {
 		}
 		written = append(written, p.show(t))
 	}
-	if err := os.MkdirAll(filepath.Dir(p.keyPath), 0o700); err != nil {
-		return "", written, envErr(err)
+	if p.keyPath != "" {
+		if err := os.MkdirAll(filepath.Dir(p.keyPath), 0o700); err != nil {
+			return "", written, envErr(err)
+		}
+		if keyID, err = key.Generate(p.keyPath); err != nil {
+			return "", written, outputErr(err)
+		}
+		written = append(written, p.keyPath, key.PublicPath(p.keyPath))
 	}
-	if keyID, err = key.Generate(p.keyPath); err != nil {
-		return "", written, outputErr(err)
-	}
-	written = append(written, p.keyPath, key.PublicPath(p.keyPath))
 	if len(p.ignore) > 0 {
 		if err := appendLines(filepath.Join(p.root, ".gitignore"), p.ignore); err != nil {
 			return keyID, written, envErr(err)

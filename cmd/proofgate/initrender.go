@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -102,37 +104,47 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 	if len(p.ignore) > 0 {
 		add = append(add, shellQuote(p.show(filepath.Join(p.root, ".gitignore"))))
 	}
-	for _, t := range p.targets()[1 : len(p.targets())-2] {
+	for _, t := range p.workflowTargets() {
 		add = append(add, shellQuote(p.show(t)))
 	}
 	next = append(next, "proofgate contract check",
 		"git add "+strings.Join(add, " ")+" && git commit -m 'ProofGate contract'", "proofgate run")
-	ci := []string{
-		"gh secret set PROOFGATE_SIGNING_KEY < " + shellQuote(p.keyPath),
-		"proofgate trust add --store " + shellQuote(trustStore) + " --public-key " + shellQuote(pub) + " --identity repo:" + p.repo,
-		"git add " + shellQuote(trustStore) + " && git commit -m 'ProofGate trust store'",
+	var ci []string
+	if p.keyPath != "" {
+		ci = []string{
+			"gh secret set PROOFGATE_SIGNING_KEY < " + shellQuote(p.keyPath),
+			"proofgate trust add --store " + shellQuote(trustStore) + " --public-key " + shellQuote(pub) + " --identity repo:" + p.repo,
+			"git add " + shellQuote(trustStore) + " && git commit -m 'ProofGate trust store'",
+		}
+	} else {
+		pub = ""
 	}
 	if asJSON {
 		kinds := make([]string, len(p.projects))
 		for i, pr := range p.projects {
 			kinds[i] = pr.kind
 		}
-		return writeJSON(g.stdout, map[string]any{"files_written": written, "projects": kinds, "runtime": p.runtime,
+		return writeJSONText(g.stdout, map[string]any{"files_written": written, "projects": kinds, "runtime": p.runtime,
 			"image_placeholder": p.placeholder, "key_id": keyID, "private_key": p.keyPath, "public_key": pub,
 			"gitignore_added": p.ignore, "next": next, "ci": ci})
 	}
 	for _, w := range written {
 		fmt.Fprintln(g.stdout, "wrote", esc(w))
 	}
-	fmt.Fprintf(g.stdout, "signing key %s: private key outside the repository (0600); never commit it\n\nnext:\n", keyID)
+	if keyID != "" {
+		fmt.Fprintf(g.stdout, "signing key %s: private key outside the repository (0600); never commit it\n", keyID)
+	}
+	fmt.Fprintln(g.stdout, "\nnext:")
 	for _, n := range next {
 		fmt.Fprintln(g.stdout, "  "+esc(n))
 	}
-	fmt.Fprintln(g.stdout, "\nto sign bundles in GitHub Actions:")
+	if len(ci) > 0 {
+		fmt.Fprintln(g.stdout, "\nto sign bundles in GitHub Actions:")
+	}
 	for _, n := range ci {
 		fmt.Fprintln(g.stdout, "  "+esc(n))
 	}
-	if p.repo == "OWNER/NAME" {
+	if p.repo == "OWNER/NAME" && len(ci) > 0 {
 		fmt.Fprintln(g.stdout, "  (no GitHub origin remote: replace OWNER/NAME with the repository)")
 	}
 	return nil
@@ -144,4 +156,13 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// writeJSONText is writeJSON without HTML escaping: init prints shell
+// commands (<, &&) that a user copies.
+func writeJSONText(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
 }
