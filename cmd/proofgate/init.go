@@ -273,7 +273,7 @@ func keyPath(root, dir string) (string, error) {
 		return "", envErr(err)
 	}
 	if _, err := relLocal(root, abs); err == nil || abs == root {
-		return "", usageErr(fmt.Errorf("--key-dir %s is inside the work tree %s: a private key must never be in the repository; choose a directory outside it", dir, root))
+		return "", usageErr(fmt.Errorf("the key directory %s is inside the work tree %s: a private key must never be in the repository; pass --key-dir DIR outside it", dir, root))
 	}
 	sum := sha256.Sum256([]byte(root))
 	return filepath.Join(abs, contractName(root)+"-"+hex.EncodeToString(sum[:4])+".pem"), nil
