@@ -23,7 +23,7 @@ func TestInitScripts(t *testing.T) {
 				"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
 				"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid",
 				"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": "/dev/null",
-				"REAL_HOME": os.Getenv("HOME"), "XDG_CONFIG_HOME": filepath.Join(env.WorkDir, "config"),
+				"REAL_HOME": os.Getenv("HOME"), "ORIG_DOCKER_HOST": os.Getenv("DOCKER_HOST"), "XDG_CONFIG_HOME": filepath.Join(env.WorkDir, "config"),
 			} {
 				env.Setenv(k, v)
 			}
@@ -36,9 +36,10 @@ func TestInitScripts(t *testing.T) {
 		},
 		Condition: condition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":   cmdExits,
-			"replace": cmdReplace,
-			"nopem":   cmdNopem,
+			"exits":     cmdExits,
+			"replace":   cmdReplace,
+			"nopem":     cmdNopem,
+			"testimage": cmdTestimage,
 		},
 	})
 }
