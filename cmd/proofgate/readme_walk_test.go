@@ -69,7 +69,9 @@ func TestReadmeWalk(t *testing.T) {
 		}
 	}
 	walk(t, clone, env, "quickstart", quick, 3) // "exit 3 = awaiting approval"
+	assertClean(t, clone, "quickstart")
 	walk(t, clone, env, "quickstart-approve", readmeBlock(t, readme, "quickstart-approve"), 0)
+	assertClean(t, clone, "quickstart-approve")
 	walk(t, filepath.Join(clone, "examples", "quickstart"), env, "local-bundle", readmeBlock(t, readme, "local-bundle"), 0)
 	assertClean(t, clone, "local-bundle")
 
@@ -79,6 +81,7 @@ func TestReadmeWalk(t *testing.T) {
 	copyTree(t, filepath.Join(clone, "examples", "quickstart"), mine)
 	gitCommitAll(t, mine, "my repository")
 	walk(t, mine, append(env, "HOME="+home), "signing-key", readmeBlock(t, readme, "signing-key"), 0)
+	assertClean(t, mine, "signing-key")
 	keyFile := filepath.Join(home, ".config", "proofgate", "keys", "myrepo.pem")
 	pem, err := os.ReadFile(keyFile)
 	if err != nil || !bytes.Contains(pem, []byte("PRIVATE KEY-----")) {
@@ -91,9 +94,24 @@ func TestReadmeWalk(t *testing.T) {
 	if strings.TrimSpace(out) != ".proofgate/trust.json" {
 		t.Fatal("the trust store was not committed")
 	}
+
+	// "Add it to your repository": a fresh Go repository.
+	parent := t.TempDir()
+	yours := filepath.Join(parent, "your-repository")
+	copyTree(t, filepath.Join(clone, "examples", "quickstart"), yours)
+	if err := os.RemoveAll(filepath.Join(yours, ".proofgate")); err != nil {
+		t.Fatal(err)
+	}
+	gitCommitAll(t, yours, "my code")
+	config := t.TempDir()
+	walk(t, parent, append(env, "XDG_CONFIG_HOME="+config), "init", readmeBlock(t, readme, "init"), 3)
+	assertClean(t, yours, "init")
+	if keys, _ := filepath.Glob(filepath.Join(config, "proofgate", "keys", "your-repository-*.pem")); len(keys) != 2 {
+		t.Fatalf("init wrote keys %v, want a private and a public key under XDG_CONFIG_HOME", keys)
+	}
 }
 
-// walk runs lines as one sh script in dir and wants exit code code.
+// walk runs lines as one sh script (set -e) in dir and wants exit code code.
 func walk(t *testing.T, dir string, env []string, name string, lines []string, code int) {
 	t.Helper()
 	script := "set -e\n" + strings.Join(lines, "\n") + "\n"
@@ -110,7 +128,6 @@ func walk(t *testing.T, dir string, env []string, name string, lines []string, c
 	if got != code {
 		t.Fatalf("README block %s exited %d, want %d:\n%s\n--- output:\n%s", name, got, code, script, out)
 	}
-	assertClean(t, dir, name)
 }
 
 // assertClean fails when git status in the repository holding dir shows
