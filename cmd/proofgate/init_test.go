@@ -7,8 +7,6 @@ import (
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
-
-	"github.com/proofgate/proofgate/examples"
 )
 
 // TestInitScripts runs the init and doctor scenarios in testdata/init.
@@ -19,6 +17,11 @@ func TestInitScripts(t *testing.T) {
 		Dir:                 filepath.Join("testdata", "init"),
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
+			examplesDir, err := filepath.Abs(filepath.Join("..", "..", "examples"))
+			if err != nil {
+				return err
+			}
+			env.Setenv("EXAMPLES", examplesDir)
 			for k, v := range map[string]string{
 				"GIT_AUTHOR_NAME": "Test", "GIT_AUTHOR_EMAIL": "test@example.invalid",
 				"GIT_COMMITTER_NAME": "Test", "GIT_COMMITTER_EMAIL": "test@example.invalid",
@@ -59,21 +62,6 @@ func cmdNopem(ts *testscript.TestScript, neg bool, args []string) {
 		}
 		return err
 	}))
-}
-
-// TestInitWorkflowsAreTheExamples: init writes the example workflows
-// byte for byte (one copy, embedded from examples/workflows).
-func TestInitWorkflowsAreTheExamples(t *testing.T) {
-	for _, name := range workflowNames {
-		want, err := os.ReadFile(filepath.Join("..", "..", "examples", "workflows", name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := examples.Workflows.ReadFile("workflows/" + name)
-		if err != nil || string(got) != string(want) {
-			t.Fatalf("%s: embedded copy differs (%v)", name, err)
-		}
-	}
 }
 
 // TestShellQuote: a printed path with a space or quote stays one word.
