@@ -172,7 +172,7 @@ func outputCommand(g *globals, id, check string) string {
 	return fmt.Sprintf("%s output %s %s --stream stderr", cmd, id, shellQuote(check))
 }
 
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:-]+$`)
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@+,-]+$`)
 
 // shellQuote quotes s for a POSIX shell when it is not a plain word.
 func shellQuote(s string) string {

@@ -275,14 +275,15 @@ profiles:
       - {id: a, timeout: 2m, %s}
 `
 	for field, value := range map[string]string{
-		"run":        "[echo]",        // same as the base
-		"dir":        "other",         // different
-		"runtime":    "process",       // same as the base
-		"image":      `"x@sha256:00"`, // docker image on a process check
-		"env":        "{A: a}",        // same as the base
-		"criteria":   "[c]",           // a declared criterion
-		"depends_on": "[b]",           // a declared check
-		"evidence":   "structured",    // a valid mode
+		"run":           "[echo]",        // same as the base
+		"dir":           "other",         // different
+		"runtime":       "process",       // same as the base
+		"image":         `"x@sha256:00"`, // docker image on a process check
+		"env":           "{A: a}",        // same as the base
+		"env_from_host": "[PATH]",        // a process check could take it
+		"criteria":      "[c]",           // a declared criterion
+		"depends_on":    "[b]",           // a declared check
+		"evidence":      "structured",    // a valid mode
 	} {
 		src := fmt.Sprintf(base, field+": "+value)
 		for _, profile := range []string{"", "ok", "quick"} {
@@ -292,7 +293,7 @@ profiles:
 				t.Errorf("%s (profile %q): path %q, want %q (%v)", field, profile, e.Path, want, e)
 			}
 			if !strings.Contains(e.Msg, "a profile cannot change "+field+":") ||
-				!strings.Contains(e.Msg, "it cannot change run, dir, runtime, image, env, criteria, depends_on or evidence") {
+				!strings.Contains(e.Msg, "it cannot change run, dir, runtime, image, env, env_from_host, criteria, depends_on or evidence") {
 				t.Errorf("%s: message %q", field, e.Msg)
 			}
 		}

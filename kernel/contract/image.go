@@ -21,7 +21,11 @@ import (
 // a valid reference.
 func imageProblem(s string) string {
 	if strings.ContainsAny(s, "<>") {
-		return fmt.Sprintf("%q is a placeholder: replace the <...> part with the image's digest (docker pull IMAGE, then docker inspect --format '{{index .RepoDigests 0}}' IMAGE prints NAME@sha256:...)", truncate(s, 128))
+		name, _, _ := strings.Cut(s, "@")
+		if strings.ContainsAny(name, "<>") || name == "" || len(name) > 128 {
+			name = "IMAGE"
+		}
+		return fmt.Sprintf("%q is a placeholder: pin the real image by digest (docker pull %s, then docker inspect --format '{{index .RepoDigests 0}}' %s prints NAME@sha256:...)", truncate(s, 128), name, name)
 	}
 	if _, err := reference.ParseNormalizedNamed(s); err != nil {
 		return fmt.Sprintf("%q is not a valid image reference (want [registry/]name[:tag][@sha256:<64 hex>], lowercase name): %s", truncate(s, 128), referenceReason(s, err))

@@ -42,6 +42,11 @@ type Check struct {
 	AllowRoot     bool              `json:"allow_root,omitempty"`
 	Mounts        []Mount           `json:"mounts,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
+	// EnvFromHost names the harness's environment variables a process
+	// check receives with their values at execution time (ADR 0012),
+	// sorted. Names only: the resolved contract stays machine-independent;
+	// the process runtime attests what it passed.
+	EnvFromHost []string `json:"env_from_host,omitempty"`
 }
 
 // Resources are the sandbox limits of a check.

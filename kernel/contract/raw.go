@@ -22,6 +22,8 @@ type rawSettings struct {
 	Runtime *string           `json:"runtime"`
 	Image   *string           `json:"image"`
 	Env     map[string]string `json:"env"`
+	// EnvFromHost names harness variables a process check receives (ADR 0012).
+	EnvFromHost []string `json:"env_from_host"`
 	rawTunables
 }
 

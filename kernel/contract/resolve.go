@@ -53,6 +53,7 @@ func (c Check) clone() Check {
 	c.DependsOn = slices.Clone(c.DependsOn)
 	c.Mounts = slices.Clone(c.Mounts)
 	c.Env = maps.Clone(c.Env)
+	c.EnvFromHost = slices.Clone(c.EnvFromHost)
 	return c
 }
 
@@ -146,6 +147,9 @@ func (p *parser) resolveChecks(tmpl Check, raws []rawCheck) (checks []Check, fir
 			c.Evidence = *rc.Evidence
 		}
 		if err := p.checkImage(&c, cp); err != nil {
+			return nil, nil, err
+		}
+		if err := p.checkEnvFromHost(&c, &rc.rawSettings, cp); err != nil {
 			return nil, nil, err
 		}
 		checks = append(checks, c)
@@ -300,6 +304,10 @@ func (p *parser) applySettings(c *Check, s *rawSettings, at fieldPath) error {
 		if len(c.Env) == 0 {
 			c.Env = nil
 		}
+	}
+	if s.EnvFromHost != nil {
+		// The list replaces the inherited one, like mounts.
+		c.EnvFromHost = nilIfEmpty(slices.Sorted(slices.Values(s.EnvFromHost)))
 	}
 	return p.applyTunables(c, &s.rawTunables, at)
 }

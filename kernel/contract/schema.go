@@ -137,10 +137,10 @@ func defName(schemaURL string) string {
 // profileFixed are the check fields a profile cannot set. A workflow, which
 // a pull request can edit, chooses the profile, so a profile must never
 // change what a check runs or what it proves.
-var profileFixed = []string{"run", "dir", "runtime", "image", "env", "criteria", "depends_on", "evidence"}
+var profileFixed = []string{"run", "dir", "runtime", "image", "env", "env_from_host", "criteria", "depends_on", "evidence"}
 
 // profileRule explains profileFixed in error messages.
-const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, criteria, depends_on or evidence"
+const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, env_from_host, criteria, depends_on or evidence"
 
 // schemaError turns one leaf validation error into a contract *Error with a
 // plain message, and returns the JSON pointer it is located at.
@@ -214,6 +214,15 @@ func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Err
 		if str, isStr := v.(string); isStr {
 			if msg := imageProblem(str); msg != "" {
 				return p.errf(path, "%s", msg), ptr
+			}
+		}
+	case "envFromHost":
+		switch k := l.ErrorKind.(type) {
+		case *kind.Pattern:
+			return p.errf(path, "%s is not a valid environment variable name (want ^[A-Za-z_][A-Za-z0-9_]*$)", describe(v)), ptr
+		case *kind.UniqueItems:
+			if list, ok := v.([]any); ok && k.Duplicates[1] < len(list) {
+				return p.errf(path.idx(k.Duplicates[1]), "%s is listed twice", describe(list[k.Duplicates[1]])), ptr
 			}
 		}
 	case "profileName":

@@ -329,6 +329,7 @@ func specFor(runID string, c contract.Check, repo string) runtime.Spec {
 	}
 	return runtime.Spec{
 		RunID: runID, CheckID: c.ID, Argv: append([]string(nil), c.Run...), Env: env,
+		FromHost:  append([]string(nil), c.EnvFromHost...),
 		Workspace: repo, Dir: c.Dir, Timeout: time.Duration(c.Timeout),
 		Sandbox: runtime.Sandbox{
 			Image: c.Image, Pull: c.Pull, Network: c.Network, Workspace: c.Workspace, AllowRoot: c.AllowRoot,

@@ -52,8 +52,14 @@ type Spec struct {
 	CheckID string
 	// Argv is executed directly, never through a shell.
 	Argv []string
-	// Env is the complete environment of the check.
+	// Env is the complete environment of the check, but for FromHost.
 	Env map[string]string
+	// FromHost names variables of the harness's own environment that the
+	// process provider adds to Env with their values when the check starts,
+	// and attests by name and value digest (contract env_from_host, ADR
+	// 0012). A name the harness does not have stays unset. The Docker
+	// provider refuses a spec that names any.
+	FromHost []string
 	// Workspace is the absolute host path of the repository work tree.
 	Workspace string
 	// Dir is the working directory relative to the workspace ("" = root).

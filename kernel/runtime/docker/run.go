@@ -46,6 +46,11 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 			res = fail("docker: internal panic: %v", p)
 		}
 	}()
+	if len(spec.FromHost) > 0 {
+		// The contract refuses env_from_host on docker checks: nothing of
+		// the harness's environment reaches a sandbox.
+		return fail("docker: env_from_host is for runtime: process checks only")
+	}
 	if err := c.prepare(ctx); err != nil {
 		return fail("%v", err)
 	}

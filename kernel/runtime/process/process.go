@@ -4,7 +4,8 @@
 // container settings of the spec, recording that it ignored them.
 //
 // What it guarantees: argv is executed directly (never through a shell); the
-// environment is exactly spec.Env; the working directory stays inside the
+// environment is exactly spec.Env plus the harness variables spec.FromHost
+// names (attested by value digest); the working directory stays inside the
 // workspace; the check runs in its own process group, and that whole group
 // is killed on timeout, on output overflow, on cancellation and as soon as
 // the main process exits, so neither children that ignore SIGTERM nor
@@ -17,10 +18,13 @@ package process
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -98,11 +102,13 @@ const (
 // reap it, drain the pipes, classify.
 func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *runtime.Capture) runtime.Result {
 	res := runtime.Result{ExitCode: -1, Started: time.Now().UTC()}
+	var fromHost map[string]any
+	spec.Env, fromHost = withHostEnv(spec.Env, spec.FromHost, os.LookupEnv)
 	lookup, declared := spec.Env["PATH"]
 	if !declared {
 		lookup = DefaultPath
 	}
-	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup)
+	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost)
 	fail := func(format string, args ...any) runtime.Result {
 		return res.Fail(oneLine(fmt.Sprintf(format, args...)))
 	}
@@ -130,7 +136,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	defer goruntime.UnlockOSThread()
 	res.Started = time.Now().UTC()
 	err = c.start(cmd)
-	res.Attestation = attestation(lookup, spec.Sandbox, c.ct.kind)
+	res.Attestation = attestation(lookup, spec.Sandbox, c.ct.kind, fromHost)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -474,13 +480,18 @@ func overflowed(stdout, stderr *runtime.Capture) string {
 }
 
 // attestation records how the process runtime ran a check.
-func attestation(path string, sb runtime.Sandbox, containment string) runtime.Attestation {
+func attestation(path string, sb runtime.Sandbox, containment string, fromHost map[string]any) runtime.Attestation {
 	profile := map[string]any{
 		"sandboxed":           false,
 		"path":                path,
 		"ignored_sandbox":     sandboxRequested(sb),
 		"containment":         containment,
 		"parent_death_signal": parentDeathSignal,
+	}
+	if fromHost != nil {
+		// Absent when the contract takes nothing from the harness, so
+		// the profile (and its hash) of other checks is unchanged.
+		profile["env_from_host"] = fromHost
 	}
 	hash, err := canon.Digest(profile)
 	if err != nil {
@@ -606,4 +617,30 @@ func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\r", " ")
 	s = strings.ReplaceAll(s, "\n", " ")
 	return s
+}
+
+// withHostEnv returns env plus the harness variables names (looked up with
+// lookup), and what the attestation records of them: each name mapped to
+// "sha256:<hex>" of its value, or null when the harness does not have it.
+// Digests, not values: a name such as a token must not leak into a signed
+// bundle, while the digest still binds the value (PATH's value is attested
+// in clear as "path" anyway). env is not modified.
+func withHostEnv(env map[string]string, names []string, lookup func(string) (string, bool)) (map[string]string, map[string]any) {
+	if len(names) == 0 {
+		return env, nil
+	}
+	out := make(map[string]string, len(env)+len(names))
+	maps.Copy(out, env)
+	rec := make(map[string]any, len(names))
+	for _, k := range names {
+		v, ok := lookup(k)
+		if !ok {
+			rec[k] = nil
+			continue
+		}
+		out[k] = v
+		sum := sha256.Sum256([]byte(v))
+		rec[k] = "sha256:" + hex.EncodeToString(sum[:])
+	}
+	return out, rec
 }

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/runtime/docker"
+	"github.com/proofgate/proofgate/kernel/source"
+)
+
+// finding is one line of the doctor's report.
+type finding struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok | warn | fail
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+	class  exit.Class
+}
+
+// doctor gathers the findings; each step may add some.
+type doctor struct {
+	g        *globals
+	ctx      context.Context
+	profile  string
+	trust    string
+	root     string
+	resolved *contract.Resolved
+	found    []finding
+}
+
+func (d *doctor) ok(name, detail string) {
+	d.found = append(d.found, finding{Name: name, Status: "ok", Detail: detail})
+}
+
+func (d *doctor) warn(name, detail, fix string) {
+	d.found = append(d.found, finding{Name: name, Status: "warn", Detail: detail, Fix: fix})
+}
+
+func (d *doctor) fail(c exit.Class, name, detail, fix string) {
+	d.found = append(d.found, finding{Name: name, Status: "fail", Detail: detail, Fix: fix, class: c})
+}
+
+func doctorCmd(g *globals) *cobra.Command {
+	d := &doctor{g: g}
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "doctor [--profile P] [--trust FILE] [--json]",
+		Short: "Check what a run needs and say what to fix",
+		Long: `Check, in order: git and that the current directory is in a repository
+with a commit; the contract (as 'contract check' does, with --profile); the
+Docker daemon and its API version, and that each docker check's image is
+present locally (or will be pulled: pull: missing or always); the trust
+store (--trust, default .proofgate/trust.json; absent is a warning: only
+the release gate needs it); that the state directory's runs/ is ignored by
+git. Each problem comes with the command or edit that fixes it.
+
+Exit 0 when nothing failed (warnings allowed); 2 when an input is invalid
+or missing (no repository, no commit, an invalid contract or trust store);
+otherwise 4 (environment: no git, no Docker daemon, a missing image).`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx, cancel := context.WithTimeout(cmd.Context(), 60*time.Second)
+			defer cancel()
+			d.ctx = ctx
+			d.run()
+			return d.report(asJSON)
+		},
+	}
+	c.Flags().StringVar(&d.profile, "profile", "", "resolve this contract profile")
+	c.Flags().StringVar(&d.trust, "trust", ".proofgate/trust.json", "trust store to check")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func (d *doctor) run() {
+	if d.git() {
+		d.repository()
+	}
+	d.contract()
+	d.docker()
+	d.trustStore()
+	d.ignored()
+}
+
+func (d *doctor) git() bool {
+	out, err := exec.CommandContext(d.ctx, "git", "--version").Output()
+	if err != nil {
+		d.fail(exit.Environment, "git", fmt.Sprintf("git does not run: %v", err), "install git and put it on PATH")
+		return false
+	}
+	d.ok("git", strings.TrimSpace(string(out)))
+	return true
+}
+
+func (d *doctor) repository() {
+	wd, err := os.Getwd()
+	if err != nil {
+		d.fail(exit.Environment, "repository", err.Error(), "")
+		return
+	}
+	root, err := source.Root(d.ctx, wd)
+	if err != nil {
+		d.fail(exit.Usage, "repository", "not inside a git repository", "cd into your repository, or: git init && git add -A && git commit -m 'first commit'")
+		return
+	}
+	d.root = root
+	if exec.CommandContext(d.ctx, "git", "-C", root, "rev-parse", "--verify", "-q", "HEAD^{commit}").Run() != nil {
+		d.fail(exit.Usage, "repository", root+" has no commit yet: a run binds a commit", "git add -A && git commit -m 'first commit'")
+		return
+	}
+	d.ok("repository", root)
+}
+
+func (d *doctor) contract() {
+	r, err := contract.Load(d.g.contract, d.profile)
+	if err != nil {
+		fix := "fix the field the message names, then: proofgate contract check"
+		if errors.Is(err, fs.ErrNotExist) {
+			fix = "proofgate init (writes a starter contract), or pass --contract FILE"
+		}
+		d.fail(exit.Usage, "contract", err.Error(), fix)
+		return
+	}
+	h, err := r.Hash()
+	if err != nil {
+		d.fail(exit.Usage, "contract", err.Error(), "")
+		return
+	}
+	d.resolved = r
+	d.ok("contract", fmt.Sprintf("%s: valid (%d checks), contract_hash %s", d.g.contract, len(r.Checks), h))
+}
+
+// dockerImages returns the distinct images of the docker checks and the
+// pull policy of the first check naming each.
+func (d *doctor) dockerImages() (images []string, pull map[string]string) {
+	pull = map[string]string{}
+	if d.resolved == nil {
+		return nil, pull
+	}
+	for _, c := range d.resolved.Checks {
+		if c.Runtime != "docker" {
+			continue
+		}
+		if _, seen := pull[c.Image]; !seen {
+			images = append(images, c.Image)
+			pull[c.Image] = c.Pull
+		}
+	}
+	return images, pull
+}
+
+func (d *doctor) docker() {
+	images, pull := d.dockerImages()
+	rt, err := docker.New(d.ctx)
+	if err != nil {
+		if len(images) == 0 {
+			d.warn("docker", fmt.Sprintf("no daemon (%v); not needed: no check runs in Docker", err), "")
+			return
+		}
+		d.fail(exit.Environment, "docker", err.Error(), "start the Docker daemon (Docker Desktop, colima, dockerd), or set DOCKER_HOST")
+		return
+	}
+	defer rt.Close()
+	d.ok("docker", fmt.Sprintf("daemon %s, API %s", rt.DaemonVersion(), rt.APIVersion()))
+	for _, img := range images {
+		d.image(rt, img, pull[img])
+	}
+}
+
+func (d *doctor) image(rt *docker.Runtime, img, pull string) {
+	name := "image " + img
+	id, err := rt.ImagePresent(d.ctx, img)
+	switch {
+	case err == nil:
+		d.ok(name, "present ("+id+")")
+	case !errors.Is(err, docker.ErrImageNotPresent):
+		d.fail(exit.Environment, name, err.Error(), "")
+	case pull == "never":
+		d.fail(exit.Environment, name, "not present, and the contract says pull: never",
+			"docker pull "+shellQuote(img)+"   (or set pull: missing in the contract)")
+	default:
+		d.warn(name, "not present; run pulls it (pull: "+pull+"), which needs the registry", "docker pull "+shellQuote(img))
+	}
+}
+
+func (d *doctor) trustStore() {
+	s, err := trust.Load(d.trust)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		d.warn("trust store", d.trust+" not found: the release gate needs it to verify bundles",
+			"proofgate trust add --store "+shellQuote(d.trust)+" --public-key KEY.pub.pem --identity repo:OWNER/NAME (proofgate init prints it), then commit it")
+	case err != nil:
+		d.fail(exit.Usage, "trust store", err.Error(), "fix the file, or recreate it with proofgate trust add")
+	default:
+		d.ok("trust store", fmt.Sprintf("%s: %d key(s), %d keyless identit(ies)", d.trust, len(s.Keys), len(s.Identities)))
+	}
+}
+
+func (d *doctor) ignored() {
+	if d.root == "" {
+		return
+	}
+	lines, err := ignoreLines(d.ctx, d.root, d.g.state)
+	if err != nil || len(lines) == 0 {
+		return
+	}
+	d.warn("gitignore", "git does not ignore "+strings.TrimSuffix(lines[0], "/")[1:]+"/: a run there makes the tree look dirty to git status",
+		"echo "+shellQuote(lines[0])+" >> .gitignore   (proofgate init adds it)")
+}
+
+// report prints the findings and returns the exit class.
+func (d *doctor) report(asJSON bool) error {
+	class := exit.Class(exit.OK)
+	var failed []string
+	for _, f := range d.found {
+		if f.Status != "fail" {
+			continue
+		}
+		failed = append(failed, f.Name)
+		if class == exit.OK || f.class == exit.Usage {
+			class = f.class
+		}
+	}
+	if asJSON {
+		if err := writeJSONText(d.g.stdout, map[string]any{"ok": len(failed) == 0, "exit_code": class.Code(), "checks": d.found}); err != nil {
+			return envErr(err)
+		}
+		if class == exit.OK {
+			return nil
+		}
+		return silent(class)
+	}
+	for _, f := range d.found {
+		fmt.Fprintf(d.g.stdout, "%-5s %-12s %s\n", f.Status, esc(f.Name), esc(f.Detail))
+		if f.Fix != "" {
+			fmt.Fprintf(d.g.stdout, "      fix: %s\n", esc(f.Fix))
+		}
+	}
+	if class == exit.OK {
+		fmt.Fprintln(d.g.stdout, "ready: nothing failed")
+		return nil
+	}
+	return exit.Wrap(class, fmt.Errorf("doctor: %d problem(s) to fix: %s", len(failed), strings.Join(slices.Compact(failed), ", ")))
+}

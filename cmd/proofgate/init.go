@@ -1,0 +1,339 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/examples"
+	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/source"
+)
+
+// initFlags are the flags of `proofgate init`.
+type initFlags struct {
+	docker   string
+	workflow bool
+	keyDir   string
+	noKey    bool
+	asJSON   bool
+}
+
+// initPlan is everything init will write, decided before anything is.
+type initPlan struct {
+	root, wd     string
+	contractPath string
+	contract     []byte
+	workflows    map[string][]byte // absolute path → content
+	keyPath      string
+	ignore       []string // .gitignore lines to append
+	projects     []project
+	runtime      string
+	placeholder  string // the image placeholder to fill in, if any
+	repo         string // OWNER/NAME from the origin remote, or the placeholder
+}
+
+// addInitCommands registers init and doctor.
+func addInitCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(initCmd(g), doctorCmd(g))
+}
+
+func initCmd(g *globals) *cobra.Command {
+	var f initFlags
+	c := &cobra.Command{
+		Use:   "init [--docker IMAGE] [--workflow] [--key-dir DIR] [--json]",
+		Short: "Write a starter contract, .gitignore entries, workflows and a signing key",
+		Long: `Detect the project in the current directory (go.mod, package.json,
+pyproject.toml or setup.py, Cargo.toml) and write a starter contract
+(--contract, default .proofgate/contract.yaml) with its usual checks as argv.
+Without --docker the checks run as plain processes (runtime: process,
+unsandboxed and recorded as such) with PATH and HOME taken from the harness
+(env_from_host); with --docker IMAGE they run in that image, which the
+contract pins by digest: an IMAGE without one gets the placeholder
+IMAGE@sha256:<digest>, which 'contract check' refuses until you fill it in.
+
+It adds the state directory's runs/ to .gitignore (appending; never
+rewriting it), with --workflow writes .github/workflows/proofgate.yml and
+release-gate.yml (examples/workflows, placeholders kept), and generates an
+Ed25519 signing key OUTSIDE the repository (--key-dir, default
+<user config dir>/proofgate/keys; a directory inside the work tree is
+refused). It then prints the commands that finish the setup: gh secret set
+and trust add.
+
+Nothing is ever overwritten: if any file init would write exists, it writes
+nothing and exits 2 naming the file.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := planInit(cmd.Context(), g, f)
+			if err != nil {
+				return err
+			}
+			id, written, err := p.write()
+			if err != nil {
+				return err
+			}
+			return p.report(g, f.asJSON, id, written)
+		},
+	}
+	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest")
+	c.Flags().BoolVar(&f.workflow, "workflow", false, "also write the example GitHub workflows into .github/workflows/")
+	c.Flags().StringVar(&f.keyDir, "key-dir", "", "directory for the signing key, outside the repository (default <user config dir>/proofgate/keys)")
+	c.Flags().BoolVar(&f.noKey, "no-key", false, "generate no signing key (keyless signing, or a key you already have)")
+	c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
+	return c
+}
+
+// planInit decides every file and refuses, before writing anything, when
+// one of them exists.
+func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return nil, envErr(err)
+	}
+	root, err := source.Root(ctx, wd)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("run proofgate init inside a git repository (git init first): %w", err))
+	}
+	if wd, err = absReal(wd); err != nil {
+		return nil, envErr(err)
+	}
+	p := &initPlan{root: root, wd: wd, runtime: "process", repo: originRepo(ctx, root)}
+	if p.projects, err = detectProjects(wd); err != nil {
+		return nil, err
+	}
+	if err := p.setImage(f.docker); err != nil {
+		return nil, err
+	}
+	if p.contractPath, err = filepath.Abs(g.contract); err != nil {
+		return nil, envErr(err)
+	}
+	p.contract = p.renderContract(f.docker)
+	if f.workflow {
+		p.workflows, err = workflowFiles(root)
+		if err != nil {
+			return nil, err
+		}
+	}
+	if !f.noKey {
+		if p.keyPath, err = keyPath(root, f.keyDir); err != nil {
+			return nil, err
+		}
+	}
+	if p.ignore, err = ignoreLines(ctx, root, g.state); err != nil {
+		return nil, err
+	}
+	return p, p.refuseExisting()
+}
+
+// targets are the files init creates, in the order it writes them.
+func (p *initPlan) targets() []string {
+	t := append([]string{p.contractPath}, p.workflowTargets()...)
+	if p.keyPath == "" {
+		return t
+	}
+	return append(t, p.keyPath, key.PublicPath(p.keyPath))
+}
+
+// workflowTargets are the workflow files among the targets.
+func (p *initPlan) workflowTargets() []string {
+	var t []string
+	for _, name := range workflowNames {
+		if w := filepath.Join(p.root, ".github", "workflows", name); p.workflows[w] != nil {
+			t = append(t, w)
+		}
+	}
+	return t
+}
+
+// refuseExisting names every target that already exists.
+func (p *initPlan) refuseExisting() error {
+	var there []string
+	for _, t := range p.targets() {
+		if _, err := os.Lstat(t); err == nil {
+			there = append(there, p.show(t))
+		} else if !errors.Is(err, fs.ErrNotExist) {
+			return envErr(err)
+		}
+	}
+	if len(there) > 0 {
+		verb := "exists"
+		if len(there) > 1 {
+			verb = "exist"
+		}
+		return usageErr(fmt.Errorf("init never overwrites, and %s already %s; nothing was written (move it away, or pass --contract FILE, --key-dir DIR or --no-key)", strings.Join(there, ", "), verb))
+	}
+	return nil
+}
+
+// write creates every file, exclusively, and appends the .gitignore lines.
+func (p *initPlan) write() (keyID string, written []string, err error) {
+	if err := os.MkdirAll(filepath.Dir(p.contractPath), 0o755); err != nil {
+		return "", nil, envErr(err)
+	}
+	if err := durable.CreateExclusive(p.contractPath, p.contract, 0o644); err != nil {
+		return "", nil, outputErr(err)
+	}
+	written = append(written, p.show(p.contractPath))
+	for _, t := range p.workflowTargets() {
+		if err := os.MkdirAll(filepath.Dir(t), 0o755); err != nil {
+			return "", written, envErr(err)
+		}
+		if err := durable.CreateExclusive(t, p.workflows[t], 0o644); err != nil {
+			return "", written, outputErr(err)
+		}
+		written = append(written, p.show(t))
+	}
+	if p.keyPath != "" {
+		if err := os.MkdirAll(filepath.Dir(p.keyPath), 0o700); err != nil {
+			return "", written, envErr(err)
+		}
+		if keyID, err = key.Generate(p.keyPath); err != nil {
+			return "", written, outputErr(err)
+		}
+		written = append(written, p.keyPath, key.PublicPath(p.keyPath))
+	}
+	if len(p.ignore) > 0 {
+		if err := appendLines(filepath.Join(p.root, ".gitignore"), p.ignore); err != nil {
+			return keyID, written, envErr(err)
+		}
+		written = append(written, p.show(filepath.Join(p.root, ".gitignore")))
+	}
+	return keyID, written, nil
+}
+
+// show prints a path relative to the working directory when it is inside it.
+func (p *initPlan) show(path string) string {
+	if rel, err := relLocal(p.wd, path); err == nil {
+		return rel
+	}
+	return path
+}
+
+var digestRef = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+
+// setImage validates --docker and decides the placeholder.
+func (p *initPlan) setImage(image string) error {
+	if image == "" {
+		return nil
+	}
+	if err := printable.Check("--docker", image); err != nil || strings.ContainsAny(image, " \t<>\"'") {
+		return usageErr(fmt.Errorf("--docker %q: want an image reference such as golang:1.26 or golang:1.26@sha256:<64 hex> (see 'proofgate init --help')", image))
+	}
+	p.runtime = "docker"
+	if !digestRef.MatchString(image) {
+		name, _, _ := strings.Cut(image, "@")
+		p.placeholder = name + "@sha256:<digest>"
+	}
+	return nil
+}
+
+// workflowNames are the example workflows --workflow writes.
+var workflowNames = []string{"proofgate.yml", "release-gate.yml"}
+
+func workflowFiles(root string) (map[string][]byte, error) {
+	out := map[string][]byte{}
+	for _, name := range workflowNames {
+		b, err := examples.Workflows.ReadFile("workflows/" + name)
+		if err != nil {
+			return nil, envErr(err)
+		}
+		out[filepath.Join(root, ".github", "workflows", name)] = b
+	}
+	return out, nil
+}
+
+// keyPath is <dir>/<repo name>-<8 hex of the root path>.pem, refusing a
+// directory inside the work tree: a private key there is one `git add -A`
+// away from being published.
+func keyPath(root, dir string) (string, error) {
+	if dir == "" {
+		cfg, err := os.UserConfigDir()
+		if err != nil {
+			return "", envErr(fmt.Errorf("no user config directory (%w); pass --key-dir DIR outside the repository", err))
+		}
+		dir = filepath.Join(cfg, "proofgate", "keys")
+	}
+	abs, err := absReal(dir)
+	if err != nil {
+		return "", envErr(err)
+	}
+	if _, err := relLocal(root, abs); err == nil || abs == root {
+		return "", usageErr(fmt.Errorf("the key directory %s is inside the work tree %s: a private key must never be in the repository; pass --key-dir DIR outside it", dir, root))
+	}
+	sum := sha256.Sum256([]byte(root))
+	return filepath.Join(abs, contractName(root)+"-"+hex.EncodeToString(sum[:4])+".pem"), nil
+}
+
+// ignoreLines returns the state directory's runs/ as a .gitignore line
+// unless git already ignores it (or it lies outside the repository).
+func ignoreLines(ctx context.Context, root, state string) ([]string, error) {
+	abs, err := filepath.Abs(filepath.Join(state, "runs"))
+	if err != nil {
+		return nil, envErr(err)
+	}
+	if r, err := absReal(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(r, "runs")
+	}
+	rel, err := relLocal(root, abs)
+	if err != nil {
+		return nil, nil
+	}
+	probe := exec.CommandContext(ctx, "git", "-C", root, "check-ignore", "-q", "--no-index", rel+"/x")
+	if probe.Run() == nil {
+		return nil, nil
+	}
+	return []string{"/" + rel + "/"}, nil
+}
+
+// appendLines appends lines to a file, creating it, on a fresh line.
+func appendLines(path string, lines []string) error {
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return err
+	}
+	text := "# proofgate: run state (proofgate init)\n" + strings.Join(lines, "\n") + "\n"
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		text = "\n" + text
+	}
+	if _, err := f.WriteString(text); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+var githubRemote = regexp.MustCompile(`github\.com[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(\.git)?/?$`)
+
+// originRepo returns OWNER/NAME of a GitHub origin remote, or "OWNER/NAME".
+func originRepo(ctx context.Context, root string) string {
+	out, err := exec.CommandContext(ctx, "git", "-C", root, "remote", "get-url", "origin").Output()
+	if err == nil {
+		if m := githubRemote.FindStringSubmatch(strings.TrimSpace(string(out))); m != nil {
+			return m[1] + "/" + m[2]
+		}
+	}
+	return "OWNER/NAME"
+}

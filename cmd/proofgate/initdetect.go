@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
+)
+
+// A starter check that `proofgate init` writes.
+type starterCheck struct {
+	id, criterion, text string
+	run                 []string
+	dependsOn           string
+}
+
+// A detected project kind and its usual checks.
+type project struct {
+	kind   string // go | node | python | rust
+	marker string // the file that identified it
+	checks []starterCheck
+	// copy: the checks write into the work tree (cargo's target/), so a
+	// docker contract gives them a copied workspace.
+	copy bool
+}
+
+// maxManifest bounds the manifests init reads (package.json).
+const maxManifest = 1 << 20
+
+// detectProjects looks for the manifests of the supported ecosystems in
+// dir, in a fixed order, and returns the starter checks of each found.
+func detectProjects(dir string) ([]project, error) {
+	var out []project
+	if exists(filepath.Join(dir, "go.mod")) {
+		out = append(out, project{kind: "go", marker: "go.mod", checks: []starterCheck{
+			{id: "go-vet", run: []string{"go", "vet", "./..."}, criterion: "vet-clean", text: "go vet reports nothing"},
+			{id: "go-test", run: []string{"go", "test", "./..."}, dependsOn: "go-vet", criterion: "go-tests-pass", text: "the Go tests pass"},
+		}})
+	}
+	if exists(filepath.Join(dir, "package.json")) {
+		p, err := nodeProject(filepath.Join(dir, "package.json"))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	for _, m := range []string{"pyproject.toml", "setup.py"} {
+		if exists(filepath.Join(dir, m)) {
+			out = append(out, project{kind: "python", marker: m, checks: []starterCheck{
+				{id: "pytest", run: []string{"python3", "-m", "pytest"}, criterion: "python-tests-pass", text: "the Python tests pass"},
+			}})
+			break
+		}
+	}
+	if exists(filepath.Join(dir, "Cargo.toml")) {
+		out = append(out, project{kind: "rust", marker: "Cargo.toml", copy: true, checks: []starterCheck{
+			{id: "cargo-clippy", run: []string{"cargo", "clippy", "--", "-D", "warnings"}, criterion: "clippy-clean", text: "cargo clippy reports nothing"},
+			{id: "cargo-test", run: []string{"cargo", "test"}, dependsOn: "cargo-clippy", criterion: "rust-tests-pass", text: "the Rust tests pass"},
+		}})
+	}
+	if len(out) == 0 {
+		return nil, usageErr(fmt.Errorf("no project found in %s: init knows go.mod, package.json, pyproject.toml, setup.py and Cargo.toml; write the contract by hand (README \"The contract\", see 'proofgate init --help')", dir))
+	}
+	return out, nil
+}
+
+// nodeProject takes the test, lint and build scripts that package.json
+// declares; a package without any gets `npm test`, which fails until one
+// exists (npm's own "no test specified" placeholder fails too).
+func nodeProject(path string) (project, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return project{}, envErr(err)
+	}
+	defer f.Close()
+	var pkg struct {
+		Scripts map[string]string `json:"scripts"`
+	}
+	if err := strictjson.ReadOpen(io.LimitReader(f, maxManifest+1), maxManifest, &pkg); err != nil {
+		return project{}, usageErr(fmt.Errorf("%s: %w", path, err))
+	}
+	p := project{kind: "node", marker: "package.json"}
+	prev := ""
+	for _, s := range []struct{ script, id, criterion, text string }{
+		{"lint", "npm-lint", "lint-clean", "the linter reports nothing"},
+		{"build", "npm-build", "builds", "the package builds"},
+		{"test", "npm-test", "node-tests-pass", "the Node tests pass"},
+	} {
+		if _, ok := pkg.Scripts[s.script]; !ok && s.script != "test" {
+			continue
+		}
+		run := []string{"npm", "run", s.script}
+		if s.script == "test" {
+			run = []string{"npm", "test"}
+		}
+		p.checks = append(p.checks, starterCheck{id: s.id, run: run, dependsOn: prev, criterion: s.criterion, text: s.text})
+		prev = s.id
+	}
+	return p, nil
+}
+
+func exists(p string) bool {
+	_, err := os.Lstat(p)
+	return err == nil
+}
+
+// contractName turns a directory name into the contract's name.
+var nameJunk = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func contractName(dir string) string {
+	n := strings.Trim(nameJunk.ReplaceAllString(filepath.Base(dir), "-"), "-.")
+	if n == "" {
+		return "repository"
+	}
+	return n
+}
