@@ -600,52 +600,57 @@ Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 		Example: `  proofgate bundle verify run.bundle.tar.gz --trust trust.json \
       --commit "$(git rev-parse HEAD)" --contract .proofgate/contract.yaml --repo acme/widget`,
 		Args: cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			opts, err := f.options(cmd, g)
-			if err != nil {
-				return err
-			}
-			vw, err := vf.begin(cmd, g, args[0])
-			if err != nil {
-				return err
-			}
-			store, mv, err := f.verifyStores()
-			if err != nil {
-				return err
-			}
-			opts.Material = mv
-			file, err := os.Open(args[0])
-			if err != nil {
-				return usageErr(err)
-			}
-			defer file.Close()
-			v, err := bundle.VerdictOf(bundle.Verify(vw.reader(file), store, opts))
-			var pe *bundle.PolicyError
-			switch {
-			case errors.As(err, &pe):
-				return usageErr(err)
-			case err != nil:
-				return envErr(err)
-			}
-			if f.asJSON {
-				if err := writeJSON(g.stdout, v); err != nil {
-					return err
-				}
-			} else {
-				printVerdict(g.stdout, &v)
-			}
-			if err := vw.write(cmd.Context(), g, f.trust, opts, v); err != nil {
-				return err
-			}
-			if v.Verdict != bundle.VerdictAccepted {
-				return silent(exit.Refused)
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return runVerifyBundle(cmd, g, &f, &vf, args[0]) },
 	}
 	f.register(c)
 	vf.register(c)
 	return c
+}
+
+// runVerifyBundle is bundle verify: the policy from the flags, the trust
+// store and material verifiers, the verdict (printed, and as a VSA when
+// asked), exit 1 when refused.
+func runVerifyBundle(cmd *cobra.Command, g *globals, f *verifyFlags, vf *vsaFlags, path string) error {
+	opts, err := f.options(cmd, g)
+	if err != nil {
+		return err
+	}
+	vw, err := vf.begin(cmd, g, path)
+	if err != nil {
+		return err
+	}
+	store, mv, err := f.verifyStores()
+	if err != nil {
+		return err
+	}
+	opts.Material = mv
+	file, err := os.Open(path)
+	if err != nil {
+		return usageErr(err)
+	}
+	defer file.Close()
+	v, err := bundle.VerdictOf(bundle.Verify(vw.reader(file), store, opts))
+	var pe *bundle.PolicyError
+	switch {
+	case errors.As(err, &pe):
+		return usageErr(err)
+	case err != nil:
+		return envErr(err)
+	}
+	if f.asJSON {
+		if err := writeJSON(g.stdout, v); err != nil {
+			return err
+		}
+	} else {
+		printVerdict(g.stdout, &v)
+	}
+	if err := vw.write(cmd.Context(), g, f.trust, opts, v); err != nil {
+		return err
+	}
+	if v.Verdict != bundle.VerdictAccepted {
+		return silent(exit.Refused)
+	}
+	return nil
 }
 
 func printVerdict(w io.Writer, v *bundle.Verdict) {

@@ -184,6 +184,12 @@ func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Err
 		}
 		return p.errf(path.key(k.Property), "%q is not a valid %s", truncate(k.Property, 64), what), pointer(kt)
 	}
+	return p.valueError(def, loc, path, l, v)
+}
+
+// valueError is a schema violation of a value, by the definition it
+// breaks (a duration, a size, an id, an image, ...), at path.
+func (p *parser) valueError(def string, loc []string, path fieldPath, l *jsonschema.ValidationError, v any) (*Error, string) {
 	ptr := pointer(loc)
 	switch def {
 	case "duration":
