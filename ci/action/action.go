@@ -751,7 +751,7 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 		j.f.logf("proofgate: not in GitHub Actions: bundle not uploaded")
 		return ExitOK, nil
 	}
-	id, err := artifact.Upload(ctx, tok, results, name, files)
+	id, err := uploadArtifact(ctx, j.f, tok, results, name, files)
 	if err != nil {
 		return 0, environment("upload artifact %s: %w", name, err)
 	}

@@ -4,59 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/proofgate/proofgate/ci/artifact"
+	"github.com/proofgate/proofgate/internal/acttest"
 )
 
-// actServer starts nektos/act's own artifact server (scripts/actart, built
-// by scripts/act-artifacts-up.sh) on 127.0.0.1 and returns its results URL
-// and storage directory. Without PROOFGATE_ACT_ARTIFACTS the test is
-// skipped, or fails under PROOFGATE_REQUIRE_ACT=1 (as scripts/test.sh sets).
-func actServer(t *testing.T) (string, string) {
-	bin := os.Getenv("PROOFGATE_ACT_ARTIFACTS")
-	if bin == "" {
-		if os.Getenv("PROOFGATE_REQUIRE_ACT") == "1" {
-			t.Fatal("PROOFGATE_REQUIRE_ACT=1 but PROOFGATE_ACT_ARTIFACTS is unset (bash scripts/act-artifacts-up.sh)")
-		}
-		t.Skip("PROOFGATE_ACT_ARTIFACTS unset: act's artifact server not built")
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
-	l.Close()
-	dir := t.TempDir()
-	cmd := exec.Command(bin, dir, port)
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if c, err := net.Dial("tcp", "127.0.0.1:"+port); err == nil {
-			c.Close()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("act's artifact server did not listen")
-		}
-	}
-	return "http://127.0.0.1:" + port + "/", dir
-}
-
 func TestUploadToActArtifactServer(t *testing.T) {
-	results, dir := actServer(t)
+	results, dir, tok := acttest.Start(t)
 	ctx := context.Background()
-	tok := jwt(`{"scp":"Actions.Results:42:7"}`) // act wants a numeric run id
 	z := randomZip(t, 5000)
 	r, err := artifact.UploadZipBlocks(ctx, nil, tok, results, "proofgate-bundle", z, 1024)
 	if err != nil {
@@ -93,7 +53,7 @@ func oldActUpload(t *testing.T, results, tok, name string, z []byte) int64 {
 		json.NewDecoder(resp.Body).Decode(&out)
 		return out
 	}
-	ids := `"workflow_run_backend_id":"42","workflow_job_run_backend_id":"7",`
+	ids := `"workflow_run_backend_id":"42","workflow_job_run_backend_id":"42",`
 	created := post("CreateArtifact", `{`+ids+`"name":"`+name+`","version":4}`)
 	req, _ := http.NewRequest("PUT", created["signedUploadUrl"].(string), bytes.NewReader(z))
 	req.Header.Set("x-ms-blob-type", "BlockBlob")
