@@ -228,3 +228,12 @@ func TestReadBackNotListed(t *testing.T) {
 		})
 	}
 }
+
+func TestUploadOversizeRefusedBeforeAnyRequest(t *testing.T) {
+	srv := githubtest.New(t)
+	tok := srv.RuntimeToken("r", "j")
+	_, err := artifact.UploadZipBlocks(context.Background(), nil, tok, srv.ResultsURL(), "a", make([]byte, artifact.MaxBlocks+1), 1)
+	if !errors.Is(err, artifact.ErrTooLarge) || len(srv.Requests()) != 0 {
+		t.Fatalf("over %d blocks: %v, %d requests", artifact.MaxBlocks, err, len(srv.Requests()))
+	}
+}

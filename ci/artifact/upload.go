@@ -174,7 +174,10 @@ func uploadZip(ctx context.Context, hc *http.Client, runtimeToken, resultsURL, n
 		return nil, err
 	}
 	if len(zipData) > MaxUploadBytes {
-		return nil, fmt.Errorf("artifact %s: %d bytes exceeds %d", name, len(zipData), MaxUploadBytes)
+		return nil, fmt.Errorf("artifact %s: %w: %d bytes exceeds %d", name, ErrTooLarge, len(zipData), MaxUploadBytes)
+	}
+	if n := (len(zipData) + blockSize - 1) / blockSize; n > MaxBlocks {
+		return nil, fmt.Errorf("artifact %s: %w: %d bytes need %d blocks of %d, over %d", name, ErrTooLarge, len(zipData), n, blockSize, MaxBlocks)
 	}
 	run, job, err := BackendIDs(runtimeToken)
 	if err != nil {
