@@ -64,4 +64,3 @@ func Start(t testing.TB) (results, dir, token string) {
 	}
 	return "http://127.0.0.1:" + port + "/", dir, strings.TrimSpace(line)
 }
-
