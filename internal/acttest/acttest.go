@@ -20,9 +20,10 @@ import (
 // RunID is the workflow run (and job) backend id of Start's token.
 const RunID = "42"
 
-// Start starts nektos/act's own artifact server (scripts/actart, built
-// by scripts/act-artifacts-up.sh) on 127.0.0.1 and returns its results URL
-// storage directory and act's runtime token for run 42. Without PROOFGATE_ACT_ARTIFACTS the test is
+// Start starts act's artifact server on 127.0.0.1 for the test and
+// returns its results URL (ACTIONS_RESULTS_URL), its storage directory
+// (artifact name lives in dir/RunID/name/name.zip) and act's runtime token
+// for run RunID. Without PROOFGATE_ACT_ARTIFACTS (the binary) the test is
 // skipped, or fails under PROOFGATE_REQUIRE_ACT=1 (as scripts/test.sh sets).
 func Start(t testing.TB) (results, dir, token string) {
 	bin := os.Getenv("PROOFGATE_ACT_ARTIFACTS")
