@@ -15,7 +15,7 @@ if [ -x "$dir/actart" ] && [ "$(cat "$dir/stamp" 2>/dev/null)" = "$stamp" ]; the
   echo "act-artifacts-up: actart already in $dir" >&2
 else
   echo "act-artifacts-up: building actart into $dir" >&2
-  GOFLAGS=-mod=mod GOWORK=off go build -o "$dir/actart" . >&2
+  GOFLAGS=-mod=readonly GOWORK=off go build -o "$dir/actart" . >&2
   echo "$stamp" > "$dir/stamp"
 fi
 echo "$dir/actart"
