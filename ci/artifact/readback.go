@@ -18,8 +18,9 @@ package artifact
 // size-only check would refuse every upload there. Step 2 is what catches
 // a lax server that stored other bytes of the same length (blocks
 // committed out of order on a server that does not check the hash).
-// An upload whose bytes the server dropped — act and Gitea answer a plain
-// Put Blob with 200 and store nothing — fails here.
+// An upload whose bytes the server dropped fails here: act answers a plain
+// Put Blob with 200, stores nothing and finalizes an empty artifact; Gitea
+// lists only artifacts whose blocks it could merge completely.
 
 import (
 	"bytes"
