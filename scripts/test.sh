@@ -34,6 +34,14 @@ PROOFGATE_SIGSTORE_BIN="$(bash scripts/sigstore-up.sh)"
 export PROOFGATE_SIGSTORE_BIN PROOFGATE_REQUIRE_SIGSTORE=1
 echo "fulcio and timestamp-server in $PROOFGATE_SIGSTORE_BIN"
 
+step "nektos/act's artifact server"
+# Built from act v0.2.87's own pkg/artifacts (scripts/actart, its own module);
+# ci/artifact's TestUploadToActArtifactServer uploads to it on 127.0.0.1 and
+# fails, not skips, when it is missing.
+PROOFGATE_ACT_ARTIFACTS="$(bash scripts/act-artifacts-up.sh)"
+export PROOFGATE_ACT_ARTIFACTS PROOFGATE_REQUIRE_ACT=1
+echo "act artifact server: $PROOFGATE_ACT_ARTIFACTS"
+
 step "install staticcheck"
 if ! command -v staticcheck >/dev/null 2>&1; then
   export PATH="$(go env GOPATH)/bin:$PATH"

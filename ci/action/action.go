@@ -44,6 +44,7 @@ import (
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/ci/review"
+	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
@@ -489,7 +490,12 @@ func (j *job) closeRun() {
 
 // execute runs the checks and reports them.
 func (j *job) execute(ctx context.Context, rts map[string]runtime.Runtime, unavailable map[string]string) error {
-	err := j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs, Progress: j.o.Stdout})
+	hb, err := progress.Heartbeat(j.o.Getenv)
+	if err != nil {
+		return usage("%w", err)
+	}
+	err = j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs,
+		Progress: progress.NewText(j.o.Stdout), Heartbeat: hb})
 	rep := j.r.Report()
 	j.s.report = rep
 	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest
@@ -745,7 +751,7 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 		j.f.logf("proofgate: not in GitHub Actions: bundle not uploaded")
 		return ExitOK, nil
 	}
-	id, err := artifact.Upload(ctx, tok, results, name, files)
+	id, err := uploadArtifact(ctx, j.f, tok, results, name, files)
 	if err != nil {
 		return 0, environment("upload artifact %s: %w", name, err)
 	}

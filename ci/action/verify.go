@@ -419,8 +419,12 @@ func (g *gate) notFound(findErr error) *refusal {
 		return &refusal{exit.Refused, ReasonNotFound,
 			fmt.Sprintf("no unexpired ProofGate artifact for %s %s in %s/%s", g.in.match, g.in.commit, g.owner, g.name)}
 	}
-	return &refusal{exit.Environment, ReasonGitHubAPI, findErr.Error()}
+	return &refusal{exit.Environment, ReasonGitHubAPI, findErr.Error() + noArtifactsAPIHint}
 }
+
+// noArtifactsAPIHint follows a failure of the REST artifacts API: runners
+// without it (act, Gitea, Forgejo) can still verify a bundle file.
+const noArtifactsAPIHint = "; where the REST artifacts API is missing (act, Gitea, Forgejo), download the bundle in the workflow and pass its path as input bundle"
 
 // tryArtifact downloads artifact a and verifies its bundle, witnessed at
 // the artifact's created_at.

@@ -86,7 +86,8 @@ func TestUploadRetriesAndRefusals(t *testing.T) {
 	if _, err := artifact.UploadZip(context.Background(), hc, tok, srv.ResultsURL(), "n1", z); err != nil {
 		t.Fatalf("one failure per step should be retried: %v", err)
 	}
-	if srv.Count("POST", "CreateArtifact") != 2 || srv.Count("PUT", "/blob/") != 2 || srv.Count("POST", "FinalizeArtifact") != 2 {
+	// One Put Block twice (the first refused), one Put Block List.
+	if srv.Count("POST", "CreateArtifact") != 2 || srv.Count("PUT", "/blob/") != 3 || srv.Count("POST", "FinalizeArtifact") != 2 {
 		t.Fatalf("retry counts wrong: %+v", srv.Requests())
 	}
 	// Persistent failure is an error with the method named.

@@ -1,6 +1,7 @@
 // Package artifact moves ProofGate bundles through GitHub Actions artifacts:
 // Upload speaks the v4 artifact protocol (Twirp service at
-// ACTIONS_RESULTS_URL, signed blob URL), and Find/Download read another
+// ACTIONS_RESULTS_URL, Put Block uploads to the signed blob URL, then a
+// read-back through the service), and Find/Download read another
 // run's artifacts through the REST API for the release-gate verify step.
 package artifact
 
@@ -30,7 +31,7 @@ const (
 	twirpService = "twirp/github.actions.results.api.v1.ArtifactService/"
 	// MaxTokenBytes bounds the runtime token parsed by BackendIDs.
 	MaxTokenBytes = 64 << 10
-	// MaxUploadBytes is the largest zip uploaded in one PUT (Azure's Put Blob limit).
+	// MaxUploadBytes bounds the zip uploaded (it is held in memory).
 	MaxUploadBytes = 5000 << 20
 	maxReplyBytes  = 1 << 20
 )
@@ -139,60 +140,88 @@ func Upload(ctx context.Context, runtimeToken, resultsURL, name string, files ma
 	return UploadZip(ctx, nil, runtimeToken, resultsURL, name, z)
 }
 
-// UploadZip uploads a zip as artifact name through the v4 protocol:
-// CreateArtifact, PUT to the signed URL (no credentials), FinalizeArtifact
-// with size and sha256. hc nil means a client retrying 429/5xx.
+// UploadZip uploads a zip as artifact name and returns its id. See
+// UploadZipResult.
 func UploadZip(ctx context.Context, hc *http.Client, runtimeToken, resultsURL, name string, zipData []byte) (int64, error) {
-	if err := ValidateName(name); err != nil {
+	r, err := UploadZipResult(ctx, hc, runtimeToken, resultsURL, name, zipData)
+	if err != nil {
 		return 0, err
 	}
+	return r.ID, nil
+}
+
+// Result describes a finished, read-back upload.
+type Result struct {
+	ID     int64
+	Size   int64 // bytes uploaded and read back
+	Blocks int   // Put Block requests
+	// ListedSize is the size ListArtifacts reported. It differs from Size
+	// only on servers that misreport it (nektos/act reports a directory's);
+	// the bytes downloaded back were identical all the same.
+	ListedSize int64
+}
+
+// UploadZipResult uploads a zip as artifact name through the v4 protocol:
+// CreateArtifact, Put Block + Put Block List to the signed URL (no
+// credentials; see blocks.go), FinalizeArtifact with size and sha256, then
+// the read-back of readback.go. hc nil means a client retrying 429/5xx.
+func UploadZipResult(ctx context.Context, hc *http.Client, runtimeToken, resultsURL, name string, zipData []byte) (*Result, error) {
+	return uploadZip(ctx, hc, runtimeToken, resultsURL, name, zipData, BlockSize)
+}
+
+func uploadZip(ctx context.Context, hc *http.Client, runtimeToken, resultsURL, name string, zipData []byte, blockSize int) (*Result, error) {
+	if err := ValidateName(name); err != nil {
+		return nil, err
+	}
 	if len(zipData) > MaxUploadBytes {
-		return 0, fmt.Errorf("artifact %s: %d bytes exceeds %d", name, len(zipData), MaxUploadBytes)
+		return nil, fmt.Errorf("artifact %s: %w: %d bytes exceeds %d", name, ErrTooLarge, len(zipData), MaxUploadBytes)
+	}
+	if n := (len(zipData) + blockSize - 1) / blockSize; n > MaxBlocks {
+		return nil, fmt.Errorf("artifact %s: %w: %d bytes need %d blocks of %d, over %d", name, ErrTooLarge, len(zipData), n, blockSize, MaxBlocks)
 	}
 	run, job, err := BackendIDs(runtimeToken)
 	if err != nil {
-		return 0, fmt.Errorf("ACTIONS_RUNTIME_TOKEN: %w", err)
+		return nil, fmt.Errorf("ACTIONS_RUNTIME_TOKEN: %w", err)
 	}
 	base, err := url.Parse(resultsURL)
 	if err != nil || (base.Scheme != "https" && base.Scheme != "http") || base.Host == "" {
-		return 0, fmt.Errorf("ACTIONS_RESULTS_URL %q: not an http(s) URL", resultsURL)
+		return nil, fmt.Errorf("ACTIONS_RESULTS_URL %q: not an http(s) URL", resultsURL)
 	}
-	svc := base.Scheme + "://" + base.Host + "/" + twirpService
 	if hc == nil {
 		hc = &http.Client{Transport: &ghapi.Retry{}, Timeout: 10 * time.Minute}
 	}
+	c := twirpClient{hc: hc, svc: base.Scheme + "://" + base.Host + "/" + twirpService, token: runtimeToken, run: run, job: job}
 
 	var created map[string]json.RawMessage
-	if err := call(ctx, hc, svc, "CreateArtifact", runtimeToken, map[string]any{
-		"workflow_run_backend_id": run, "workflow_job_run_backend_id": job,
-		"name": name, "version": 4,
-	}, &created); err != nil {
-		return 0, err
+	if err := c.call(ctx, "CreateArtifact", map[string]any{"name": name, "version": 4}, &created); err != nil {
+		return nil, err
 	}
 	var signed string
 	if err := field(created, "signed_upload_url", &signed); err != nil || signed == "" {
-		return 0, fmt.Errorf("artifact service CreateArtifact: no signed_upload_url in reply")
+		return nil, fmt.Errorf("artifact service CreateArtifact: no signed_upload_url in reply")
 	}
-	if err := putBlob(ctx, hc, signed, zipData); err != nil {
-		return 0, err
+	r := &Result{Size: int64(len(zipData))}
+	if r.Blocks, err = putBlocks(ctx, hc, signed, zipData, blockSize); err != nil {
+		return nil, err
 	}
 	sum := sha256.Sum256(zipData)
 	var fin map[string]json.RawMessage
-	if err := call(ctx, hc, svc, "FinalizeArtifact", runtimeToken, map[string]any{
-		"workflow_run_backend_id": run, "workflow_job_run_backend_id": job,
+	if err := c.call(ctx, "FinalizeArtifact", map[string]any{
 		"name": name, "size": strconv.Itoa(len(zipData)), "hash": "sha256:" + hex.EncodeToString(sum[:]),
 	}, &fin); err != nil {
-		return 0, err
+		return nil, err
 	}
 	var ok bool
 	if err := field(fin, "ok", &ok); err != nil || !ok {
-		return 0, fmt.Errorf("artifact service FinalizeArtifact: reply not ok")
+		return nil, fmt.Errorf("artifact service FinalizeArtifact: reply not ok")
 	}
-	var id int64
-	if err := field(fin, "artifact_id", &id); err != nil {
-		return 0, fmt.Errorf("artifact service FinalizeArtifact: artifact_id: %w", err)
+	if err := field(fin, "artifact_id", &r.ID); err != nil {
+		return nil, fmt.Errorf("artifact service FinalizeArtifact: artifact_id: %w", err)
 	}
-	return id, nil
+	if r.ListedSize, err = c.readBack(ctx, name, r.ID, zipData); err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 func call(ctx context.Context, hc *http.Client, svc, method, token string, in any, out *map[string]json.RawMessage) error {
@@ -269,25 +298,6 @@ func camel(s string) string {
 		}
 	}
 	return strings.Join(parts, "")
-}
-
-func putBlob(ctx context.Context, hc *http.Client, signed string, data []byte) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPut, signed, bytes.NewReader(data))
-	if err != nil {
-		return fmt.Errorf("signed upload URL: %w", err)
-	}
-	req.Header.Set("x-ms-blob-type", "BlockBlob")
-	req.Header.Set("Content-Type", "application/zip")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("upload blob: %w", redact(err))
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("upload blob: HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(msg)))
-	}
-	return nil
 }
 
 // redact drops the signed query string from URL errors (it is a credential).

@@ -248,7 +248,8 @@ func (e *execFlags) register(c *cobra.Command) {
 		if e.jobs < 1 {
 			return usageErr(fmt.Errorf("--jobs must be at least 1, not %d", e.jobs))
 		}
-		return nil
+		_, err := heartbeat() // refused before a run is planned
+		return err
 	}
 }
 
@@ -280,7 +281,12 @@ func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *
 	if progress != nil {
 		fmt.Fprintf(progress, "run %s: %d checks, --jobs %d\n", r.ID, len(r.Contract.Checks), e.jobs)
 	}
-	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.runtimes, Jobs: e.jobs, Progress: progress}); err != nil {
+	hb, err := heartbeat()
+	if err != nil {
+		return err
+	}
+	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.runtimes, Jobs: e.jobs,
+		Progress: textProgress(progress), Heartbeat: hb}); err != nil {
 		return classify(err)
 	}
 	return report(g, r.Report(), e.asJSON, e.quiet)
@@ -377,7 +383,9 @@ func runCmd(g *globals) *cobra.Command {
 		Short: "Plan and execute a run, then wait for approval",
 		Long: `Plan a run from the contract and execute every check (in dependency order,
 --jobs at a time). When every check passed the run awaits approval (exit 3);
-otherwise it is BLOCKED (exit 1). Progress goes to stderr, one line per check.
+otherwise it is BLOCKED (exit 1). Progress goes to stderr, one line per check
+as it starts and ends, and a heartbeat line (elapsed time, bytes of output)
+every 30 s while it runs (PROOFGATE_HEARTBEAT=10s changes the interval).
 
   proofgate run                 # .proofgate/contract.yaml
   proofgate run --profile quick --json`,

@@ -131,6 +131,8 @@ type Server struct {
 	// CamelCase makes Twirp responses use lowerCamelCase JSON names and int64
 	// values as JSON strings (protojson's default), instead of snake_case.
 	CamelCase bool
+	// Faults makes the artifact service misbehave (see ArtifactFaults).
+	Faults ArtifactFaults
 
 	mu       sync.Mutex
 	repos    map[string]*repoState

@@ -24,7 +24,10 @@ type ExecOptions struct {
 	// Unavailable explains why a runtime is missing (e.g. no Docker daemon).
 	Unavailable map[string]string
 	Jobs        int
-	Progress    io.Writer // nil = silent
+	// Progress is told of each check's start, heartbeat and end; nil is
+	// silent. Heartbeat is its interval (0 means DefaultHeartbeat).
+	Progress  Progress
+	Heartbeat time.Duration
 }
 
 // Exec runs every check of a PLANNED run (in parallel up to Jobs, in
@@ -210,15 +213,27 @@ func (s *scheduler) skip(c contract.Check, why string) {
 	if err := s.r.append(TypeCheckFinished, CheckFinishedData{Check: c.ID, Outcome: runtime.Skipped, ExitCode: -1, Detail: why}); err != nil {
 		s.setErr(err)
 	}
-	s.progress("skipped %-20s %s", c.ID, why)
+	if p := s.opts.Progress; p != nil {
+		p.Finished(c.ID, runtime.Skipped, 0, why)
+	}
 }
 
-func (s *scheduler) progress(format string, a ...any) {
-	if s.opts.Progress != nil {
-		s.mu.Lock()
-		fmt.Fprintf(s.opts.Progress, format+"\n", a...)
-		s.mu.Unlock()
+// watch reports c as started and then beats until the returned stop
+// function is first called (a no-op without Progress).
+func (s *scheduler) watch(c contract.Check, size func() int64) (stop func()) {
+	p := s.opts.Progress
+	if p == nil {
+		return func() {}
 	}
+	p.Started(c.ID)
+	interval := s.opts.Heartbeat
+	if interval <= 0 {
+		interval = DefaultHeartbeat
+	}
+	quit := make(chan struct{})
+	done := heartbeat(p, c.ID, interval, time.Now(), size, quit)
+	var once sync.Once
+	return func() { once.Do(func() { close(quit); <-done }) }
 }
 
 // execute runs one check and records its evidence.
@@ -227,7 +242,6 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	if err := r.append(TypeCheckStarted, CheckStartedData{Check: c.ID}); err != nil {
 		return runtime.Error, err
 	}
-	s.progress("start   %s", c.ID)
 	outW, err := r.blobs.Create()
 	if err != nil {
 		return runtime.Error, err
@@ -240,6 +254,8 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	defer errW.Abort()
 	limit := int64(c.Output)
 	stdout, stderr := runtime.NewCapture(outW, limit), runtime.NewCapture(errW, limit)
+	stop := s.watch(c, func() int64 { return stdout.Len() + stderr.Len() })
+	defer stop()
 
 	var res runtime.Result
 	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
@@ -256,6 +272,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		res = runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
 			Detail: fmt.Sprintf("runtime %q unavailable: %s", c.Runtime, why), Attestation: runtime.Attestation{Provider: c.Runtime}}
 	}
+	stop() // no heartbeat after the check ended
 	if s.ctx.Err() != nil && res.Outcome == runtime.Error && errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
 		res.Detail = "killed: budget.max_duration exceeded"
 	}
@@ -291,11 +308,9 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	if err := r.append(TypeCheckFinished, d); err != nil {
 		return runtime.Error, err
 	}
-	line := fmt.Sprintf("%-7s %-20s %s", d.Outcome, c.ID, time.Duration(d.DurationMS)*time.Millisecond)
-	if d.Detail != "" {
-		line += "  " + d.Detail
+	if p := s.opts.Progress; p != nil {
+		p.Finished(c.ID, d.Outcome, time.Duration(d.DurationMS)*time.Millisecond, d.Detail)
 	}
-	s.progress("%s", line)
 	return d.Outcome, nil
 }
 

@@ -73,6 +73,14 @@ func (c *Capture) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// Len is the number of bytes kept so far; it is safe to call while the
+// stream is being written.
+func (c *Capture) Len() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.n
+}
+
 // Full is closed when the stream went over its cap.
 func (c *Capture) Full() <-chan struct{} { return c.full }
 
