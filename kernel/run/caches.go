@@ -81,3 +81,18 @@ func releaseCaches(res *runtime.Result, l *cacheLease) {
 		res.Outcome, res.Detail = runtime.Error, detail
 	}
 }
+
+// offlineNote explains a failed check that writes a cache without the
+// network: a fetch phase (go mod download into a cache) needs network:
+// host, and without it fails for a reason its output may not name.
+func offlineNote(c contract.Check, res *runtime.Result) {
+	if res.Outcome != runtime.Failed || res.Detail != "" || c.Network != "none" {
+		return
+	}
+	for _, u := range c.Caches {
+		if !u.ReadOnly {
+			res.Detail = "the check ran with network: none (no network at all); a check that fetches into cache " + u.Name + " needs network: host"
+			return
+		}
+	}
+}

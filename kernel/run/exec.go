@@ -255,6 +255,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		spec.Sandbox.Caches = lease.mounts()
 		res = rt.Run(s.ctx, spec, stdout, stderr)
 		releaseCaches(&res, lease)
+		offlineNote(c, &res)
 	} else if cacheErr != nil {
 		now := time.Now().UTC()
 		res = runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
