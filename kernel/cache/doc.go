@@ -30,7 +30,8 @@
 // default scope: a read-only use mounts the run's own directory when it
 // exists, else default's; a writable use mounts the run's own directory,
 // created on first use as a copy of default's (regular files, directories
-// and in-tree relative symlinks; the copy's directories made 0777). So a
+// and in-tree relative symlinks; the copy's directories made 0777 and its
+// owner-writable files 0666, so the sandbox user can write the copy). So a
 // pull request never writes what a default-branch run mounts, and nothing
 // of pr-<N> is ever mounted into a run of another scope: the default and
 // local scopes read only themselves.

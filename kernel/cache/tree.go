@@ -117,8 +117,10 @@ func escapes(rel, target string) bool {
 }
 
 // copyTree copies the checked tree src into dst (which must not exist):
-// directories get mode 0777 so that the sandbox user can write the copy,
-// files keep their mode bits, symlinks are copied as symlinks.
+// directories get mode 0777 and files whose owner could write them 0666
+// (others keep their mode: a module cache's 0444 files stay read-only), so
+// that the sandbox user can write the copy as it wrote the original;
+// symlinks are copied as symlinks.
 func copyTree(src, dst string) error {
 	return filepath.WalkDir(src, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
@@ -140,7 +142,11 @@ func copyTree(src, dst string) error {
 			}
 			return os.Chmod(out, 0o777)
 		case m.IsRegular():
-			return copyFile(p, out, m.Perm())
+			perm := m.Perm()
+			if perm&0o200 != 0 {
+				perm |= 0o666 // writable stays writable, for the sandbox user too
+			}
+			return copyFile(p, out, perm)
 		case m&fs.ModeSymlink != 0:
 			t, err := os.Readlink(p)
 			if err != nil {
