@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -285,6 +284,12 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 	dir := s.dir(scope, name)
 	provenance := ""
 	if p.seed {
+		// Another check may have created it since choose, under its lock.
+		if _, err := os.Lstat(dir); err == nil {
+			p.seed = false
+		}
+	}
+	if p.seed {
 		if _, err := s.tree(name, s.scope.Base, nil); err != nil {
 			return runtime.Cache{}, "", err
 		}
@@ -433,10 +438,30 @@ func (l *Lease) release(m runtime.Cache, before string) error {
 	if err != nil {
 		return ioErr(m.Name, m.Scope, err)
 	}
-	if err := durable.WriteFile(filepath.Join(s.root, m.Scope, m.Name+".state"), b, 0o600); err != nil {
+	if err := writeState(filepath.Join(s.root, m.Scope, m.Name+".state"), b); err != nil {
 		return ioErr(m.Name, m.Scope, err)
 	}
 	return nil
+}
+
+// writeState replaces a state record through a temporary file and a
+// rename, without fsync: a record lost in a crash only makes the next
+// mount's provenance "unrecorded", and an fsync per check costs more than
+// the check's cache walk.
+func writeState(path string, b []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	if _, err := f.Write(b); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
 }
 
 func validName(n string) bool {
