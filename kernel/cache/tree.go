@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // MaxEntries bounds the entries of one cache tree.
@@ -28,10 +29,13 @@ type Tree struct {
 
 // walkTree checks and digests the tree under dir (dir itself excluded).
 // It never follows a symlink, and refuses absolute symlinks, relative ones
-// that leave dir, and special files. visit, if set, sees every directory.
+// that leave dir, and special files. visit, if set, sees every directory
+// (and may change its mode) before it is digested. The names come from
+// one sequential walk; the per-entry lstat calls, which are most of the
+// cost, run on several goroutines.
 func walkTree(dir string, visit func(p string, fi fs.FileInfo)) (Tree, error) {
-	var t Tree
-	d, s := sha256.New(), sha256.New()
+	type entry struct{ path, rel string }
+	var ents []entry
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -39,47 +43,78 @@ func walkTree(dir string, visit func(p string, fi fs.FileInfo)) (Tree, error) {
 		if p == dir {
 			return nil
 		}
-		t.Entries++
-		if t.Entries > MaxEntries {
+		if len(ents) >= MaxEntries {
 			return &Error{Reason: ReasonTooLarge, Msg: fmt.Sprintf("more than %d entries", MaxEntries)}
 		}
 		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
-		rel = filepath.ToSlash(rel)
-		fi, err := de.Info()
-		if err != nil {
-			return err
-		}
-		line, err := entryLine(p, rel, fi)
-		if err != nil {
-			return err
-		}
-		if fi.Mode().IsRegular() {
-			t.Bytes += fi.Size()
-		}
-		if fi.IsDir() && visit != nil {
-			visit(p, fi)
-			if fi2, err := os.Lstat(p); err == nil {
-				fi = fi2
-			}
-			line, _ = entryLine(p, rel, fi)
-		}
-		io.WriteString(d, line)
-		ino, ctime := fileIdentity(fi)
-		io.WriteString(s, strings.TrimSuffix(line, "\n")+" "+strconv.FormatUint(ino, 10)+" "+strconv.FormatInt(ctime, 10)+"\n")
+		ents = append(ents, entry{p, filepath.ToSlash(rel)})
 		return nil
 	})
 	if err != nil {
-		var ce *Error
-		if errors.As(err, &ce) {
-			return Tree{}, ce
+		return Tree{}, asCacheError(err)
+	}
+	infos := make([]fs.FileInfo, len(ents))
+	errs := make([]error, len(ents))
+	parallel(len(ents), func(i int) { infos[i], errs[i] = os.Lstat(ents[i].path) })
+	var t Tree
+	d, s := sha256.New(), sha256.New()
+	for i, e := range ents {
+		if errs[i] != nil {
+			return Tree{}, asCacheError(errs[i])
 		}
-		return Tree{}, &Error{Reason: ReasonIO, Msg: err.Error(), Err: err}
+		fi := infos[i]
+		if fi.IsDir() && visit != nil {
+			visit(e.path, fi)
+			if fi, err = os.Lstat(e.path); err != nil {
+				return Tree{}, asCacheError(err)
+			}
+		}
+		line, err := entryLine(e.path, e.rel, fi)
+		if err != nil {
+			return Tree{}, asCacheError(err)
+		}
+		t.Entries++
+		if fi.Mode().IsRegular() {
+			t.Bytes += fi.Size()
+		}
+		io.WriteString(d, line)
+		ino, ctime := fileIdentity(fi)
+		io.WriteString(s, line[:len(line)-1]+" "+strconv.FormatUint(ino, 10)+" "+strconv.FormatInt(ctime, 10)+"\n")
 	}
 	t.Digest, t.Stamp = sum(d), sum(s)
 	return t, nil
+}
+
+// walkers is how many goroutines lstat a tree's entries.
+const walkers = 8
+
+// parallel calls f(0..n-1) on up to walkers goroutines, each taking
+// a contiguous range.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	chunk := (n + walkers - 1) / walkers
+	for lo := 0; lo < n; lo += chunk {
+		hi := min(lo+chunk, n)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := lo; i < hi; i++ {
+				f(i)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+func asCacheError(err error) error {
+	var ce *Error
+	if errors.As(err, &ce) {
+		return ce
+	}
+	return &Error{Reason: ReasonIO, Msg: err.Error(), Err: err}
 }
 
 func sum(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
