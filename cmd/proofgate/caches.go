@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/spf13/cobra"
@@ -31,4 +32,19 @@ func cacheStore(c *contract.Resolved, root, repo string) (*cache.Store, error) {
 		return nil, usageErr(err)
 	}
 	return s, nil
+}
+
+// checkCacheRoot opens the cache store once before a run is planned, so
+// that an unusable root (inside the repository) refuses the command
+// rather than leave a planned run behind.
+func checkCacheRoot(ctx context.Context, c *contract.Resolved, root string) error {
+	if len(c.Caches) == 0 {
+		return nil
+	}
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = cacheStore(c, root, repo)
+	return err
 }

@@ -213,6 +213,9 @@ func (p *planFlags) planConnected(ctx context.Context, g *globals, ef execFlags,
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkCacheRoot(ctx, c, ef.cacheRoot); err != nil {
+		return nil, nil, err
+	}
 	prov, err := connect(ctx, c, ef.progress(g))
 	if err != nil {
 		return nil, nil, err
