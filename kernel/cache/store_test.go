@@ -295,3 +295,23 @@ func TestRootPlacement(t *testing.T) {
 		t.Fatalf("root %s", r)
 	}
 }
+
+// TestWriterLeavesEscapingSymlink: a writable use that leaves a symlink out
+// of the cache fails its release (the check becomes an error), records no
+// state, and the cache is refused until the entry is gone.
+func TestWriterLeavesEscapingSymlink(t *testing.T) {
+	s := open(t, t.TempDir(), Default())
+	l := acquire(t, s, rw)
+	dir := l.Mounts()[0].Source
+	if err := os.Symlink("/etc/shadow", filepath.Join(dir, "x")); err != nil {
+		t.Fatal(err)
+	}
+	reason(t, l.Release(), ReasonSymlink)
+	if _, err := os.Stat(filepath.Join(filepath.Dir(dir), "go-mod.state")); err == nil {
+		t.Fatal("a state was recorded")
+	}
+	_, err := s.Acquire(context.Background(), "r", "c", []Use{ro})
+	reason(t, err, ReasonSymlink)
+	os.Remove(filepath.Join(dir, "x"))
+	acquire(t, s, ro).Release()
+}
