@@ -494,8 +494,12 @@ func (j *job) execute(ctx context.Context, rts map[string]runtime.Runtime, unava
 	if err != nil {
 		return usage("%w", err)
 	}
+	caches, err := j.cacheStore()
+	if err != nil {
+		return err
+	}
 	err = j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs,
-		Progress: progress.NewText(j.o.Stdout), Heartbeat: hb})
+		Progress: progress.NewText(j.o.Stdout), Heartbeat: hb, Caches: caches})
 	rep := j.r.Report()
 	j.s.report = rep
 	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest

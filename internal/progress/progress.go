@@ -53,7 +53,12 @@ func (t *Text) printf(format string, a ...any) {
 }
 
 // Started implements run.Progress.
-func (t *Text) Started(check string) { t.printf("start   %s", check) }
+func (t *Text) Started(check, note string) {
+	if note != "" {
+		note = "  " + note
+	}
+	t.printf("start   %s%s", check, note)
+}
 
 // Running implements run.Progress.
 func (t *Text) Running(check string, elapsed time.Duration, outputBytes int64) {

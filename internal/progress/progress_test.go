@@ -15,13 +15,15 @@ import (
 func TestTextLines(t *testing.T) {
 	var buf bytes.Buffer
 	p := progress.NewText(&buf)
-	p.Started("build")
+	p.Started("build", "")
+	p.Started("test", "caches go-mod:ro@default")
 	p.Running("build", 1520*time.Millisecond, 12345)
 	p.Running("build", 90*time.Minute+400*time.Millisecond, 0)
 	p.Finished("build", runtime.Passed, 2*time.Second, "")
 	p.Finished("lint", runtime.Failed, 3*time.Second, "exit 1")
 	p.Finished("deploy", runtime.Skipped, 0, `dependency "lint" did not pass (failed)`)
 	want := `start   build
+start   test  caches go-mod:ro@default
 running build                1.5s, 12345 bytes of output
 running build                1h30m0s, 0 bytes of output
 passed  build                2s

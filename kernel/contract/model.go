@@ -16,6 +16,9 @@ type Resolved struct {
 	Criteria []Criterion `json:"criteria,omitempty"`
 	Approval Approval    `json:"approval"`
 	Budget   Budget      `json:"budget"`
+	// Caches are the declared caches, sorted by name; absent when none,
+	// so the hash of a contract without caches is unchanged.
+	Caches []Cache `json:"caches,omitempty"`
 }
 
 // Check is one fully resolved check.
@@ -47,6 +50,8 @@ type Check struct {
 	// sorted. Names only: the resolved contract stays machine-independent;
 	// the process runtime attests what it passed.
 	EnvFromHost []string `json:"env_from_host,omitempty"`
+	// Caches are the declared caches this check mounts, in list order.
+	Caches []CacheUse `json:"caches,omitempty"`
 }
 
 // Resources are the sandbox limits of a check.

@@ -54,6 +54,7 @@ func (c Check) clone() Check {
 	c.Mounts = slices.Clone(c.Mounts)
 	c.Env = maps.Clone(c.Env)
 	c.EnvFromHost = slices.Clone(c.EnvFromHost)
+	c.Caches = slices.Clone(c.Caches)
 	return c
 }
 
@@ -65,6 +66,7 @@ func (r *Resolved) clone() *Resolved {
 	}
 	out.Criteria = slices.Clone(r.Criteria)
 	out.Approval.Roles = slices.Clone(r.Approval.Roles)
+	out.Caches = slices.Clone(r.Caches)
 	return &out
 }
 
@@ -100,6 +102,9 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if err := p.checkDependencyCycles(base.Checks, first); err != nil {
+		return nil, err
+	}
+	if err := p.resolveCaches(base, raw); err != nil {
 		return nil, err
 	}
 

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -28,6 +29,9 @@ type ExecOptions struct {
 	// silent. Heartbeat is its interval (0 means DefaultHeartbeat).
 	Progress  Progress
 	Heartbeat time.Duration
+	// Caches is the cache store (root and scope) that checks declaring
+	// caches use; nil: such checks fail with outcome error.
+	Caches *cache.Store
 }
 
 // Exec runs every check of a PLANNED run (in parallel up to Jobs, in
@@ -220,12 +224,12 @@ func (s *scheduler) skip(c contract.Check, why string) {
 
 // watch reports c as started and then beats until the returned stop
 // function is first called (a no-op without Progress).
-func (s *scheduler) watch(c contract.Check, size func() int64) (stop func()) {
+func (s *scheduler) watch(c contract.Check, note string, size func() int64) (stop func()) {
 	p := s.opts.Progress
 	if p == nil {
 		return func() {}
 	}
-	p.Started(c.ID)
+	p.Started(c.ID, note)
 	interval := s.opts.Heartbeat
 	if interval <= 0 {
 		interval = DefaultHeartbeat
@@ -239,9 +243,6 @@ func (s *scheduler) watch(c contract.Check, size func() int64) (stop func()) {
 // execute runs one check and records its evidence.
 func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	r := s.r
-	if err := r.append(TypeCheckStarted, CheckStartedData{Check: c.ID}); err != nil {
-		return runtime.Error, err
-	}
 	outW, err := r.blobs.Create()
 	if err != nil {
 		return runtime.Error, err
@@ -252,26 +253,16 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		return runtime.Error, err
 	}
 	defer errW.Abort()
+	lease, cacheErr := s.acquireCaches(c)
+	if err := r.append(TypeCheckStarted, startedData(c, lease)); err != nil {
+		lease.release()
+		return runtime.Error, err
+	}
 	limit := int64(c.Output)
 	stdout, stderr := runtime.NewCapture(outW, limit), runtime.NewCapture(errW, limit)
-	stop := s.watch(c, func() int64 { return stdout.Len() + stderr.Len() })
+	stop := s.watch(c, cacheNote(lease), func() int64 { return stdout.Len() + stderr.Len() })
 	defer stop()
-
-	var res runtime.Result
-	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
-		spec := specFor(r.ID, c, s.opts.RepoDir)
-		spec.ProcDir = filepath.Join(r.Dir, ProcDir)
-		spec.Exclude = stateExclude(s.opts.RepoDir, s.opts.StateDir)
-		res = rt.Run(s.ctx, spec, stdout, stderr)
-	} else {
-		why := s.opts.Unavailable[c.Runtime]
-		if why == "" {
-			why = "no provider configured"
-		}
-		now := time.Now().UTC()
-		res = runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
-			Detail: fmt.Sprintf("runtime %q unavailable: %s", c.Runtime, why), Attestation: runtime.Attestation{Provider: c.Runtime}}
-	}
+	res := s.invoke(c, lease, cacheErr, stdout, stderr)
 	stop() // no heartbeat after the check ended
 	if s.ctx.Err() != nil && res.Outcome == runtime.Error && errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
 		res.Detail = "killed: budget.max_duration exceeded"
@@ -312,6 +303,35 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		p.Finished(c.ID, d.Outcome, time.Duration(d.DurationMS)*time.Millisecond, d.Detail)
 	}
 	return d.Outcome, nil
+}
+
+// invoke runs c in its runtime with the caches the lease holds (and
+// releases them), or says why it could not run.
+func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, stdout, stderr *runtime.Capture) runtime.Result {
+	r := s.r
+	now := time.Now().UTC()
+	rt, ok := s.opts.Runtimes[c.Runtime]
+	switch {
+	case cacheErr != nil:
+		return runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
+			Detail: cacheErr.Error(), Attestation: runtime.Attestation{Provider: c.Runtime}}
+	case !ok:
+		lease.release()
+		why := s.opts.Unavailable[c.Runtime]
+		if why == "" {
+			why = "no provider configured"
+		}
+		return runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
+			Detail: fmt.Sprintf("runtime %q unavailable: %s", c.Runtime, why), Attestation: runtime.Attestation{Provider: c.Runtime}}
+	}
+	spec := specFor(r.ID, c, s.opts.RepoDir)
+	spec.ProcDir = filepath.Join(r.Dir, ProcDir)
+	spec.Exclude = stateExclude(s.opts.RepoDir, s.opts.StateDir)
+	spec.Sandbox.Caches = lease.mounts()
+	res := rt.Run(s.ctx, spec, stdout, stderr)
+	releaseCaches(&res, lease)
+	offlineNote(c, &res)
+	return res
 }
 
 func (r *Run) readBlobTail(d string, n int64) ([]byte, error) {

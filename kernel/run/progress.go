@@ -14,8 +14,9 @@ const DefaultHeartbeat = 30 * time.Second
 // nothing itself. Exec calls it from the goroutines that run checks, so an
 // implementation must be safe for concurrent use, and should not block.
 type Progress interface {
-	// Started: the check began to run.
-	Started(check string)
+	// Started: the check began to run; note says what it mounted ("" or,
+	// e.g., "caches go-mod:ro@default").
+	Started(check, note string)
 	// Running: the check has run for elapsed and its stdout and stderr
 	// together hold outputBytes (bytes kept under its output cap). Called
 	// every ExecOptions.Heartbeat while the check runs.

@@ -21,7 +21,7 @@ type recorder struct {
 	bad    []string
 }
 
-func (r *recorder) Started(c string) { r.add("start " + c) }
+func (r *recorder) Started(c, _ string) { r.add("start " + c) }
 
 func (r *recorder) Running(c string, elapsed time.Duration, n int64) {
 	r.mu.Lock()
