@@ -35,6 +35,13 @@ trap 'rm -rf "$tmp"' EXIT
 dist="$tmp/dist"
 # The real configuration, with dist/ moved out of the work tree.
 { cat .goreleaser.yaml; printf '\ndist: %s\n' "$dist"; } >"$tmp/goreleaser.yaml"
+# GoReleaser reads the commit, its date and the remote's URL from git and
+# falls back to "none" for all of them when any is missing; a checkout
+# without a remote (a worktree, a local clone) gets a placeholder URL
+# through git's environment, not its config.
+if ! git remote get-url origin >/dev/null 2>&1; then
+  export GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=remote.origin.url GIT_CONFIG_VALUE_0=https://github.com/OWNER/proofgate.git
+fi
 goreleaser release --config "$tmp/goreleaser.yaml" --snapshot --clean \
   --skip=publish,docker,sign >"$tmp/log" 2>&1 || { cat "$tmp/log"; exit 1; }
 t2=$(now)
