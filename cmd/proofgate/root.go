@@ -63,7 +63,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	addKernelCommands(root, g)
 	addBundleCommands(root, g)
 	addActionCommands(root, g)
-	setVersionFlag(root, g)
+	setVersionFlag(root)
 
 	cmd, err := root.ExecuteC()
 	if err == nil {

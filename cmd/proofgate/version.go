@@ -117,11 +117,14 @@ func commitText(b buildInfo) string {
 }
 
 // setVersionFlag gives the root command --version (the one-line form).
-func setVersionFlag(root *cobra.Command, g *globals) {
-	root.Version = currentBuild().Version
+func setVersionFlag(root *cobra.Command) {
+	b := currentBuild()
+	root.Version = b.Version
+	// cobra prints the template for --version; the one line is kept in an
+	// annotation because the template sees only the command.
 	root.SetVersionTemplate("{{with .Annotations}}{{.line}}{{end}}\n")
 	if root.Annotations == nil {
 		root.Annotations = map[string]string{}
 	}
-	root.Annotations["line"] = currentBuild().String()
+	root.Annotations["line"] = b.String()
 }
