@@ -6,8 +6,10 @@
 # sandbox starts each one as 65534:65534 unless the contract says allow_root.
 #
 # The runner builds this file before every job when action.yml says
-# `image: Dockerfile`; a release points action.yml at a prebuilt image
-# (`image: docker://ghcr.io/OWNER/proofgate:vX.Y.Z`) instead, see docs/action.md.
+# `image: Dockerfile`; a release builds it once for linux/amd64 and
+# linux/arm64 (.goreleaser.yaml), pushes it to GHCR and points action.yml at
+# `image: docker://ghcr.io/<owner>/<repo>:vX.Y.Z@sha256:<digest>` instead
+# (scripts/release-pin.sh, docs/release.md).
 
 FROM golang:1.26-alpine AS build
 WORKDIR /src
@@ -15,8 +17,11 @@ ENV CGO_ENABLED=0 GOFLAGS=-trimpath
 COPY go.mod go.sum ./
 RUN go mod download
 COPY . .
+# A release (.goreleaser.yaml) passes what `proofgate version` prints.
 ARG VERSION=dev
-RUN go build -ldflags="-s -w -X github.com/proofgate/proofgate/kernel/run.Version=proofgate/${VERSION}" \
+ARG COMMIT=
+ARG DATE=
+RUN go build -ldflags="-s -w -X main.version=${VERSION} -X main.commit=${COMMIT} -X main.date=${DATE}" \
       -o /out/proofgate ./cmd/proofgate
 
 FROM alpine:3.22

@@ -902,17 +902,6 @@ lock.broken with --actor.`,
 	return c
 }
 
-func versionCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
-		Use:   "version",
-		Short: "Print the version",
-		Args:  cobra.NoArgs,
-		Run: func(cmd *cobra.Command, _ []string) {
-			fmt.Fprintf(g.stdout, "%s %s\n", run.Version, goruntime.Version())
-		},
-	}
-}
-
 func outputCmd(g *globals) *cobra.Command {
 	var stream string
 	var asJSON bool

@@ -14,7 +14,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -643,9 +642,7 @@ func TestResolvedJSONRoundTrip(t *testing.T) {
 
 func TestLoadRefusesFIFOWithoutHanging(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "fifo.yaml")
-	if err := syscall.Mkfifo(p, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, p)
 	done := make(chan error, 1)
 	go func() { _, err := Load(p, ""); done <- err }()
 	select {

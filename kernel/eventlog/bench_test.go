@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 )
@@ -120,12 +119,6 @@ func BenchmarkVerifyFile100k(b *testing.B) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64((cpuTime()-cpu0)/time.Duration(b.N))/1e6, "cpu-ms")
-}
-
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 func BenchmarkSHA256100k(b *testing.B) {

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -265,9 +264,7 @@ func TestReplayRefusesHostileHistories(t *testing.T) {
 // block the planner until someone writes to it.
 func TestLoadContextRefusesNonRegular(t *testing.T) {
 	fifo := filepath.Join(t.TempDir(), "fifo")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, fifo)
 	for _, p := range []string{fifo, "/dev/zero", t.TempDir()} {
 		done := make(chan error, 1)
 		go func() { _, err := LoadContext(p); done <- err }()
@@ -300,9 +297,7 @@ func TestFreshnessWithContractFIFO(t *testing.T) {
 		t.Fatalf("fresh run: %v", err)
 	}
 	os.Remove(cpath)
-	if err := syscall.Mkfifo(cpath, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	mkfifo(t, cpath)
 	done := make(chan error, 1)
 	go func() { done <- r.CheckFresh(context.Background(), f.fresh()) }()
 	select {
