@@ -46,11 +46,6 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 			res = fail("docker: internal panic: %v", p)
 		}
 	}()
-	if len(spec.FromHost) > 0 {
-		// The contract refuses env_from_host on docker checks: nothing of
-		// the harness's environment reaches a sandbox.
-		return fail("docker: env_from_host is for runtime: process checks only")
-	}
 	if err := c.prepare(ctx); err != nil {
 		return fail("%v", err)
 	}
@@ -167,6 +162,11 @@ const (
 // prepare validates the spec, resolves the image and builds the container
 // configuration, recording the image and the profile in the attestation.
 func (c *checkRun) prepare(ctx context.Context) error {
+	if len(c.spec.FromHost) > 0 {
+		// The contract refuses env_from_host on docker checks: nothing of
+		// the harness's environment reaches a sandbox.
+		return errors.New("docker: env_from_host is for runtime: process checks only")
+	}
 	if err := validate(c.spec, c.sb); err != nil {
 		return err
 	}
