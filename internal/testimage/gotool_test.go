@@ -49,9 +49,8 @@ func TestGoRootFilesRefusesSpecialFiles(t *testing.T) {
 	}
 }
 
-// TestWriteTarSourceChanged: a Source file that shrinks between its stat
-// and its copy fails the tar, never truncating silently. (A file that is
-// absent fails the same way.)
+// TestWriteTarSourceMissing: a Source file that cannot be read fails the
+// tar (one that shrinks while copied fails in io.CopyN the same way).
 func TestWriteTarSourceMissing(t *testing.T) {
 	err := WriteTar(&bytes.Buffer{}, []File{{Path: "/x", Mode: 0o644, Source: filepath.Join(t.TempDir(), "absent")}})
 	if err == nil {
