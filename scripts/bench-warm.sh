@@ -58,7 +58,11 @@ git -C "$repo" add -A
 git -C "$repo" -c user.name=b -c user.email=b@x.invalid commit -q -m "bench contracts"
 
 hostcache="$work/host-gocache"
+# The bare build writes a new binary each round, as on a fresh runner: an
+# existing output with the right build ID would let go build skip the link
+# (the sandbox's /tmp is always new).
 bare() { # the three commands on the host
+	rm -f "$work/bare-proofgate"
 	(cd "$repo" && export GOCACHE="$hostcache" GOMODCACHE="$hostmod" GOFLAGS="-mod=readonly -buildvcs=false" GOPROXY=off GOTOOLCHAIN=local CGO_ENABLED=0 &&
 		"${VET[@]}" && "${TEST[@]}" && go build -o "$work/bare-proofgate" ./cmd/proofgate)
 }
