@@ -87,6 +87,7 @@ func TestCachesWorkflowComposition(t *testing.T) {
 			t.Errorf("step %d: %s: use actions/cache/restore and actions/cache/save", i, s.Uses)
 		}
 	}
+	checkOwnership(t, steps, action)
 	if !strings.Contains(key, "hashFiles('.proofgate/contract.yaml', 'go.sum')") {
 		t.Errorf("cache key step %q does not hash the contract and go.sum", key)
 	}
@@ -112,5 +113,35 @@ func checkSaveCondition(t *testing.T, i int, scope, cond string) {
 		if !strings.Contains(cond, "github.event.pull_request.number") {
 			t.Errorf("step %d saves the PR scope under %q", i, cond)
 		}
+	}
+}
+
+// checkOwnership: the cache root goes to root after the last restore and
+// before the action, and to the runner user after the action and before
+// the first save (caches_compose_test.go in cmd/proofgate shows why).
+func checkOwnership(t *testing.T, steps []cacheStep, action int) {
+	t.Helper()
+	toRoot, toRunner := -1, -1
+	lastRestore, firstSave := -1, len(steps)
+	for i, s := range steps {
+		switch {
+		case strings.Contains(s.Run, `chown -R 0:0 "$RUNNER_TEMP/proofgate-cache"`):
+			toRoot = i
+		case strings.Contains(s.Run, `chown -R "$(id -u):$(id -g)" "$RUNNER_TEMP/proofgate-cache"`):
+			toRunner = i
+			if s.If != "always()" {
+				t.Errorf("the chown before the save runs under %q, not always()", s.If)
+			}
+		case strings.HasPrefix(s.Uses, "actions/cache/restore@"):
+			lastRestore = i
+		case strings.HasPrefix(s.Uses, "actions/cache/save@") && i < firstSave:
+			firstSave = i
+		}
+	}
+	if !(lastRestore < toRoot && toRoot < action) {
+		t.Errorf("chown to root at step %d, want between the last restore (%d) and the action (%d)", toRoot, lastRestore, action)
+	}
+	if !(action < toRunner && toRunner < firstSave) {
+		t.Errorf("chown to the runner at step %d, want between the action (%d) and the first save (%d)", toRunner, action, firstSave)
 	}
 }
