@@ -489,7 +489,11 @@ func (j *job) closeRun() {
 
 // execute runs the checks and reports them.
 func (j *job) execute(ctx context.Context, rts map[string]runtime.Runtime, unavailable map[string]string) error {
-	err := j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs, Progress: j.o.Stdout})
+	caches, err := j.cacheStore()
+	if err != nil {
+		return err
+	}
+	err = j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs, Progress: j.o.Stdout, Caches: caches})
 	rep := j.r.Report()
 	j.s.report = rep
 	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest

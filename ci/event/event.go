@@ -48,13 +48,18 @@ type Context struct {
 	Fork       bool    // head repository is not the base repository
 	Author     User    // pull_request.user
 	Review     *Review // pull_request_review only
+	// DefaultBranch is repository.default_branch ("" when the payload
+	// has none): it decides whether a push run writes the default cache
+	// scope (kernel/cache).
+	DefaultBranch string
 }
 
 // IsPullRequest reports whether the event is about a pull request.
 func (c *Context) IsPullRequest() bool { return c.PR != 0 }
 
 type repoJSON struct {
-	FullName string `json:"full_name"`
+	FullName      string `json:"full_name"`
+	DefaultBranch string `json:"default_branch"`
 }
 
 type refJSON struct {
@@ -100,6 +105,7 @@ func Parse(name string, data []byte) (*Context, error) {
 	c := &Context{Name: name, Action: p.Action}
 	if p.Repository != nil {
 		c.Repository = p.Repository.FullName
+		c.DefaultBranch = p.Repository.DefaultBranch
 	}
 	switch name {
 	case "pull_request", "pull_request_target", "pull_request_review":

@@ -213,6 +213,9 @@ func (p *planFlags) planConnected(ctx context.Context, g *globals, ef execFlags,
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := checkCacheRoot(ctx, c, ef.cacheRoot); err != nil {
+		return nil, nil, err
+	}
 	prov, err := connect(ctx, c, ef.progress(g))
 	if err != nil {
 		return nil, nil, err
@@ -242,15 +245,17 @@ func contractOrigin(repo, file string) (string, error) {
 
 // execFlags are shared by run, exec and retry.
 type execFlags struct {
-	jobs   int
-	asJSON bool
-	quiet  bool
+	jobs      int
+	asJSON    bool
+	quiet     bool
+	cacheRoot string
 }
 
 func (e *execFlags) register(c *cobra.Command) {
 	c.Flags().IntVar(&e.jobs, "jobs", goruntime.NumCPU(), "checks to run in parallel")
 	c.Flags().BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 	c.Flags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress on stderr")
+	registerCacheRoot(c, &e.cacheRoot)
 	c.PreRunE = func(*cobra.Command, []string) error {
 		if e.jobs < 1 {
 			return usageErr(fmt.Errorf("--jobs must be at least 1, not %d", e.jobs))
@@ -287,7 +292,11 @@ func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *
 	if progress != nil {
 		fmt.Fprintf(progress, "run %s: %d checks, --jobs %d\n", r.ID, len(r.Contract.Checks), e.jobs)
 	}
-	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.runtimes, Jobs: e.jobs, Progress: progress}); err != nil {
+	caches, err := cacheStore(r.Contract, e.cacheRoot, repo)
+	if err != nil {
+		return err
+	}
+	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.runtimes, Jobs: e.jobs, Progress: progress, Caches: caches}); err != nil {
 		return classify(err)
 	}
 	return report(g, r.Report(), e.asJSON, e.quiet)

@@ -42,6 +42,7 @@
 //	approval   approval             no        default {required: 1, roles: [write, maintain, admin], allow_commit_authors: false}
 //	budget     {max_duration}       no        duration for the whole run; 0 or absent = none
 //	profiles   map name → profile   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 64
+//	caches     map name → {mount}   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 16; see Caches
 //
 // Settings (in defaults and in each check; a profile check override may
 // set only pull, timeout, output_limit, network, workspace, resources,
@@ -76,6 +77,8 @@
 //	criteria    [criterion id], each declared under criteria
 //	depends_on  [check id]; unknown, self and cyclic references are refused (the cycle is named)
 //	evidence    "structured" (the check reports {status, criteria, artifacts} on stdout)
+//	caches      [name | {name, readonly}] (..16): declared caches the check mounts;
+//	            a name is a writable use, {name, readonly: true} a read-only one
 //
 // Durations are Go duration strings without sign ("90s", "10m", "1h30m").
 // Sizes are a whole, non-negative number of bytes up to 1 TiB, written as
@@ -95,6 +98,20 @@
 // Approval: required is 0..10; roles are distinct values of read, triage,
 // write, maintain, admin (stored in that order); allow_commit_authors is a
 // bool.
+//
+// # Caches
+//
+// caches: {go-build: {mount: /cache/go-build}} declares a cache; a check
+// lists it to mount it. A mount is absolute and clean, not "/", and
+// overlaps (equals, covers or lies under) neither /workspace, /tmp,
+// /home/sandbox, /etc/hosts, /proc, /sys, /dev, another cache's mount nor
+// the check's own mount targets. Refused: an undeclared or repeated name in
+// a check, a declared cache no check names, caches on a process-runtime
+// check. Caches are not settings: defaults and profiles cannot set them.
+// Resolved.Caches is sorted by name and Check.Caches keeps the list order;
+// both are omitted when empty, so a contract without caches keeps its hash.
+// Which directory a use mounts (its scope) is decided at run time by
+// kernel/cache.
 //
 // # Profiles
 //

@@ -16,6 +16,9 @@ type Resolved struct {
 	Criteria []Criterion `json:"criteria,omitempty"`
 	Approval Approval    `json:"approval"`
 	Budget   Budget      `json:"budget"`
+	// Caches are the declared caches, sorted by name; absent when none,
+	// so the hash of a contract without caches is unchanged.
+	Caches []Cache `json:"caches,omitempty"`
 }
 
 // Check is one fully resolved check.
@@ -42,6 +45,8 @@ type Check struct {
 	AllowRoot     bool              `json:"allow_root,omitempty"`
 	Mounts        []Mount           `json:"mounts,omitempty"`
 	Env           map[string]string `json:"env,omitempty"`
+	// Caches are the declared caches this check mounts, in list order.
+	Caches []CacheUse `json:"caches,omitempty"`
 }
 
 // Resources are the sandbox limits of a check.

@@ -14,6 +14,7 @@ type rawContract struct {
 	Approval *rawApproval          `json:"approval"`
 	Budget   *rawBudget            `json:"budget"`
 	Profiles map[string]rawProfile `json:"profiles"`
+	Caches   map[string]rawCache   `json:"caches"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check
@@ -59,6 +60,8 @@ type rawCheck struct {
 	Criteria  []string `json:"criteria"`
 	DependsOn []string `json:"depends_on"`
 	Evidence  *string  `json:"evidence"`
+	// Caches items are a cache name or {name, readonly}.
+	Caches []json.RawMessage `json:"caches"`
 	rawSettings
 }
 

@@ -53,6 +53,7 @@ func (c Check) clone() Check {
 	c.DependsOn = slices.Clone(c.DependsOn)
 	c.Mounts = slices.Clone(c.Mounts)
 	c.Env = maps.Clone(c.Env)
+	c.Caches = slices.Clone(c.Caches)
 	return c
 }
 
@@ -64,6 +65,7 @@ func (r *Resolved) clone() *Resolved {
 	}
 	out.Criteria = slices.Clone(r.Criteria)
 	out.Approval.Roles = slices.Clone(r.Approval.Roles)
+	out.Caches = slices.Clone(r.Caches)
 	return &out
 }
 
@@ -99,6 +101,9 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if err := p.checkDependencyCycles(base.Checks, first); err != nil {
+		return nil, err
+	}
+	if err := p.resolveCaches(base, raw); err != nil {
 		return nil, err
 	}
 

@@ -137,10 +137,10 @@ func defName(schemaURL string) string {
 // profileFixed are the check fields a profile cannot set. A workflow, which
 // a pull request can edit, chooses the profile, so a profile must never
 // change what a check runs or what it proves.
-var profileFixed = []string{"run", "dir", "runtime", "image", "env", "criteria", "depends_on", "evidence"}
+var profileFixed = []string{"run", "dir", "runtime", "image", "env", "criteria", "depends_on", "evidence", "caches"}
 
 // profileRule explains profileFixed in error messages.
-const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, criteria, depends_on or evidence"
+const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, criteria, depends_on or evidence (nor caches)"
 
 // schemaError turns one leaf validation error into a contract *Error with a
 // plain message, and returns the JSON pointer it is located at.
@@ -179,6 +179,12 @@ func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Err
 		_, path = instance(doc, loc)
 		kt := append(loc[:len(loc):len(loc)], k.Property)
 		what := "profile name (want ^[a-z0-9][a-z0-9_-]{0,62}$)"
+		if !env && topLevelHas(doc, "caches", k.Property) && !topLevelHas(doc, "profiles", k.Property) {
+			loc = []string{"caches"}
+			_, path = instance(doc, loc)
+			kt = []string{"caches", k.Property}
+			what = "cache name (want ^[a-z0-9][a-z0-9_-]{0,62}$)"
+		}
 		if env {
 			what = "environment variable name (want ^[A-Za-z_][A-Za-z0-9_]*$, at most 128 bytes)"
 		}
@@ -279,6 +285,15 @@ func truncate(s string, n int) string {
 		return s[:n] + "..."
 	}
 	return s
+}
+
+// topLevelHas reports whether the document's top-level object field holds
+// key.
+func topLevelHas(doc *document, field, key string) bool {
+	top, _ := doc.value.(map[string]any)
+	m, _ := top[field].(map[string]any)
+	_, ok := m[key]
+	return ok
 }
 
 // findMapWithKey returns the location of the first object (in file order)

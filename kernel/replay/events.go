@@ -74,6 +74,9 @@ type StateData struct {
 // CheckStartedData is the data of check.started.
 type CheckStartedData struct {
 	Check string `json:"check"`
+	// Caches are the check's cache directories as prepared before the
+	// mount (kernel/cache): scope, mode, tree digest and provenance.
+	Caches []runtime.Cache `json:"caches,omitempty"`
 }
 
 // CheckFinishedData is the data of check.finished: a check's evidence.

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -25,6 +26,9 @@ type ExecOptions struct {
 	Unavailable map[string]string
 	Jobs        int
 	Progress    io.Writer // nil = silent
+	// Caches is the cache store (root and scope) that checks declaring
+	// caches use; nil: such checks fail with outcome error.
+	Caches *cache.Store
 }
 
 // Exec runs every check of a PLANNED run (in parallel up to Jobs, in
@@ -224,10 +228,6 @@ func (s *scheduler) progress(format string, a ...any) {
 // execute runs one check and records its evidence.
 func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	r := s.r
-	if err := r.append(TypeCheckStarted, CheckStartedData{Check: c.ID}); err != nil {
-		return runtime.Error, err
-	}
-	s.progress("start   %s", c.ID)
 	outW, err := r.blobs.Create()
 	if err != nil {
 		return runtime.Error, err
@@ -238,16 +238,30 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		return runtime.Error, err
 	}
 	defer errW.Abort()
+	lease, cacheErr := s.acquireCaches(c)
+	if err := r.append(TypeCheckStarted, startedData(c, lease)); err != nil {
+		lease.release()
+		return runtime.Error, err
+	}
+	s.progress("start   %s%s", c.ID, cacheNote(lease))
 	limit := int64(c.Output)
 	stdout, stderr := runtime.NewCapture(outW, limit), runtime.NewCapture(errW, limit)
 
 	var res runtime.Result
-	if rt, ok := s.opts.Runtimes[c.Runtime]; ok {
+	if rt, ok := s.opts.Runtimes[c.Runtime]; ok && cacheErr == nil {
 		spec := specFor(r.ID, c, s.opts.RepoDir)
 		spec.ProcDir = filepath.Join(r.Dir, ProcDir)
 		spec.Exclude = stateExclude(s.opts.RepoDir, s.opts.StateDir)
+		spec.Sandbox.Caches = lease.mounts()
 		res = rt.Run(s.ctx, spec, stdout, stderr)
+		releaseCaches(&res, lease)
+		offlineNote(c, &res)
+	} else if cacheErr != nil {
+		now := time.Now().UTC()
+		res = runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
+			Detail: cacheErr.Error(), Attestation: runtime.Attestation{Provider: c.Runtime}}
 	} else {
+		lease.release()
 		why := s.opts.Unavailable[c.Runtime]
 		if why == "" {
 			why = "no provider configured"

@@ -89,6 +89,9 @@ type Sandbox struct {
 	// 0 = provider default.
 	WorkspaceSize int64   `json:"workspace_size,omitempty"`
 	Mounts        []Mount `json:"mounts,omitempty"`
+	// Caches are the cache directories the kernel prepared for the check
+	// (kernel/cache), each bind-mounted at its Mount.
+	Caches []Cache `json:"caches,omitempty"`
 }
 
 // Mount is an extra bind mount declared by the contract.

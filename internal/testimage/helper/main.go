@@ -8,6 +8,7 @@
 //	helper alloc MIB                allocate and touch MIB MiB
 //	helper forkbomb                 spawn sleeping children until refused
 //	helper connect ADDR             TCP dial (2 s)
+//	helper fetch ADDR PATH          TCP dial (2 s), read up to 1 MiB, write it to PATH
 //	helper lookup NAME              DNS lookup
 //	helper write PATH [BYTES]       create PATH with BYTES bytes (default 1)
 //	helper cat PATH                 copy PATH to stdout
@@ -56,6 +57,7 @@ var modes = map[string]func(args []string){
 	"alloc":    alloc,
 	"forkbomb": func([]string) { forkbomb() },
 	"connect":  connect,
+	"fetch":    fetch,
 	"lookup":   lookup,
 	"write":    write,
 	"cat":      cat,
@@ -105,6 +107,23 @@ func connect(args []string) {
 	}
 	c.Close()
 	fmt.Println("connected")
+}
+
+func fetch(args []string) {
+	c, err := net.DialTimeout("tcp", arg(args, 0), 2*time.Second)
+	if err != nil {
+		fail("fetch: %v", err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(5 * time.Second))
+	b, err := io.ReadAll(io.LimitReader(c, 1<<20))
+	if err != nil {
+		fail("fetch: %v", err)
+	}
+	if err := os.WriteFile(arg(args, 1), b, 0o644); err != nil {
+		fail("fetch: %v", err)
+	}
+	fmt.Println("fetched", len(b), "bytes")
 }
 
 func lookup(args []string) {

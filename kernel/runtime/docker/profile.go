@@ -130,6 +130,11 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 		return nil, err
 	}
 	mounts = append(mounts, extra...)
+	caches, cacheProfile, err := r.cacheMounts(sb)
+	if err != nil {
+		return nil, err
+	}
+	mounts = append(mounts, caches...)
 	netns, hosts := r.networkNamespace(sb)
 	if hosts != nil {
 		mounts = append(mounts, *hosts)
@@ -176,6 +181,9 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 		"log_driver":        "none",
 		"timeout":           spec.Timeout.String(),
 		"image_pinned_by":   "id",
+	}
+	if cacheProfile != nil {
+		p.profile["caches"] = cacheProfile
 	}
 	return p, nil
 }

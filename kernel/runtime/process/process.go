@@ -109,6 +109,9 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if stdout == nil || stderr == nil {
 		return fail("process: nil capture")
 	}
+	if len(spec.Sandbox.Caches) > 0 {
+		return fail("process: caches need the docker runtime: a host process cannot be given a read-only or scoped cache")
+	}
 	if err := ctx.Err(); err != nil {
 		return fail("cancelled")
 	}

@@ -1,0 +1,64 @@
+package action
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proofgate/proofgate/ci/event"
+	"github.com/proofgate/proofgate/kernel/contract"
+)
+
+// TestCacheScopeFromEvent: the adapter feeds the event's facts and the
+// kernel decides: a pull request writes only pr-<N> (reading default), a
+// push to the default branch writes default, a push elsewhere a branch
+// scope; the root is $PROOFGATE_CACHE_ROOT or $RUNNER_TEMP/proofgate-cache,
+// never inside the workspace.
+func TestCacheScopeFromEvent(t *testing.T) {
+	c, err := contract.Parse("c.yaml", []byte("version: 1\nname: t\ndefaults: {image: x}\ncaches: {m: {mount: /m}}\nchecks: [{id: a, run: ['true'], caches: [m]}]\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	for _, tc := range []struct {
+		ev         event.Context
+		ref, scope string
+		base       string
+	}{
+		{event.Context{Name: "pull_request", PR: 12, DefaultBranch: "main"}, "refs/pull/12/merge", "pr-12", "default"},
+		{event.Context{Name: "pull_request_target", PR: 3, DefaultBranch: "main"}, "refs/heads/main", "pr-3", "default"},
+		{event.Context{Name: "push", DefaultBranch: "main"}, "refs/heads/main", "default", ""},
+		{event.Context{Name: "push", DefaultBranch: "main"}, "refs/heads/topic", "branch-", "default"},
+		{event.Context{Name: "push"}, "refs/heads/main", "branch-", "default"},
+	} {
+		env := map[string]string{"RUNNER_TEMP": tmp, "GITHUB_REF": tc.ref}
+		var out bytes.Buffer
+		ev := tc.ev
+		j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &ev, c: c, ws: t.TempDir()}
+		j.f = newWorkflow(j.o.Getenv, &out)
+		s, err := j.cacheStore()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sc := s.Scope(); !strings.HasPrefix(sc.Name, tc.scope) || sc.Base != tc.base || s.Root() != filepath.Join(tmp, "proofgate-cache") {
+			t.Errorf("%s %s: scope %+v root %s", tc.ev.Name, tc.ref, sc, s.Root())
+		}
+		if !strings.Contains(out.String(), "scope "+s.Scope().Name) {
+			t.Errorf("log %q", out.String())
+		}
+	}
+	// A root inside the workspace is refused.
+	ws := t.TempDir()
+	env := map[string]string{"PROOFGATE_CACHE_ROOT": filepath.Join(ws, "c"), "GITHUB_REF": "refs/heads/main"}
+	j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &event.Context{Name: "push", DefaultBranch: "main"}, c: c, ws: ws}
+	j.f = newWorkflow(j.o.Getenv, &bytes.Buffer{})
+	if _, err := j.cacheStore(); err == nil || !strings.Contains(err.Error(), "overlaps the repository") {
+		t.Fatalf("root in workspace: %v", err)
+	}
+	// The payload's default branch is read.
+	ec, err := event.Parse("push", []byte(`{"repository":{"full_name":"o/r","default_branch":"trunk"}}`))
+	if err != nil || ec.DefaultBranch != "trunk" {
+		t.Fatalf("%+v %v", ec, err)
+	}
+}
