@@ -7,10 +7,21 @@
 #   4. docker runtime, per trivial check        vs docker run --rm --network none
 #   5. 20 docker checks --jobs 2                vs --jobs 1
 #   6. bundle export / verify of 100 MiB output vs sha256sum of the same bytes
-# Usage: bash scripts/bench.sh [ROUNDS]   (default 5; needs root for Docker)
+#   7. (warm only) this repository's vet, test and build as three sandboxed
+#      checks with warm caches vs the same commands bare on the host with a
+#      warm GOCACHE/GOMODCACHE; cold vs cold; the cache mount cost per check
+# Usage: bash scripts/bench.sh [ROUNDS]        (default 5; needs root for Docker)
+#        bash scripts/bench.sh warm [ROUNDS]   (only 7; COLD_ROUNDS, default 1,
+#        sets its cold rounds: each takes minutes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+MODE=all
+if [ "${1:-}" = warm ]; then
+	MODE=warm
+	shift
+fi
 ROUNDS=${1:-5}
+COLD_ROUNDS=${COLD_ROUNDS:-1}
 
 bash scripts/docker-up.sh >/dev/null
 work=$(mktemp -d)
@@ -53,6 +64,12 @@ echo "ProofGate benchmarks: $(nproc) cores, $ROUNDS rounds each, medians in ms"
 echo
 printf '| %-58s | %10s | %10s | %7s |\n' "measurement" "ProofGate" "baseline" "ratio"
 printf '|%s|%s|%s|%s|\n' "$(printf -- '-%.0s' {1..60})" "------------" "------------" "---------"
+
+if [ "$MODE" = warm ]; then
+	# shellcheck source=scripts/bench-warm.sh
+	. scripts/bench-warm.sh
+	exit 0
+fi
 
 # 1. events verify vs sha256sum
 state="$work/events"

@@ -39,6 +39,9 @@ type File struct {
 	UID  int
 	GID  int
 	Body []byte // nil for directories (Mode.IsDir())
+	// Source, when set, is a host file whose bytes are the body (read when
+	// the tar is written; Body is then ignored).
+	Source string
 }
 
 var (
@@ -149,23 +152,14 @@ func Import(ctx context.Context, repo string, files []File) (string, error) {
 
 // ImportWithChanges is Import with Dockerfile instructions applied to the
 // image's configuration (for example "ENV FOO=bar"); they count in the tag.
+// The tar is streamed twice (once to hash it, once into the daemon when the
+// tag is absent), never held in memory, so files may name large host files
+// through File.Source.
 func ImportWithChanges(ctx context.Context, repo string, files []File, changes ...string) (string, error) {
-	layer, err := Tar(files)
+	ref, err := contentRef(repo, files, changes)
 	if err != nil {
 		return "", err
 	}
-	h := sha256.New()
-	h.Write(layer)
-	for _, c := range changes {
-		h.Write([]byte{0})
-		h.Write([]byte(c))
-	}
-	ref := repo + ":" + hex.EncodeToString(h.Sum(nil))[:16]
-	if len(changes) == 0 {
-		sum := sha256.Sum256(layer)
-		ref = repo + ":" + hex.EncodeToString(sum[:])[:16]
-	}
-
 	cli, err := client.New(client.FromEnv)
 	if err != nil {
 		return "", fmt.Errorf("testimage: %w", err)
@@ -176,17 +170,8 @@ func ImportWithChanges(ctx context.Context, repo string, files []File, changes .
 	} else if !IsNotFound(err) {
 		return "", fmt.Errorf("testimage: inspect %s: %w", ref, err)
 	}
-	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: bytes.NewReader(layer), SourceName: "-"}, ref, client.ImageImportOptions{Message: "proofgate test image", Changes: changes})
-	if err != nil {
-		return "", fmt.Errorf("testimage: import %s: %w", ref, err)
-	}
-	msg, err := io.ReadAll(io.LimitReader(rc, 1<<20))
-	rc.Close()
-	if err != nil {
-		return "", fmt.Errorf("testimage: import %s: %w", ref, err)
-	}
-	if bytes.Contains(msg, []byte(`"error"`)) {
-		return "", fmt.Errorf("testimage: import %s: %s", ref, strings.TrimSpace(string(msg)))
+	if err := importTar(ctx, cli, ref, files, changes); err != nil {
+		return "", err
 	}
 	if _, err := cli.ImageInspect(ctx, ref); err != nil {
 		return "", fmt.Errorf("testimage: import %s: image absent afterwards: %w", ref, err)
@@ -194,13 +179,57 @@ func ImportWithChanges(ctx context.Context, repo string, files []File, changes .
 	return ref, nil
 }
 
+// contentRef is repo:<first 16 hex digits of SHA-256(layer)>, or with
+// changes of SHA-256(layer || for each change: 0x00 || change).
+func contentRef(repo string, files []File, changes []string) (string, error) {
+	h := sha256.New()
+	if err := WriteTar(h, files); err != nil {
+		return "", err
+	}
+	for _, c := range changes {
+		h.Write([]byte{0})
+		h.Write([]byte(c))
+	}
+	return repo + ":" + hex.EncodeToString(h.Sum(nil))[:16], nil
+}
+
+// importTar streams the layer into the daemon's image import under ref.
+func importTar(ctx context.Context, cli *client.Client, ref string, files []File, changes []string) error {
+	pr, pw := io.Pipe()
+	defer pr.Close() // unblocks the writer when the import stops reading early
+	go func() { pw.CloseWithError(WriteTar(pw, files)) }()
+	rc, err := cli.ImageImport(ctx, client.ImageImportSource{Source: pr, SourceName: "-"}, ref, client.ImageImportOptions{Message: "proofgate test image", Changes: changes})
+	if err != nil {
+		return fmt.Errorf("testimage: import %s: %w", ref, err)
+	}
+	msg, err := io.ReadAll(io.LimitReader(rc, 1<<20))
+	rc.Close()
+	if err != nil {
+		return fmt.Errorf("testimage: import %s: %w", ref, err)
+	}
+	if bytes.Contains(msg, []byte(`"error"`)) {
+		return fmt.Errorf("testimage: import %s: %s", ref, strings.TrimSpace(string(msg)))
+	}
+	return nil
+}
+
 // Tar returns a deterministic tar of files (sorted by path, zero mtimes),
 // with parent directories created as needed.
 func Tar(files []File) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := WriteTar(&buf, files); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// WriteTar writes the tar that Tar returns to w, reading each body named by
+// File.Source from the host as it goes.
+func WriteTar(w io.Writer, files []File) error {
 	byPath := map[string]File{}
 	for _, f := range files {
 		if !strings.HasPrefix(f.Path, "/") {
-			return nil, fmt.Errorf("testimage: path %q is not absolute", f.Path)
+			return fmt.Errorf("testimage: path %q is not absolute", f.Path)
 		}
 		p := filepath.Clean(f.Path)
 		byPath[p] = f
@@ -215,39 +244,71 @@ func Tar(files []File) ([]byte, error) {
 		paths = append(paths, p)
 	}
 	sort.Strings(paths)
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
+	tw := tar.NewWriter(w)
 	for _, p := range paths {
-		f := byPath[p]
-		mode := int64(f.Mode.Perm())
-		if f.Mode&os.ModeSetuid != 0 {
-			mode |= 0o4000
-		}
-		if f.Mode&os.ModeSetgid != 0 {
-			mode |= 0o2000
-		}
-		if f.Mode&os.ModeSticky != 0 {
-			mode |= 0o1000
-		}
-		h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: mode, Uid: f.UID, Gid: f.GID, Format: tar.FormatPAX}
-		if f.Mode.IsDir() {
-			h.Typeflag = tar.TypeDir
-			h.Name += "/"
-		} else {
-			h.Typeflag = tar.TypeReg
-			h.Size = int64(len(f.Body))
-		}
-		if err := tw.WriteHeader(h); err != nil {
-			return nil, fmt.Errorf("testimage: %w", err)
-		}
-		if _, err := tw.Write(f.Body); err != nil {
-			return nil, fmt.Errorf("testimage: %w", err)
+		if err := writeEntry(tw, p, byPath[p]); err != nil {
+			return err
 		}
 	}
 	if err := tw.Close(); err != nil {
-		return nil, fmt.Errorf("testimage: %w", err)
+		return fmt.Errorf("testimage: %w", err)
 	}
-	return buf.Bytes(), nil
+	return nil
+}
+
+// writeEntry writes one header and body; a Source file must keep the size
+// it has when opened.
+func writeEntry(tw *tar.Writer, p string, f File) error {
+	mode := int64(f.Mode.Perm())
+	if f.Mode&os.ModeSetuid != 0 {
+		mode |= 0o4000
+	}
+	if f.Mode&os.ModeSetgid != 0 {
+		mode |= 0o2000
+	}
+	if f.Mode&os.ModeSticky != 0 {
+		mode |= 0o1000
+	}
+	h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: mode, Uid: f.UID, Gid: f.GID, Format: tar.FormatPAX}
+	if f.Mode.IsDir() {
+		h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
+		return tarHeader(tw, h)
+	}
+	h.Typeflag = tar.TypeReg
+	if f.Source == "" {
+		h.Size = int64(len(f.Body))
+		if err := tarHeader(tw, h); err != nil {
+			return err
+		}
+		_, err := tw.Write(f.Body)
+		return tarErr(err)
+	}
+	src, err := os.Open(f.Source)
+	if err != nil {
+		return fmt.Errorf("testimage: %w", err)
+	}
+	defer src.Close()
+	fi, err := src.Stat()
+	if err != nil || !fi.Mode().IsRegular() {
+		return fmt.Errorf("testimage: %s is not a regular file (%v)", f.Source, err)
+	}
+	h.Size = fi.Size()
+	if err := tarHeader(tw, h); err != nil {
+		return err
+	}
+	if _, err := io.CopyN(tw, src, h.Size); err != nil {
+		return fmt.Errorf("testimage: %s changed while read: %w", f.Source, err)
+	}
+	return nil
+}
+
+func tarHeader(tw *tar.Writer, h *tar.Header) error { return tarErr(tw.WriteHeader(h)) }
+
+func tarErr(err error) error {
+	if err != nil {
+		return fmt.Errorf("testimage: %w", err)
+	}
+	return nil
 }
 
 // IsNotFound reports whether err is the daemon's "no such object" answer.
