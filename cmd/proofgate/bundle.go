@@ -302,6 +302,13 @@ func keyIDFlag(keyID, keyFile string) (string, error) {
 // changeKey retires (at, default now) or revokes (at, default always) key
 // id in s.
 func changeKey(s *trust.Store, verb, id, at string) error {
+	return change(verb, at, func(t time.Time) error { return s.Retire(id, t) },
+		func(t *time.Time) error { return s.Revoke(id, t) })
+}
+
+// change is "retire" (at, default now) or "revoke" (at, default always)
+// of one trust store entry.
+func change(verb, at string, retire func(time.Time) error, revoke func(*time.Time) error) error {
 	var err error
 	switch verb {
 	case "retire":
@@ -311,13 +318,13 @@ func changeKey(s *trust.Store, verb, id, at string) error {
 				return err
 			}
 		}
-		err = s.Retire(id, when)
+		err = retire(when)
 	case "revoke":
 		var when *time.Time
 		if when, err = optTime("at", at); err != nil {
 			return err
 		}
-		err = s.Revoke(id, when)
+		err = revoke(when)
 	}
 	if err != nil {
 		return usageErr(err)

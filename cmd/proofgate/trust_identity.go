@@ -82,24 +82,9 @@ func changeIdentity(g *globals, storePath, verb, id, keyID, keyFile, at string) 
 	if err != nil {
 		return usageErr(err)
 	}
-	switch verb {
-	case "retire":
-		when := time.Now().UTC()
-		if at != "" {
-			if when, err = parseTime("at", at); err != nil {
-				return err
-			}
-		}
-		err = s.RetireIdentity(id, when)
-	case "revoke":
-		var when *time.Time
-		if when, err = optTime("at", at); err != nil {
-			return err
-		}
-		err = s.RevokeIdentity(id, when)
-	}
-	if err != nil {
-		return usageErr(err)
+	if err := change(verb, at, func(t time.Time) error { return s.RetireIdentity(id, t) },
+		func(t *time.Time) error { return s.RevokeIdentity(id, t) }); err != nil {
+		return err
 	}
 	if err := s.Save(storePath); err != nil {
 		return envErr(err)
