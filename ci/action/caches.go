@@ -1,8 +1,18 @@
 package action
 
 import (
+	"os"
+	"path/filepath"
+
 	"github.com/proofgate/proofgate/kernel/cache"
 )
+
+// runnerTempMount is where new runners mount the host's RUNNER_TEMP into a
+// container action. RUNNER_TEMP itself holds the host's path, which inside
+// the container is no mount at all: a cache root there would be the
+// container's own, which the daemon cannot bind into a check. A variable
+// for tests.
+var runnerTempMount = "/github/runner_temp"
 
 // cacheStore opens the cache store when the contract declares caches. The
 // kernel decides the scope from the event's facts: a pull request's own
@@ -18,7 +28,7 @@ func (j *job) cacheStore() (*cache.Store, error) {
 	if err != nil {
 		return nil, environment("caches: %w", err)
 	}
-	root, err := cache.DefaultRoot(j.o.Getenv)
+	root, err := actionCacheRoot(j.o.Getenv)
 	if err != nil {
 		return nil, environment("caches: %w", err)
 	}
@@ -32,4 +42,17 @@ func (j *job) cacheStore() (*cache.Store, error) {
 	}
 	j.f.logf("proofgate: caches in %s, scope %s%s", s.Root(), sc.Name, read)
 	return s, nil
+}
+
+// actionCacheRoot is $PROOFGATE_CACHE_ROOT, else proofgate-cache under the
+// runner's temp mount when the runner mounted it (the host's
+// $RUNNER_TEMP/proofgate-cache, which actions/cache steps outside the
+// container restore and save), else cache.DefaultRoot's.
+func actionCacheRoot(getenv func(string) string) (string, error) {
+	if getenv(cache.EnvRoot) == "" && getenv("RUNNER_TEMP") != "" {
+		if fi, err := os.Stat(runnerTempMount); err == nil && fi.IsDir() {
+			return filepath.Join(runnerTempMount, "proofgate-cache"), nil
+		}
+	}
+	return cache.DefaultRoot(getenv)
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/ci/event"
+	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 
@@ -47,6 +48,25 @@ func TestCacheScopeFromEvent(t *testing.T) {
 		if !strings.Contains(out.String(), "scope "+s.Scope().Name) {
 			t.Errorf("log %q", out.String())
 		}
+	}
+	// In a container action on a runner that mounts RUNNER_TEMP, the root
+	// is under that mount (the host's $RUNNER_TEMP/proofgate-cache), not
+	// under the host path RUNNER_TEMP names, which the container lacks.
+	mnt := t.TempDir()
+	defer func(old string) { runnerTempMount = old }(runnerTempMount)
+	runnerTempMount = mnt
+	renv := map[string]string{"RUNNER_TEMP": "/home/runner/work/_temp"}
+	if r, err := actionCacheRoot(func(k string) string { return renv[k] }); err != nil || r != filepath.Join(mnt, "proofgate-cache") {
+		t.Fatalf("root under the runner temp mount: %q %v", r, err)
+	}
+	renv[cache.EnvRoot] = "/explicit"
+	if r, _ := actionCacheRoot(func(k string) string { return renv[k] }); r != "/explicit" {
+		t.Fatalf("an explicit root is kept: %q", r)
+	}
+	runnerTempMount = filepath.Join(mnt, "absent")
+	delete(renv, cache.EnvRoot)
+	if r, _ := actionCacheRoot(func(k string) string { return renv[k] }); r != "/home/runner/work/_temp/proofgate-cache" {
+		t.Fatalf("without the mount: %q", r)
 	}
 	// A root inside the workspace is refused.
 	ws := t.TempDir()
