@@ -163,7 +163,7 @@ func (p *parser) cacheUse(item json.RawMessage, at fieldPath) (CacheUse, error) 
 	item = bytes.TrimSpace(item)
 	if len(item) > 0 && item[0] == '"' {
 		var name string
-		if err := json.Unmarshal(item, &name); err != nil {
+		if err := strictjson.Decode(item, &name); err != nil {
 			return CacheUse{}, p.errf(at, "not a cache name: %v", err)
 		}
 		return CacheUse{Name: name}, nil
