@@ -91,19 +91,30 @@ func edit(fs []archive.File, name string, fn func([]byte) []byte) []archive.File
 
 func flip(b []byte) []byte { b[len(b)/2] ^= 0x01; return b }
 
+// restate returns the canonical statement of attestation b after mutate.
+func restate(t testing.TB, b []byte, mutate func(*Statement)) []byte {
+	t.Helper()
+	_, payload, err := envelope.Parse(b, PayloadType, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st Statement
+	if err := json.Unmarshal(payload, &st); err != nil {
+		t.Fatal(err)
+	}
+	mutate(&st)
+	p, err := canon.Marshal(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
 // resign replaces the statement and signs it with k.
 func resign(t testing.TB, fs []archive.File, k *signingKey, mutate func(*Statement)) []archive.File {
 	t.Helper()
 	return edit(fs, AttestationFile, func(b []byte) []byte {
-		_, payload, err := envelope.Parse(b, PayloadType, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st Statement
-		json.Unmarshal(payload, &st)
-		mutate(&st)
-		p, _ := canon.Marshal(&st)
-		env, err := envelope.Sign(k.s, PayloadType, p)
+		env, err := envelope.Sign(k.s, PayloadType, restate(t, b, mutate))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -83,15 +83,7 @@ func resignKeyless(t *testing.T, fs []archive.File, s envelope.MaterialSigner, m
 	t.Helper()
 	var material []byte
 	fs = edit(fs, AttestationFile, func(b []byte) []byte {
-		_, payload, err := envelope.Parse(b, PayloadType, "a")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st Statement
-		json.Unmarshal(payload, &st)
-		mutate(&st)
-		p, _ := canon.Marshal(&st)
-		env, m, err := envelope.SignWithMaterial(t.Context(), s, PayloadType, p)
+		env, m, err := envelope.SignWithMaterial(t.Context(), s, PayloadType, restate(t, b, mutate))
 		if err != nil {
 			t.Fatal(err)
 		}

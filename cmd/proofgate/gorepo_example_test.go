@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -60,22 +59,7 @@ func goRepoContract(t *testing.T, image, proxy string) string {
 // 127.0.0.1 and writes go.sum for dir's requirements from it.
 func moduleProxy(t *testing.T, dir string) string {
 	t.Helper()
-	out, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl := filepath.Join(strings.TrimSpace(string(out)), "cache", "download")
-	if _, err := os.Stat(filepath.Join(dl, "github.com", "gowebpki", "jcs", "@v", "v1.0.2.zip")); err != nil {
-		if out, err := exec.Command("go", "mod", "download", "github.com/gowebpki/jcs").CombinedOutput(); err != nil {
-			t.Fatalf("host module cache lacks jcs: %v %s", err, out)
-		}
-	}
-	get := exec.Command("go", "get", "github.com/gowebpki/jcs@v1.0.2")
-	get.Dir = dir
-	get.Env = append(os.Environ(), "GOMODCACHE="+t.TempDir(), "GOPROXY=file://"+dl, "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
-	if out, err := get.CombinedOutput(); err != nil {
-		t.Fatalf("go get: %v %s", err, out)
-	}
+	dl := testimage.RequireJCS(t, dir, t.TempDir())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,7 @@ package sigstoretest
 
 import (
 	"crypto/x509"
-	"encoding/json"
+
 	"encoding/pem"
 	"errors"
 	"fmt"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sigstore/sigstore-go/pkg/root"
+
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // maxResponse bounds what Start reads from a service.
@@ -53,7 +55,7 @@ func fulcioCA(fulcioURL string) (*root.FulcioCertificateAuthority, error) {
 			Certificates []string `json:"certificates"`
 		} `json:"chains"`
 	}
-	if err := json.Unmarshal(body, &bundle); err != nil {
+	if err := strictjson.Decode(body, &bundle); err != nil {
 		return nil, fmt.Errorf("fulcio trust bundle: %w", err)
 	}
 	if len(bundle.Chains) != 1 {

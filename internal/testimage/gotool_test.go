@@ -59,8 +59,7 @@ func TestWriteTarSourceMissing(t *testing.T) {
 }
 
 // goModule writes a module at dir whose package uses github.com/gowebpki/jcs
-// and fills modcache with it from the host's module cache (GOPROXY=file://,
-// no network), as a fetch phase would.
+// and fills modcache with it (RequireJCS).
 func goModule(t *testing.T, dir, modcache string, files map[string]string) {
 	t.Helper()
 	for name, body := range files {
@@ -68,24 +67,7 @@ func goModule(t *testing.T, dir, modcache string, files map[string]string) {
 			t.Fatal(err)
 		}
 	}
-	host, err := exec.Command("go", "env", "GOMODCACHE").Output()
-	if err != nil {
-		t.Fatal(err)
-	}
-	dl := filepath.Join(strings.TrimSpace(string(host)), "cache", "download")
-	if _, err := os.Stat(filepath.Join(dl, "github.com", "gowebpki", "jcs", "@v", "v1.0.2.zip")); err != nil {
-		// A dependency of this module: `go mod download` fills the host cache.
-		if out, err := exec.Command("go", "mod", "download", "github.com/gowebpki/jcs").CombinedOutput(); err != nil {
-			t.Fatalf("host module cache lacks jcs: %v %s", err, out)
-		}
-	}
-	// go get, not tidy: tidy would want the zips of jcs's own test deps.
-	cmd := exec.Command("go", "get", "github.com/gowebpki/jcs@v1.0.2")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOMODCACHE="+modcache, "GOPROXY=file://"+dl, "GOSUMDB=off", "GOFLAGS=-mod=mod", "GOTOOLCHAIN=local")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go get: %v %s", err, out)
-	}
+	RequireJCS(t, dir, modcache)
 }
 
 const gmGo = `package gm
