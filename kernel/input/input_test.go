@@ -222,3 +222,17 @@ func TestStoreVerifiesExistingBlob(t *testing.T) {
 		t.Fatal("the existing blob was rewritten")
 	}
 }
+
+// The vector in docs/SPEC.md is the one tested here.
+func TestSpecCarriesVector(t *testing.T) {
+	spec, err := os.ReadFile("../../docs/SPEC.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{"### Tool inputs and manifests", vecRaw, vecCanonical, vecHash, vecManifest, vecMsg0, vecMsg1, vecRest,
+		vecMsg0D, vecMsg1D, vecLink0D, vecLink1D, vecRestD, vecManifestD, input.ManifestFormat, input.LinkFormat} {
+		if !strings.Contains(string(spec), s) {
+			t.Errorf("docs/SPEC.md does not carry %s", s)
+		}
+	}
+}
