@@ -318,6 +318,9 @@ func (j *job) run(ctx context.Context) (int, error) {
 	if err := j.loadContract(ctx); err != nil {
 		return 0, err
 	}
+	if err := j.checkMergeGroup(ctx); err != nil {
+		return 0, err
+	}
 	imported := j.tryFastPath(ctx)
 	if !imported {
 		j.report(ctx, StatusPending, "running the checks of the base contract")
@@ -460,7 +463,7 @@ func (j *job) loadContract(ctx context.Context) error {
 func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
 	path := j.in.contract
 	local := filepath.Join(j.ws, filepath.FromSlash(path))
-	if !j.ev.IsPullRequest() || j.ev.BaseSHA == "" {
+	if (!j.ev.IsPullRequest() && j.ev.MergeGroup == nil) || j.ev.BaseSHA == "" {
 		data, err := os.ReadFile(local)
 		if err != nil {
 			return nil, "", usage("contract %s: %w", path, err)
@@ -576,6 +579,8 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 	switch {
 	case ev.IsPullRequest() && ev.PR != 0 && ev.HeadSHA != "":
 		return &reviewTarget{ev.PR, ev.HeadSHA}, ExitOK
+	case ev.MergeGroup != nil:
+		return j.queued(ctx)
 	case ev.Name == "push" && j.gh == nil:
 		return nil, j.pending("approval comes from pull-request reviews, and without input github-token this push run cannot find the pull request merged into it")
 	case ev.Name == "push":
