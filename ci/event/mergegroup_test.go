@@ -32,13 +32,17 @@ func TestMergeGroupPayload(t *testing.T) {
 		t.Fatalf("context %+v group %+v", c, g)
 	}
 	bad := map[string]func(string) string{
-		"head_sha not hex":     func(p string) string { return strings.Replace(p, `"head_sha":"`+mgHead, `"head_sha":"HEAD`, 1) },
-		"no base_sha":          func(p string) string { return strings.Replace(p, `"base_sha":"`+mgBase+`",`, ``, 1) },
-		"base_ref not a head":  func(p string) string { return strings.Replace(p, `"base_ref":"refs/heads/main"`, `"base_ref":"main"`, 1) },
+		"head_sha not hex": func(p string) string { return strings.Replace(p, `"head_sha":"`+mgHead, `"head_sha":"HEAD`, 1) },
+		"no base_sha":      func(p string) string { return strings.Replace(p, `"base_sha":"`+mgBase+`",`, ``, 1) },
+		"base_ref not a head": func(p string) string {
+			return strings.Replace(p, `"base_ref":"refs/heads/main"`, `"base_ref":"main"`, 1)
+		},
 		"head_commit other id": func(p string) string { return strings.Replace(p, `"id":"`+mgHead, `"id":"`+mgBase, 1) },
 		"no head_commit":       func(p string) string { return strings.Replace(p, `"head_commit":{`, `"x":{`, 1) },
 		"no merge_group":       func(p string) string { return strings.Replace(p, `"merge_group"`, `"merge_grou"`, 1) },
-		"duplicate head_sha":   func(p string) string { return strings.Replace(p, `{"head_sha"`, `{"head_sha":"`+mgBase+`","head_sha"`, 1) },
+		"duplicate head_sha": func(p string) string {
+			return strings.Replace(p, `{"head_sha"`, `{"head_sha":"`+mgBase+`","head_sha"`, 1)
+		},
 	}
 	for name, edit := range bad {
 		if _, err := Parse("merge_group", mgPayload(edit)); err == nil {
