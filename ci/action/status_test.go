@@ -147,3 +147,19 @@ func ghClient(t *testing.T, fx *fixture) *github.Client {
 	}
 	return c
 }
+
+func TestRunURL(t *testing.T) {
+	env := map[string]string{"GITHUB_SERVER_URL": "https://ghe.example/", "GITHUB_REPOSITORY": "acme/widget", "GITHUB_RUN_ID": "12", "GITHUB_RUN_ATTEMPT": "2"}
+	get := func(k string) string { return env[k] }
+	if u := RunURL(get); u != "https://ghe.example/acme/widget/actions/runs/12/attempts/2" {
+		t.Fatalf("RunURL %q", u)
+	}
+	env["GITHUB_RUN_ID"] = "12/../../x"
+	if u := RunURL(get); u != "" {
+		t.Fatalf("RunURL of a hostile run id: %q", u)
+	}
+	delete(env, "GITHUB_RUN_ID")
+	if u := RunURL(get); u != "" {
+		t.Fatalf("RunURL without a run id: %q", u)
+	}
+}
