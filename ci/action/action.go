@@ -136,6 +136,13 @@ type Result struct {
 	Signer       string // keyless: the certificate's identity
 	ArtifactName string
 	ArtifactID   int64
+	// StatusPosted is the state of the last status posted ("" for none).
+	StatusPosted string
+	// Imported is true when the review job imported the pull_request
+	// job's verified run instead of re-running the checks; FastPathRefusal
+	// says why it did not (a FastPathReason), "" when it did or never tried.
+	Imported        bool
+	FastPathRefusal string
 	// Outputs are the step outputs set.
 	Outputs map[string]string
 }
@@ -271,9 +278,12 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	defer func() { f.summary(j.s.render()) }()
 	code, err := j.run(ctx)
 	if err != nil {
-		return j.finish(err)
+		res, err := j.finish(err)
+		j.reportFinal(ctx)
+		return res, err
 	}
 	j.res.Code = code
+	j.reportFinal(ctx)
 	return j.res, nil
 }
 
@@ -295,6 +305,8 @@ type job struct {
 	c                 *contract.Resolved
 	r                 *run.Run
 	closed            bool
+	statusMode        string // input status
+	fast              *fastPath
 }
 
 // run plans, executes and decides the run, and publishes it once
@@ -306,14 +318,23 @@ func (j *job) run(ctx context.Context) (int, error) {
 	if err := j.loadContract(ctx); err != nil {
 		return 0, err
 	}
-	if err := j.plan(ctx); err != nil {
+	if err := j.checkMergeGroup(ctx); err != nil {
 		return 0, err
 	}
+	imported := j.tryFastPath(ctx)
+	if !imported {
+		j.report(ctx, StatusPending, "running the checks of the base contract")
+		if err := j.plan(ctx); err != nil {
+			return 0, err
+		}
+	}
 	defer j.closeRun()
-	rts, unavailable, closeRts := j.o.Runtimes(ctx, j.c)
-	defer closeRts()
-	if err := j.execute(ctx, rts, unavailable); err != nil {
-		return 0, err
+	if !imported {
+		rts, unavailable, closeRts := j.o.Runtimes(ctx, j.c)
+		defer closeRts()
+		if err := j.execute(ctx, rts, unavailable); err != nil {
+			return 0, err
+		}
 	}
 	code := ExitOK
 	switch j.s.report.State {
@@ -328,6 +349,9 @@ func (j *job) run(ctx context.Context) (int, error) {
 	j.s.report = rep
 	j.res.State = rep.State
 	j.f.output("state", string(rep.State))
+	if rep.State == run.AwaitingApproval {
+		j.handoff(ctx)
+	}
 	if rep.State != run.Complete {
 		return code, nil
 	}
@@ -387,6 +411,9 @@ func (j *job) setup(ctx context.Context) error {
 			return usage("github client: %w", err)
 		}
 	}
+	if j.statusMode, err = readStatusMode(j.f); err != nil {
+		return exit.Wrap(exit.Usage, err)
+	}
 	return nil
 }
 
@@ -436,7 +463,7 @@ func (j *job) loadContract(ctx context.Context) error {
 func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
 	path := j.in.contract
 	local := filepath.Join(j.ws, filepath.FromSlash(path))
-	if !j.ev.IsPullRequest() || j.ev.BaseSHA == "" {
+	if (!j.ev.IsPullRequest() && j.ev.MergeGroup == nil) || j.ev.BaseSHA == "" {
 		data, err := os.ReadFile(local)
 		if err != nil {
 			return nil, "", usage("contract %s: %w", path, err)
@@ -552,6 +579,8 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 	switch {
 	case ev.IsPullRequest() && ev.PR != 0 && ev.HeadSHA != "":
 		return &reviewTarget{ev.PR, ev.HeadSHA}, ExitOK
+	case ev.MergeGroup != nil:
+		return j.queued(ctx)
 	case ev.Name == "push" && j.gh == nil:
 		return nil, j.pending("approval comes from pull-request reviews, and without input github-token this push run cannot find the pull request merged into it")
 	case ev.Name == "push":

@@ -587,7 +587,8 @@ func listRecent(ctx context.Context, gh *github.Client, owner, repo, name string
 			if a == nil || a.Expired {
 				continue
 			}
-			if (name != "" && a.Name == name) || (name == "" && strings.HasPrefix(a.Name, ArtifactPrefix)) {
+			// A run hand-off (RunArtifactPrefix) is never a bundle.
+			if (name != "" && a.Name == name) || (name == "" && strings.HasPrefix(a.Name, ArtifactPrefix) && !strings.HasPrefix(a.Name, RunArtifactPrefix)) {
 				out = append(out, a)
 			}
 		}

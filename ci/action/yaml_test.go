@@ -72,8 +72,8 @@ func keys[M ~map[string]V, V any](m M) []string {
 func TestActionYAML(t *testing.T) {
 	var a actionYAML
 	readYAML(t, "action.yml", &a)
-	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "on-pending", "profile", "rekor-url", "signing", "signing-key", "state-dir", "tsa-url"}
-	wantOut := []string{"artifact-id", "bundle-path", "run-id", "signer", "sigstore-path", "state", "verification-digest"}
+	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "on-pending", "profile", "rekor-url", "signing", "signing-key", "state-dir", "status", "tsa-url"}
+	wantOut := []string{"artifact-id", "bundle-path", "run-artifact", "run-id", "signer", "sigstore-path", "state", "verification-digest"}
 	if got := keys(a.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("action.yml inputs %v, want %v", got, wantIn)
 	}
@@ -195,8 +195,8 @@ func TestExampleWorkflows(t *testing.T) {
 			t.Errorf("%s: no step uses %s", file, uses)
 		}
 	}
-	check("examples/workflows/proofgate.yml", []string{"pull_request", "pull_request_review", "push"},
-		map[string]string{"contents": "read", "pull-requests": "read"}, "OWNER/proofgate@"+placeholderSHA)
+	check("examples/workflows/proofgate.yml", []string{"merge_group", "pull_request", "pull_request_review", "push"},
+		map[string]string{"contents": "read", "pull-requests": "read", "statuses": "write", "actions": "read"}, "OWNER/proofgate@"+placeholderSHA, "statuses")
 	check("examples/workflows/release-gate.yml", []string{"push"},
 		map[string]string{"actions": "read", "contents": "read"}, "OWNER/proofgate/verify@"+placeholderSHA)
 	check("examples/workflows/proofgate-keyless.yml", []string{"pull_request", "pull_request_review", "push"},

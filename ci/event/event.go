@@ -48,6 +48,9 @@ type Context struct {
 	Fork       bool    // head repository is not the base repository
 	Author     User    // pull_request.user
 	Review     *Review // pull_request_review only
+	// MergeGroup is the merge queue entry of a merge_group event (nil
+	// otherwise). HeadSHA and BaseSHA are then its head and base too.
+	MergeGroup *MergeGroup
 	// DefaultBranch is repository.default_branch ("" when the payload
 	// has none): it decides whether a push run writes the default cache
 	// scope (kernel/cache).
@@ -77,7 +80,8 @@ type payload struct {
 		Head   *refJSON `json:"head"`
 		Base   *refJSON `json:"base"`
 	} `json:"pull_request"`
-	Review *Review `json:"review"`
+	Review     *Review         `json:"review"`
+	MergeGroup *mergeGroupJSON `json:"merge_group"`
 }
 
 // IsHexSHA reports whether s is a full SHA-1 or SHA-256 object name.
@@ -109,6 +113,8 @@ func Parse(name string, data []byte) (*Context, error) {
 	}
 	switch name {
 	case "pull_request", "pull_request_target", "pull_request_review":
+	case "merge_group":
+		return parseMergeGroup(c, p.MergeGroup)
 	default:
 		return c, nil
 	}

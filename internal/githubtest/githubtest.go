@@ -84,6 +84,9 @@ type Artifact struct {
 	Expired   bool
 	CreatedAt time.Time // zero = assigned (increasing)
 	Data      []byte    // the zip served by /zip
+	// HeadRepositoryID is the workflow run's head repository id; 0 = the
+	// repository itself (id 1). Another id is a fork's pull-request run.
+	HeadRepositoryID int64
 }
 
 // Permission is a collaborator's permission answer.
@@ -150,6 +153,11 @@ type Server struct {
 	blobs        map[string][]byte  // key -> committed bytes
 	blocks       map[string]map[string][]byte
 	blobSig      string
+
+	// statuses and check runs created (statuses.go), by repository
+	statuses  map[string][]Status
+	checkRuns map[string][]CheckRun
+	denied    map[string]bool
 }
 
 type upload struct {
@@ -376,6 +384,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
+	if r.Method == http.MethodPost {
+		s.servePost(w, r, parts)
+		return
+	}
 	if len(parts) < 4 || parts[0] != "repos" || r.Method != http.MethodGet {
 		notFound(w)
 		return
@@ -723,7 +735,7 @@ func (s *Server) artifactJSON(owner, repo string, a *Artifact) map[string]any {
 		"updated_at":           a.CreatedAt.UTC().Format(time.RFC3339),
 		"expires_at":           a.CreatedAt.Add(90 * 24 * time.Hour).UTC().Format(time.RFC3339),
 		"workflow_run": map[string]any{
-			"id": a.RunID, "repository_id": 1, "head_repository_id": 1,
+			"id": a.RunID, "repository_id": 1, "head_repository_id": headRepoID(a),
 			"head_branch": "main", "head_sha": a.HeadSHA,
 		},
 	}

@@ -1,0 +1,74 @@
+package action
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/proofgate/proofgate/ci/ghapi"
+	"github.com/proofgate/proofgate/kernel/exit"
+)
+
+// Merge queues (merge_group events). The run is planned on the queue's
+// merge commit (merge_group.head_sha, GITHUB_SHA), so its bundle's source
+// is that commit and its tree: the commit the queue fast-forwards the base
+// branch to, which a release gate with match: tree (or commit) finds. The
+// contract is the base's (merge_group.base_sha), as on pull requests.
+//
+// There are no reviews of a merge group. Approval comes from the pull
+// request the entry came from, which GitHub names in merge_group.head_ref
+// (refs/heads/gh-readonly-queue/<base>/pr-<N>-<sha>, a ref only GitHub
+// writes): the PR must be open, target the same base branch, and the
+// approving reviews of its current head count under the same rule as on
+// the PR (review.Decide, which also refuses a head that moves meanwhile).
+// Without that link (no PR number in head_ref, a closed PR, another base)
+// the run stays AWAITING_APPROVAL and no bundle is exported.
+
+// checkMergeGroup requires the checkout to be the merge group's head: the
+// run binds to what the work tree is.
+func (j *job) checkMergeGroup(ctx context.Context) error {
+	g := j.ev.MergeGroup
+	if g == nil {
+		return nil
+	}
+	head, err := gitHead(ctx, j.ws)
+	if err != nil {
+		return environment("merge group: %w", err)
+	}
+	if head != g.HeadSHA {
+		return exit.Wrap(exit.Usage, fmt.Errorf("merge group: the checkout is %s, not the queue's merge commit %s (check out github.sha, the default of actions/checkout on merge_group)", short(head), short(g.HeadSHA)))
+	}
+	j.s.notes = append(j.s.notes, fmt.Sprintf("Merge queue run on merge commit %s (tree %s) for %s.", code(short(g.HeadSHA)), code(short(g.Tree)), code(g.BaseRef)))
+	return nil
+}
+
+// queued returns the pull request whose reviews approve a merge group
+// run, or nil and the pending exit code when the link cannot be proven.
+func (j *job) queued(ctx context.Context) (*reviewTarget, int) {
+	g := j.ev.MergeGroup
+	if g.PR == 0 {
+		return nil, j.pending(fmt.Sprintf("merge group head_ref %q names no pull request of base %s: approval cannot be linked", g.HeadRef, g.BaseRef))
+	}
+	if j.gh == nil {
+		return nil, j.pending("approval of a merge group comes from its pull request, and input github-token is empty")
+	}
+	var pr struct {
+		State string `json:"state"`
+		Head  struct {
+			SHA string `json:"sha"`
+		} `json:"head"`
+		Base struct {
+			Ref string `json:"ref"`
+		} `json:"base"`
+	}
+	_, err := ghapi.Get(ctx, j.gh, fmt.Sprintf("repos/%s/%s/pulls/%d", url.PathEscape(j.owner), url.PathEscape(j.name), g.PR), &pr)
+	if err != nil {
+		return nil, j.failed("ProofGate GitHub API", exit.Environment, fmt.Sprintf("reading pull request #%d of the merge group failed: %v", g.PR, err))
+	}
+	if pr.State != "open" || "refs/heads/"+pr.Base.Ref != g.BaseRef || !strings.HasPrefix(g.HeadRef, "refs/heads/gh-readonly-queue/") {
+		return nil, j.pending(fmt.Sprintf("pull request #%d is %s with base %q, not an open PR into %s: approval cannot be linked", g.PR, pr.State, pr.Base.Ref, g.BaseRef))
+	}
+	j.s.notes = append(j.s.notes, fmt.Sprintf("This merge queue run takes its approvals from pull request #%d (named by the queue's ref): reviews of its head %s count.", g.PR, code(short(pr.Head.SHA))))
+	return &reviewTarget{g.PR, pr.Head.SHA}, ExitOK
+}
