@@ -64,7 +64,12 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 		case o.v.Tool != d.Tool || o.v.InputHash != d.InputHash:
 			return bad(line, ReasonApprovalBinding, "retry_of %s names another tool or input hash", d.RetryOf)
 		}
-		o.retriedBy, o.v.RetriedBy = d.Action, d.Action
+		if !f.dry {
+			o.retriedBy, o.v.RetriedBy = d.Action, d.Action
+		}
+	}
+	if f.dry {
+		return nil
 	}
 	a := &actionState{session: d.Session, trace: d.Trace, v: ActionView{ID: d.Action, Tool: d.Tool, Turn: d.Turn,
 		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Status: ActionRequested, RetryOf: d.RetryOf}}
@@ -139,6 +144,9 @@ func (f *Folder) policyDecided(line int, a *actionState, d ToolDecidedData) erro
 	case d.Decision != effect || *d.Rule != rule || d.RuleID != id:
 		return bad(line, ReasonPolicyMismatch, "action %s: recorded %s by rule %d (%s), the contract's policy gives %s by rule %d (%s)", d.Action, d.Decision, *d.Rule, d.RuleID, effect, rule, id)
 	}
+	if f.dry {
+		return nil
+	}
 	a.policy, a.v.Decision, a.v.RuleID = effect, effect, id
 	a.v.Status = map[string]string{DecisionAllow: ActionAllowed, DecisionBlock: ActionBlocked, DecisionRequireApproval: ActionPending}[effect]
 	return nil
@@ -163,6 +171,9 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 		case d.InputHash != a.v.InputHash:
 			return bad(line, ReasonApprovalBinding, "action %s: %s binds input %s, the request's input is %s", d.Action, d.Decision, d.InputHash, a.v.InputHash)
 		}
+		if f.dry {
+			return nil
+		}
 		a.human, a.v.Approval, a.v.Approver = d.Decision, d.Decision, d.Actor
 		a.v.Status = map[string]string{DecisionApprove: ActionApproved, DecisionReject: ActionRejected}[d.Decision]
 		return nil
@@ -172,6 +183,9 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 			return bad(line, ReasonSessionBadFields, "a %s decision binds no input_hash", d.Decision)
 		case !a.finished || a.v.Result != ResultCrashed || a.resolved != "":
 			return bad(line, ReasonApprovalBinding, "action %s: %s of an action that is not ambiguous", d.Action, d.Decision)
+		}
+		if f.dry {
+			return nil
 		}
 		a.resolved = d.Decision
 		a.v.Status = map[string]string{DecisionRetry: ActionRetried, DecisionAbandon: ActionAbandoned}[d.Decision]
@@ -214,6 +228,9 @@ func (f *Folder) applyToolStarted(line int, e eventlog.Event, d ToolStartedData)
 	if _, ok := f.c.Tool(a.v.Tool); !ok {
 		return bad(line, ReasonPolicyMismatch, "action %s: tool %q is not in the contract", d.Action, a.v.Tool)
 	}
+	if f.dry {
+		return nil
+	}
 	f.s.receipts[d.Receipt] = true
 	a.started, a.v.Receipt, a.v.Status = true, d.Receipt, ActionStarted
 	return nil
@@ -251,6 +268,9 @@ func (f *Folder) applyToolProgress(line int, e eventlog.Event, d ToolProgressDat
 	case !digestRE.MatchString(d.Snapshot):
 		return bad(line, ReasonSessionBadFields, "snapshot %q is not sha256:<64 hex>", d.Snapshot)
 	}
+	if f.dry {
+		return nil
+	}
 	a.progress++
 	f.blobs[d.Snapshot] = true
 	return nil
@@ -268,10 +288,15 @@ func (f *Folder) applyToolFinished(line int, e eventlog.Event, d ToolFinishedDat
 		return err
 	}
 	for _, st := range []*runtime.Stream{d.Stdout, d.Stderr} {
+		if st != nil && !digestRE.MatchString(st.Digest) {
+			return bad(line, ReasonSessionBadFields, "stream digest %q is not sha256:<64 hex>", st.Digest)
+		}
+	}
+	if f.dry {
+		return nil
+	}
+	for _, st := range []*runtime.Stream{d.Stdout, d.Stderr} {
 		if st != nil {
-			if !digestRE.MatchString(st.Digest) {
-				return bad(line, ReasonSessionBadFields, "stream digest %q is not sha256:<64 hex>", st.Digest)
-			}
 			f.blobs[st.Digest] = true
 		}
 	}
