@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"strings"
+
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -158,7 +160,7 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 		return bad(line, ReasonSessionBadFields, "a human decision names a rule")
 	case printable.Check("actor", d.Actor) != nil:
 		return bad(line, ReasonSessionBadFields, "a human decision needs a printable actor")
-	case d.Actor == s.agent:
+	case strings.EqualFold(d.Actor, s.agent):
 		return bad(line, ReasonSelfApproval, "action %s decided by the session's own agent %q", d.Action, d.Actor)
 	}
 	switch d.Decision {
@@ -329,8 +331,10 @@ func (f *Folder) checkFinish(line int, a *actionState, d ToolFinishedData) error
 		}
 		want := map[string]func(runtime.Outcome) bool{
 			ResultSuccess: func(o runtime.Outcome) bool { return o == runtime.Passed && d.ExitCode == 0 },
-			ResultFailure: func(o runtime.Outcome) bool { return o.Valid() && o != runtime.Passed && o != runtime.Error && o != runtime.Skipped && o != runtime.Interrupted },
-			ResultDenied:  func(o runtime.Outcome) bool { return o == runtime.Error },
+			ResultFailure: func(o runtime.Outcome) bool {
+				return o.Valid() && o != runtime.Passed && o != runtime.Error && o != runtime.Skipped && o != runtime.Interrupted
+			},
+			ResultDenied: func(o runtime.Outcome) bool { return o == runtime.Error },
 		}[d.Result]
 		if !want(d.Outcome) {
 			return bad(line, ReasonReceipt, "result %s with outcome %q exit %d", d.Result, d.Outcome, d.ExitCode)

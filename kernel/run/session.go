@@ -103,3 +103,15 @@ func OpenWait(stateDir, id string, wait time.Duration) (*Run, error) {
 		}
 	}
 }
+
+// Implement moves a PLANNED run to IMPLEMENTING.
+func (r *Run) Implement() error {
+	if st := r.State(); st != Planned {
+		return &StateError{State: st, Action: "start implementing"}
+	}
+	return r.transition(Implementing, StateData{Reason: "agent session"})
+}
+
+// WorkspaceExclude is what a workspace copy of repo leaves out: the state
+// directory's runs/ when it lies inside repo (see runtime.Spec.Exclude).
+func WorkspaceExclude(repo, stateDir string) []string { return stateExclude(repo, stateDir) }
