@@ -4,7 +4,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"time"
 
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/policy"
@@ -105,6 +107,10 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		_, err := r.AppendSession(replay.TypeSessionStarted, replay.SessionStartedData{Session: s.id, Agent: s.agent, Owner: s.owner})
 		return err
 	})
+	var held *lock.HeldError
+	if errors.As(err, &held) && held.Err == nil && !lock.Alive(held.Owner) {
+		return nil, fmt.Errorf("%w: the run's last writer died holding its lock; resume its session (proofgate session resume) or break the lock (proofgate events unlock)", err)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -139,6 +145,21 @@ func (e *UnknownSessionError) Error() string {
 // returns the session's ambiguous actions, which a human must decide
 // (Retry, Abandon) before the session takes a new call.
 func Resume(ctx context.Context, o Options, id string) (*Session, []string, error) {
+	s, amb, err := resume(o, id)
+	var held *lock.HeldError
+	if errors.As(err, &held) && held.Err == nil && !lock.Alive(held.Owner) {
+		// The dead recorder died holding the run's lock (mid-append): break
+		// it as 'events unlock' does (lock.broken, its tool processes
+		// killed), then resume.
+		if _, uerr := run.Unlock(o.StateDir, o.Run, "session resume "+id, 0, time.Now()); uerr != nil {
+			return nil, nil, errors.Join(err, uerr)
+		}
+		s, amb, err = resume(o, id)
+	}
+	return s, amb, err
+}
+
+func resume(o Options, id string) (*Session, []string, error) {
 	var s *Session
 	var amb []string
 	err := withRun(o, func(r *run.Run) error {
