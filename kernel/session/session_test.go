@@ -125,7 +125,7 @@ func TestAllowBlockApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := f.audit(t)
-	if len(rep.Sessions) != 1 || rep.Sessions[0].Open || len(rep.Sessions[0].Actions) != 6 {
+	if len(rep.Sessions) != 1 || rep.Sessions[0].Open || len(rep.Sessions[0].Actions) != 5 {
 		t.Fatalf("sessions: %+v", rep.Sessions)
 	}
 	for _, b := range []string{ran.InputHash, res.InputHash} {
