@@ -74,7 +74,7 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 		return nil
 	}
 	a := &actionState{session: d.Session, trace: d.Trace, v: ActionView{ID: d.Action, Tool: d.Tool, Turn: d.Turn,
-		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Status: ActionRequested, RetryOf: d.RetryOf}}
+		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Trace: d.Trace, Status: ActionRequested, RetryOf: d.RetryOf}}
 	sf.actions[d.Action] = a
 	s.actions = append(s.actions, d.Action)
 	f.blobs[d.InputRef] = true

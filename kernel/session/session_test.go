@@ -224,6 +224,20 @@ func TestTrace(t *testing.T) {
 	if res2.InputHash != res.InputHash {
 		t.Fatal("the input hash depends on the trace")
 	}
+	// an approved call polled with another trace context starts under its
+	// request's
+	pend, err := s.Call(ctx, session.Call{Tool: "deploy", Args: []byte(`{"env":"prod"}`), TraceParent: tp})
+	if err != nil || pend.Status != session.PendingApproval {
+		t.Fatalf("deploy: %+v %v", pend, err)
+	}
+	if err := session.Approve(f.opts(""), pend.Action, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	ran, err := s.Call(ctx, session.Call{Tool: "deploy", Args: []byte(`{"env":"prod"}`), TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"})
+	if err != nil || ran.Action != pend.Action || ran.Result != "success" {
+		t.Fatalf("approved poll with another trace: %+v %v", ran, err)
+	}
+	f.audit(t)
 }
 
 // A tool that ignores SIGTERM is killed at its timeout and recorded; an
