@@ -125,7 +125,7 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	r.Session(func(f *replay.Folder) {
 		v, ok := f.OpenSession()
 		open = ok && v.ID == s.id
-		amb = f.Ambiguous(s.id)
+		amb = f.Unresolved(s.id)
 		prev = repeated(v, p)
 	})
 	switch {

@@ -292,3 +292,31 @@ func TestNotImplementing(t *testing.T) {
 	}
 	start(t, f)
 }
+
+// Calls of one session from several goroutines (an MCP client calling
+// tools in parallel) each get their receipts; the run replays.
+func TestParallelCalls(t *testing.T) {
+	f := newFixture(t)
+	s := start(t, f)
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() {
+			res, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(`{"name":"p` + string(rune('a'+i)) + `"}`)})
+			if err == nil && res.Result != "success" {
+				err = errors.New(res.Result)
+			}
+			errs <- err
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.End(""); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.audit(t).Sessions[0].Actions); n != 6 {
+		t.Fatalf("%d actions", n)
+	}
+}
