@@ -80,6 +80,9 @@ type rawApproval struct {
 	Required           *json.Number `json:"required"`
 	Roles              []string     `json:"roles"`
 	AllowCommitAuthors *bool        `json:"allow_commit_authors"`
+	Mode               *string      `json:"mode"`
+	Rules              []rawRule    `json:"rules"`
+	Disapproval        *Disapproval `json:"disapproval"`
 }
 
 type rawBudget struct {

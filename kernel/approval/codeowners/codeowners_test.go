@@ -43,21 +43,21 @@ func TestGitHubExample(t *testing.T) {
 		t.Fatalf("skipped: %+v", f.Skipped)
 	}
 	for path, want := range map[string]string{
-		"README.md":                          "@global-owner1 @global-owner2",
-		"src/app.js":                         "@js-owner",
-		"main.go":                            "docs@example.com",
-		"notes/a.txt":                        "@octo-org/octocats",
-		"build/logs/today.log":               "@octocat", // **/logs comes later and wins
-		"build/logs/deep/x":                  "@octocat",
-		"docs/getting-started.md":            "@doctocat", // /docs/ is later than docs/*
-		"docs/build-app/troubleshooting.md":  "@doctocat",
-		"scripts/deploy.sh":                  "@doctocat @octocat",
-		"deeply/nested/logs/x.txt":           "@octocat",
-		"apps/web/index.html":                "@octocat",
-		"apps/github/main.rb":                "", // cleared by /apps/github
-		"lib/apps/x.rb":                      "@octocat", // apps/ at any depth
-		"lib/apps.rb":                        "@global-owner1 @global-owner2",
-		"scripts2/x":                         "@global-owner1 @global-owner2",
+		"README.md":                         "@global-owner1 @global-owner2",
+		"src/app.js":                        "@js-owner",
+		"main.go":                           "docs@example.com",
+		"notes/a.txt":                       "@octo-org/octocats",
+		"build/logs/today.log":              "@octocat", // **/logs comes later and wins
+		"build/logs/deep/x":                 "@octocat",
+		"docs/getting-started.md":           "@doctocat", // /docs/ is later than docs/*
+		"docs/build-app/troubleshooting.md": "@doctocat",
+		"scripts/deploy.sh":                 "@doctocat @octocat",
+		"deeply/nested/logs/x.txt":          "@octocat",
+		"apps/web/index.html":               "@octocat",
+		"apps/github/main.rb":               "",         // cleared by /apps/github
+		"lib/apps/x.rb":                     "@octocat", // apps/ at any depth
+		"lib/apps.rb":                       "@global-owner1 @global-owner2",
+		"scripts2/x":                        "@global-owner1 @global-owner2",
 	} {
 		if got := owners(t, f, path); got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)
