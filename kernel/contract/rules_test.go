@@ -62,7 +62,7 @@ func TestApprovalRulesHashUnchanged(t *testing.T) {
 // path named.
 func TestApprovalRulesRefused(t *testing.T) {
 	for name, c := range map[string]struct{ yaml, path, msg string }{
-		"glob into parent": {`approval: {rules: [{name: r, if: {changed_files: {paths: ["src/../../etc/*"]}}}]}`, "approval.rules[0].if.changed_files.paths[0]", `".." segment`},
+		"glob into parent":  {`approval: {rules: [{name: r, if: {changed_files: {paths: ["src/../../etc/*"]}}}]}`, "approval.rules[0].if.changed_files.paths[0]", `".." segment`},
 		"glob dotdot first": {`approval: {rules: [{name: r, if: {changed_files: {paths: ["../x"]}}}]}`, "approval.rules[0].if.changed_files.paths[0]", `".." segment`},
 		"absolute glob":     {`approval: {rules: [{name: r, if: {changed_files: {paths: ["/etc/passwd"]}}}]}`, "approval.rules[0].if.changed_files.paths[0]", "absolute"},
 		"ignore glob":       {`approval: {rules: [{name: r, if: {changed_files: {paths: ["a"], ignore: ["a/../b"]}}}]}`, "approval.rules[0].if.changed_files.ignore[0]", `".." segment`},
