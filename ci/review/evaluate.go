@@ -89,6 +89,10 @@ type Input struct {
 	Reviews     []Review             // all submitted reviews
 	Permissions map[int64]Permission // by reviewer user id
 	Rule        contract.Approval
+	// RuleFacts are what approval rules read (rules.go); FetchRuleFacts
+	// fills them when the contract has rules.
+	RuleFacts    RuleFacts
+	changedFiles int // the PR's changed_files count, to check the listing
 }
 
 // Approval is one counted approval.
@@ -99,6 +103,9 @@ type Approval struct {
 	SubmittedAt time.Time `json:"submitted_at"`
 	Commit      string    `json:"commit"`
 	Permission  string    `json:"permission"` // the role that qualified it
+	// Rules are how the approval satisfied the contract's approval rules
+	// (absent without rules, or when no rule applies).
+	Rules []approval.Credit `json:"rules,omitempty"`
 }
 
 // Reason says why a review did not count.
@@ -151,6 +158,10 @@ type Decision struct {
 	Satisfied bool       `json:"satisfied"`
 	Missing   int        `json:"missing"`
 	Summary   string     `json:"summary"`
+	// Rules is the approval-rule evaluation (nil without rules);
+	// RulesError says why it was refused (fail closed).
+	Rules      *approval.RulesDecision `json:"rules,omitempty"`
+	RulesError string                  `json:"rules_error,omitempty"`
 }
 
 func decisive(state string) bool {
@@ -185,6 +196,9 @@ func Evaluate(in Input) Decision {
 	d.Missing = v.Missing()
 	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && v.Decision == approval.Approved
 	d.Summary = summary(*d, in.Rule)
+	if hasRules(in) {
+		applyRules(d, in)
+	}
 	return *d
 }
 

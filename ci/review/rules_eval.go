@@ -1,0 +1,87 @@
+package review
+
+import (
+	"strings"
+
+	"github.com/proofgate/proofgate/kernel/approval"
+)
+
+// facts are in as the kernel's approval facts.
+func (in Input) facts() approval.Facts {
+	rf := in.RuleFacts
+	f := approval.Facts{
+		Head: in.Head, BaseBranch: rf.BaseBranch, Title: rf.Title, Labels: rf.Labels,
+		Author: in.Author.account(), Files: rf.Files, Roles: map[string]string{},
+		Teams: rf.Teams, CodeOwners: rf.CodeOwners, UpdateMergedFrom: rf.UpdateMergedFrom,
+		PRCommits: rf.PRCommits, FromAgentSession: rf.FromAgentSession,
+	}
+	for _, u := range in.CommitUsers {
+		f.Contributors = append(f.Contributors, u.account())
+	}
+	for _, r := range in.Reviews {
+		f.Reviews = append(f.Reviews, approval.RuleReview{ID: r.ID, Reviewer: r.User.account(), Bot: r.User.IsBot(),
+			State: strings.ToUpper(r.State), Commit: r.CommitID})
+		if p, ok := in.Permissions[r.User.ID]; ok {
+			f.Roles[strings.ToLower(r.User.Login)] = p.Role()
+		}
+	}
+	return f
+}
+
+// hasRules reports whether the contract has approval rules or a
+// disapproval rule.
+func hasRules(in Input) bool { return len(in.Rule.Rules) > 0 || in.Rule.Disapproval != nil }
+
+// applyRules measures the approval rules and folds them into d. When a
+// rule applies, the approvals the rules credited are the ones counted
+// (and recorded, each with its credits); approval.required stays a
+// floor on their number. With no applicable rule the base decision
+// stands. A disapproval, a base blocker or an evaluation error keeps the
+// decision unsatisfied.
+func applyRules(d *Decision, in Input) {
+	byID := map[int64]Review{}
+	for _, r := range in.Reviews {
+		byID[r.ID] = r
+	}
+	rd, err := approval.EvaluateRules(in.Rule, in.facts())
+	if err != nil {
+		d.Satisfied, d.RulesError = false, err.Error()
+		d.Summary += "; approval rules refused: " + err.Error()
+		return
+	}
+	d.Rules = &rd
+	if rd.Applied {
+		d.Counted = nil
+		for _, id := range sortedIDs(rd.Credits) {
+			r := byID[id]
+			perm := "none"
+			if p, ok := in.Permissions[r.User.ID]; ok {
+				perm = p.Role()
+			}
+			d.Counted = append(d.Counted, Approval{Login: r.User.Login, UserID: r.User.ID, ReviewID: r.ID,
+				SubmittedAt: r.SubmittedAt, Commit: r.CommitID, Permission: perm, Rules: rd.Credits[id]})
+		}
+	}
+	d.Missing = max(0, in.Rule.Required-len(d.Counted))
+	d.Satisfied = in.Head != "" && rd.Satisfied && len(d.Blocking) == 0 && d.Missing == 0
+	if p := rd.Pending(); p != "" {
+		d.Summary += "; " + p
+	}
+	if rd.Applied && d.Satisfied {
+		d.Summary += "; approval rules met"
+	}
+}
+
+func sortedIDs(m map[int64][]approval.Credit) []int64 {
+	ids := make([]int64, 0, len(m))
+	for id := range m {
+		ids = append(ids, id)
+	}
+	for i := 1; i < len(ids); i++ {
+		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
+			ids[j], ids[j-1] = ids[j-1], ids[j]
+		}
+	}
+	return ids
+}
+
