@@ -162,6 +162,9 @@ type Decision struct {
 	// RulesError says why it was refused (fail closed).
 	Rules      *approval.RulesDecision `json:"rules,omitempty"`
 	RulesError string                  `json:"rules_error,omitempty"`
+	// NotKept are older approved commits whose approvals were not kept
+	// under ignore_update_merges, and why.
+	NotKept map[string]string `json:"not_kept,omitempty"`
 }
 
 func decisive(state string) bool {

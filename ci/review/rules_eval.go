@@ -50,6 +50,9 @@ func applyRules(d *Decision, in Input) {
 		return
 	}
 	d.Rules = &rd
+	if len(in.RuleFacts.NotKept) > 0 {
+		d.NotKept = in.RuleFacts.NotKept
+	}
 	if rd.Applied {
 		d.Counted = nil
 		for _, id := range sortedIDs(rd.Credits) {
