@@ -87,4 +87,3 @@ func sortedIDs(m map[int64][]approval.Credit) []int64 {
 	}
 	return ids
 }
-

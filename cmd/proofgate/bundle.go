@@ -472,6 +472,7 @@ type verifyFlags struct {
 	approvals                                                   int
 	anySource, anyContract, allowDirty, asJSON                  bool
 	requireSandbox                                              bool
+	requireRules                                                []string
 	keyless                                                     keylessVerifyFlags
 }
 
@@ -490,6 +491,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.witnessed, "witnessed-at", "", "a time the bundle existed by, from a witness the signer does not control (RFC 3339, e.g. the artifact's created_at)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.BoolVar(&f.requireSandbox, "require-sandbox", false, "refuse a run with a check that did not run in the docker sandbox (runtime: docker)")
+	fl.StringArrayVar(&f.requireRules, "require-rule", nil, "refuse a run whose approval did not satisfy this approval rule of the contract (repeatable; see approval.rules)")
 	f.keyless.register(c)
 }
 
@@ -517,6 +519,12 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	o.Commit, o.Tree, o.AnySource, o.Repo = strings.ToLower(f.commit), strings.ToLower(f.tree), f.anySource, f.repo
 	o.RequireApprovals, o.AllowDirty, o.AnyContract, o.ContractHash = f.approvals, f.allowDirty, f.anyContract, f.contractHash
 	o.RequireSandbox = f.requireSandbox
+	for _, r := range f.requireRules {
+		if r == "" {
+			return o, usageErr(errors.New("--require-rule is empty"))
+		}
+	}
+	o.RequireRules = f.requireRules
 	if changed("profile") {
 		o.Profile = &f.profile
 	}
