@@ -579,7 +579,7 @@ func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
 	var vf vsaFlags
 	c := &cobra.Command{
-		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--require-sandbox] [--json]",
+		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--require-rule NAME]... [--allow-dirty] [--require-sandbox] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
@@ -593,7 +593,9 @@ minutes); the carried checkpoint; --commit or --tree; --repo; a clean source
 here); --profile (exact; --profile "" requires the base contract); the
 contract; with --require-sandbox, that every check ran with runtime: docker
 (refused as unsandboxed-check naming the others); and at least
---require-approvals distinct approvals (default 1). An accepted verdict
+--require-approvals distinct approvals (default 1); with --require-rule
+NAME (repeatable), that an approval was credited to the contract's
+approval rule NAME (refused as rule-not-satisfied). An accepted verdict
 lists the checks that did not run sandboxed ("unsandboxed" in --json).
 
 The gate must say what it accepts. The source: --commit SHA, --tree SHA (a
