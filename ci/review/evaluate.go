@@ -2,6 +2,19 @@
 // review state, binding every counted approval to the exact verified head
 // commit. Evaluate is a pure function of the facts; Fetch reads the facts
 // from the API; Decide does both and refuses if the head moved meanwhile.
+//
+// When the contract has approval rules (docs/SPEC.md §1 "Approval
+// rules"), Decide also reads, through FetchRuleFacts: the pull request's
+// files (GET pulls/{n}/files, paginated, previous_filename for renames),
+// CODEOWNERS at the base commit (contents API, GitHub's three locations),
+// the membership of the author and every decisive reviewer in every team
+// the rules need (GET orgs/{org}/teams/{slug}, then
+// .../memberships/{user}: state active only; a missing team or a failed
+// lookup is a *TeamError, failing closed), and for ignore_update_merges
+// the commit comparisons that prove an older approved head only gained
+// update merges (rules_merges.go). kernel/approval.EvaluateRules then
+// decides; its credits travel with each counted Approval into
+// approval.recorded (github.rules).
 package review
 
 import (
