@@ -138,6 +138,8 @@ const (
 	ReasonPermission   Reason = "permission"
 	ReasonNoPermission Reason = "permission_unknown"
 	ReasonUnknownState Reason = "unknown_state"
+	// ReasonNotCredited: approval rules apply and none credited the review.
+	ReasonNotCredited Reason = "not_credited"
 )
 
 // Ignored is a review that did not count, and why.

@@ -1,6 +1,8 @@
 package review
 
 import (
+	"fmt"
+	"sort"
 	"strings"
 
 	"github.com/proofgate/proofgate/kernel/approval"
@@ -54,8 +56,17 @@ func applyRules(d *Decision, in Input) {
 		d.NotKept = in.RuleFacts.NotKept
 	}
 	if rd.Applied {
+		for _, a := range d.Counted {
+			if _, ok := rd.Credits[a.ReviewID]; !ok {
+				d.Ignored = append(d.Ignored, Ignored{Login: a.Login, UserID: a.UserID, ReviewID: a.ReviewID, State: StateApproved,
+					Commit: a.Commit, Reason: ReasonNotCredited, Why: "no applicable approval rule credited it"})
+			}
+		}
 		d.Counted = nil
-		for _, id := range sortedIDs(rd.Credits) {
+		// The kernel completes the run after approval.required recorded
+		// approvers: record first the approvals credited to the most
+		// rules, so the recorded ones carry as many credits as possible.
+		for _, id := range byCredits(rd.Credits) {
 			r := byID[id]
 			perm := "none"
 			if p, ok := in.Permissions[r.User.ID]; ok {
@@ -67,23 +78,34 @@ func applyRules(d *Decision, in Input) {
 	}
 	d.Missing = max(0, in.Rule.Required-len(d.Counted))
 	d.Satisfied = in.Head != "" && rd.Satisfied && len(d.Blocking) == 0 && d.Missing == 0
+	if rd.Applied {
+		d.Summary = fmt.Sprintf("%d approval(s) credited by the approval rules on %s (%d required)", len(d.Counted), short(in.Head), in.Rule.Required)
+	}
 	if p := rd.Pending(); p != "" {
 		d.Summary += "; " + p
 	}
 	if rd.Applied && d.Satisfied {
-		d.Summary += "; approval rules met"
+		d.Summary += ": approval rules met"
 	}
 }
 
-func sortedIDs(m map[int64][]approval.Credit) []int64 {
+func byCredits(m map[int64][]approval.Credit) []int64 {
 	ids := make([]int64, 0, len(m))
 	for id := range m {
 		ids = append(ids, id)
 	}
-	for i := 1; i < len(ids); i++ {
-		for j := i; j > 0 && ids[j] < ids[j-1]; j-- {
-			ids[j], ids[j-1] = ids[j-1], ids[j]
+	rules := func(id int64) int {
+		seen := map[string]bool{}
+		for _, c := range m[id] {
+			seen[c.Rule] = true
 		}
+		return len(seen)
 	}
+	sort.SliceStable(ids, func(i, j int) bool {
+		if a, b := rules(ids[i]), rules(ids[j]); a != b {
+			return a > b
+		}
+		return ids[i] < ids[j]
+	})
 	return ids
 }

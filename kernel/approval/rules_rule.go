@@ -22,12 +22,17 @@ func (ev *ruleEval) rule(r contract.ApprovalRule, credits map[int64][]Credit) (R
 	res.Applicable = true
 	var pending []Credit
 	var pendingIDs []int64
+	q := r.Requires
+	ownersOnly := q.CodeOwners && len(q.Users) == 0 && len(q.Teams) == 0 && len(q.Permissions) == 0
 	for _, rv := range ev.latest {
 		if rv.State != ReviewApproved {
 			continue
 		}
 		if miss := ev.eligible(r, rv); miss != "" {
 			res.Misses = append(res.Misses, Miss{rv.ID, rv.Reviewer.Login, miss})
+			continue
+		}
+		if ownersOnly { // only code owners count (below)
 			continue
 		}
 		c, miss, err := ev.qualifies(r, rv)
@@ -46,6 +51,9 @@ func (ev *ruleEval) rule(r contract.ApprovalRule, credits map[int64][]Credit) (R
 	owners, err := ev.codeOwners(r, &res)
 	if err != nil {
 		return res, err
+	}
+	if ownersOnly {
+		res.Approvers = len(owners)
 	}
 	res.Satisfied = res.Approvers >= res.Need && len(res.Unowned) == 0
 	if !res.Satisfied {
@@ -160,8 +168,9 @@ func (ev *ruleEval) disapprovals() ([]Block, error) {
 // mayApprove says who can satisfy what r still lacks.
 func (ev *ruleEval) mayApprove(r contract.ApprovalRule, res RuleResult) []string {
 	var who []string
-	if res.Approvers < res.Need {
-		q := r.Requires
+	q := r.Requires
+	ownersOnly := q.CodeOwners && len(q.Users) == 0 && len(q.Teams) == 0 && len(q.Permissions) == 0
+	if res.Approvers < res.Need && !ownersOnly {
 		for _, u := range q.Users {
 			who = append(who, "@"+u)
 		}

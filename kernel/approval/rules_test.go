@@ -177,7 +177,7 @@ func TestRenameOutOfOwnedPath(t *testing.T) {
 	if !d.Satisfied {
 		t.Fatalf("%+v", d.Rules[0])
 	}
-	if c := d.Credits[11]; len(c) != 2 || c[1].Via != ViaCodeOwner || strings.Join(c[1].Paths, ",") != "secure/x.go" {
+	if c := d.Credits[11]; len(c) != 1 || c[0].Via != ViaCodeOwner || strings.Join(c[0].Paths, ",") != "secure/x.go" {
 		t.Fatalf("credits %+v", d.Credits)
 	}
 }
