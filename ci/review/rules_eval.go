@@ -1,6 +1,7 @@
 package review
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -46,6 +47,9 @@ func applyRules(d *Decision, in Input) {
 		byID[r.ID] = r
 	}
 	rd, err := approval.EvaluateRules(in.Rule, in.facts())
+	if err == nil && !in.RuleFacts.Fetched {
+		err = errors.New("the facts approval rules read were not fetched (FetchRuleFacts)")
+	}
 	if err != nil {
 		d.Satisfied, d.RulesError = false, err.Error()
 		d.Summary += "; approval rules refused: " + err.Error()

@@ -41,6 +41,10 @@ type RuleFacts struct {
 	UpdateMergedFrom map[string]bool
 	NotKept          map[string]string
 	FromAgentSession bool
+	// Fetched is set by FetchRuleFacts: rules are never evaluated on
+	// facts that were not read (an empty file list would make every
+	// changed_files rule inapplicable).
+	Fetched bool
 }
 
 // TeamError is a team lookup that failed: evaluation fails closed.
@@ -79,7 +83,11 @@ func FetchRuleFacts(ctx context.Context, gh *github.Client, owner, repo string, 
 	if err := resolveTeams(ctx, gh, in); err != nil {
 		return err
 	}
-	return proveUpdateMerges(ctx, gh, owner, repo, in)
+	if err := proveUpdateMerges(ctx, gh, owner, repo, in); err != nil {
+		return err
+	}
+	rf.Fetched = true
+	return nil
 }
 
 type ghFile struct {

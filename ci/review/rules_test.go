@@ -248,3 +248,15 @@ func TestRulesIgnoreUpdateMerges(t *testing.T) {
 		}
 	}
 }
+
+// Rules are never evaluated on facts that were not fetched.
+func TestRulesUnfetchedFactsRefused(t *testing.T) {
+	in := review.Input{Head: head, Rule: teamRules(contract.RuleOptions{}), Reviews: []review.Review{{ID: 1, User: review.User{Login: "bob", ID: 2}, State: "APPROVED", CommitID: head}},
+		Permissions: map[int64]review.Permission{2: {Permission: "write"}}}
+	in.Rule.Rules[0].If = contract.RuleIf{}
+	in.Rule.Rules[0].Requires = contract.RuleRequires{Count: 1, Permissions: []string{"write"}}
+	d := review.Evaluate(in)
+	if d.Satisfied || !strings.Contains(d.RulesError, "not fetched") {
+		t.Fatalf("%+v", d)
+	}
+}
