@@ -82,6 +82,17 @@ func Match(pattern, path string) bool {
 // MatchSegments matches path segments against pattern segments ("**"
 // spans zero or more segments). It is exported for CODEOWNERS matching.
 func MatchSegments(pat, segs []string) bool {
+	if !slicesContains(pat, "**") { // no memo needed: one segment each
+		if len(pat) != len(segs) {
+			return false
+		}
+		for i := range pat {
+			if !Segment(pat[i], segs[i]) {
+				return false
+			}
+		}
+		return true
+	}
 	// memo[i][j]: pat[i:] against segs[j:], 0 unknown, 1 yes, 2 no.
 	memo := make([][]byte, len(pat)+1)
 	for i := range memo {
@@ -151,4 +162,13 @@ func Segment(pat, s string) bool {
 		pi++
 	}
 	return pi == len(p)
+}
+
+func slicesContains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
 }

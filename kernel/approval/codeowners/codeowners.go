@@ -77,7 +77,8 @@ type Entry struct {
 	segs    []string
 	anchor  bool
 	dirOnly bool
-	noDeep  bool // last segment is "*": no ownership of subdirectories
+	noDeep  bool   // last segment is "*": no ownership of subdirectories
+	lit0    string // the first segment when it is literal: a fast refusal
 }
 
 // Skipped is an invalid line GitHub would skip.
@@ -258,13 +259,18 @@ func compile(e *Entry) bool {
 		e.segs = append([]string{"**"}, e.segs...)
 	}
 	e.noDeep = e.segs[len(e.segs)-1] == "*"
+	if !strings.ContainsAny(e.segs[0], `*?\`) {
+		e.lit0 = e.segs[0]
+	}
 	return len(e.segs) <= pathglob.MaxSegments+1
 }
 
 // matches reports whether the entry matches path: the path itself or,
 // for a pattern that may own directories, a directory containing it.
-func (e *Entry) matches(path string) bool {
-	segs := strings.Split(path, "/")
+func (e *Entry) matches(segs []string) bool {
+	if e.lit0 != "" && segs[0] != e.lit0 {
+		return false
+	}
 	if !e.dirOnly && pathglob.MatchSegments(e.segs, segs) {
 		return true
 	}
@@ -286,9 +292,9 @@ func (f *File) Owners(path string) ([]Owner, *Entry) {
 	if f == nil {
 		return nil, nil
 	}
-	path = strings.TrimPrefix(path, "/")
+	segs := strings.Split(strings.TrimPrefix(path, "/"), "/")
 	for i := len(f.Entries) - 1; i >= 0; i-- {
-		if e := &f.Entries[i]; e.matches(path) {
+		if e := &f.Entries[i]; e.matches(segs) {
 			return e.Owners, e
 		}
 	}
