@@ -209,6 +209,9 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if res.Approvals < p.approvals {
 		return nil, refuse(InsufficientApprovals, fmt.Sprintf("%d distinct approvals, %d required", res.Approvals, p.approvals), b.id, nil)
 	}
+	if err := p.checkRules(b.rep.Decisions, b.id); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 

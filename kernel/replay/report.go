@@ -94,6 +94,9 @@ type GitHubReview struct {
 	Permission  string `json:"permission"`
 	SubmittedAt string `json:"submitted_at,omitempty"`
 	PullRequest int    `json:"pull_request,omitempty"`
+	// Rules are how the approval satisfied the contract's approval rules
+	// (docs/SPEC.md §1 Approval rules): absent without rules.
+	Rules []approval.Credit `json:"rules,omitempty"`
 }
 
 // Identity is who decision d speaks for.
