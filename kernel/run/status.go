@@ -90,7 +90,9 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 			}
 		}
 	}
-	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.DecisionPending != nil {
+	// An IMPLEMENTING run's agent changes the tree by design: it is
+	// verified by a successor (ADR 0017), never marked STALE for it.
+	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.State == Implementing || st.DecisionPending != nil {
 		return st, nil
 	}
 	ferr := checkFresh(ctx, f.Planned(), fresh)
