@@ -59,7 +59,9 @@ func checkImplementedBy(line int, e eventlog.Event, d PlannedData) error {
 }
 
 // checkImplementingSupersede checks a state.changed IMPLEMENTING →
-// SUPERSEDED: it names its successor, and no session is open.
+// SUPERSEDED names its successor. That no session is open (and no action
+// unsettled) is the session rules' (leaveImplementing), as for every way
+// out of IMPLEMENTING.
 func (f *Folder) checkImplementingSupersede(line int, d StateData) error {
 	if f.state != Implementing || d.To != Superseded {
 		return nil
@@ -67,13 +69,8 @@ func (f *Folder) checkImplementingSupersede(line int, d StateData) error {
 	if !ValidRunID(d.By) {
 		return bad(line, ReasonIllegalTransition, "IMPLEMENTING → SUPERSEDED must name its successor run, not %q", clipText(d.By))
 	}
-	return f.checkNoOpenSession(line)
+	return nil
 }
-
-// checkNoOpenSession refuses leaving IMPLEMENTING while a session is open.
-// Sessions are replayed by the session rows of the event-type table; until
-// they exist, no session can be open.
-func (f *Folder) checkNoOpenSession(int) error { return nil }
 
 // ImplementedBy is the replayed run.planned's implemented_by, or nil.
 func (f *Folder) ImplementedBy() *ImplementedBy { return f.planned.ImplementedBy }

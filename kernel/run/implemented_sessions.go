@@ -1,7 +1,14 @@
 package run
 
-// openSessions lists the run's open agent sessions (kernel/replay's
-// session view); planImplemented refuses a successor while any is open.
+// openSessions lists the run's open agent sessions (the replay's session
+// view); planImplemented refuses a successor while any is open, before the
+// replay would refuse the supersession itself.
 func (r *Run) openSessions() []string {
-	return nil
+	var open []string
+	for _, s := range r.Report().Sessions {
+		if s.Open {
+			open = append(open, s.ID)
+		}
+	}
+	return open
 }
