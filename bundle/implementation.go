@@ -10,6 +10,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -136,7 +137,7 @@ func auditImplementationDir(dir, id string) (map[string][]byte, *replay.Report, 
 		}
 		mem[name] = b
 	}
-	rep, err := replay.AuditFS(replay.Overlay(dir, mem), replay.BlobsVerified())
+	rep, err := replay.AuditFS(replay.Overlay(dir, mem), replay.BlobsVerified(), replay.RebuildInputs(input.Rebuild))
 	if err != nil {
 		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: "implementation run: " + err.Error(), Err: err}
 	}
@@ -172,7 +173,7 @@ func (b *unpacked) auditImplementation() error {
 			return refuse(MissingFile, fmt.Sprintf("implemented_by names run %s, and the bundle does not carry its %s", ib.Run, name), b.id, nil)
 		}
 	}
-	rep, err := replay.AuditFS(mem, replay.BlobsVerified())
+	rep, err := replay.AuditFS(mem, replay.BlobsVerified(), replay.RebuildInputs(input.Rebuild))
 	if err != nil {
 		return refuseImplementationAudit(err, ib.Run, b.id)
 	}

@@ -230,10 +230,12 @@ type unpacked struct {
 	wk envelope.WitnessedKey
 }
 
-// readArchive reads the archive safely. Blobs are only hashed, never held:
-// the audit needs their presence, the subjects their digests.
+// readArchive reads the archive safely. The run's blobs are only hashed,
+// never held: the audit needs their presence, the subjects their digests.
+// The implementation run's blobs are held (within the archive's bounds):
+// its message manifests are rebuilt from them.
 func readArchive(r io.Reader, lim archive.Limits) (*unpacked, error) {
-	list, err := archive.ReadKeep(r, lim, func(name string) bool { return !isBlobName(name) && !isImplementationBlob(name) })
+	list, err := archive.ReadKeep(r, lim, func(name string) bool { return !isBlobName(name) })
 	if err != nil {
 		return nil, refuse(archiveReason(err), err.Error(), "", err)
 	}
