@@ -23,7 +23,7 @@ import (
 // them: allowed, approval-required and manifest-input calls), the agent's
 // commit, and the COMPLETE successor B planned with implemented_by A.
 type implFixture struct {
-	*fixture          // B
+	*fixture        // B
 	implID, implDir string
 	c               *contract.Resolved
 }
