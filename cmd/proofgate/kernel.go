@@ -145,12 +145,16 @@ type planFlags struct {
 	profile     string
 	allowDirty  bool
 	contextFile string
+	// implementedBy is the implementation run this plan verifies
+	// (implemented.go).
+	implementedBy string
 }
 
 func (p *planFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&p.profile, "profile", "", "contract profile to resolve")
 	c.Flags().BoolVar(&p.allowDirty, "allow-dirty", false, "plan on a work tree with uncommitted changes (recorded in the run)")
 	c.Flags().StringVar(&p.contextFile, "context-file", "", "JSON context snapshot(s) to verify and attach")
+	registerImplementedBy(c, p)
 }
 
 func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
@@ -196,7 +200,7 @@ func (p *planFlags) options(ctx context.Context, g *globals, c *contract.Resolve
 		return run.PlanOptions{}, err
 	}
 	return run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
-		AllowDirty: p.allowDirty, Context: snaps}, nil
+		AllowDirty: p.allowDirty, Context: snaps, ImplementedBy: p.implementedBy}, nil
 }
 
 // planConnected loads the contract, connects its runtimes (a missing Docker
