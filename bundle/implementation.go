@@ -10,7 +10,6 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -24,6 +23,12 @@ import (
 // names at the head and length recorded there, superseded by the bundled
 // run and by nothing else, and summarises it in the predicate's
 // run.implemented_by.
+
+// Manifest inputs (conversations stored as message blobs) are rebuilt with
+// replay.DefaultRebuilder (kernel/input's Rebuild, which the writer side
+// registers): without one, a log naming a manifest input is refused, never
+// accepted unchecked. The verification side does not import kernel/input
+// itself, which depends on the writer's blob store.
 
 // ImplementationPrefix is the directory of the implementation run's files.
 const ImplementationPrefix = "implementation/"
@@ -137,7 +142,7 @@ func auditImplementationDir(dir, id string) (map[string][]byte, *replay.Report, 
 		}
 		mem[name] = b
 	}
-	rep, err := replay.AuditFS(replay.Overlay(dir, mem), replay.BlobsVerified(), replay.RebuildInputs(input.Rebuild))
+	rep, err := replay.AuditFS(replay.Overlay(dir, mem), replay.BlobsVerified())
 	if err != nil {
 		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: "implementation run: " + err.Error(), Err: err}
 	}
@@ -173,7 +178,7 @@ func (b *unpacked) auditImplementation() error {
 			return refuse(MissingFile, fmt.Sprintf("implemented_by names run %s, and the bundle does not carry its %s", ib.Run, name), b.id, nil)
 		}
 	}
-	rep, err := replay.AuditFS(mem, replay.BlobsVerified(), replay.RebuildInputs(input.Rebuild))
+	rep, err := replay.AuditFS(mem, replay.BlobsVerified())
 	if err != nil {
 		return refuseImplementationAudit(err, ib.Run, b.id)
 	}
