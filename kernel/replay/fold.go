@@ -75,6 +75,8 @@ type Folder struct {
 	// s is the replay of agent sessions (session_fold.go), nil before the
 	// first session event.
 	s *sessionFold
+	// dry: the session rules check an event without applying it (Try).
+	dry bool
 }
 
 // digestRE is the only shape a blob reference may have: anything else could

@@ -124,6 +124,9 @@ func (f *Folder) applySessionStarted(line int, e eventlog.Event, d SessionStarte
 	if err := checkOwner(line, d.Owner, "owner"); err != nil {
 		return err
 	}
+	if f.dry {
+		return nil
+	}
 	sf.sessions[d.Session] = &sessionState{id: d.Session, agent: d.Agent, owner: d.Owner, open: true, turns: map[string]bool{}}
 	sf.order = append(sf.order, d.Session)
 	sf.open = d.Session
@@ -165,6 +168,9 @@ func (f *Folder) applySessionResumed(line int, e eventlog.Event, d SessionResume
 	if d.Ambiguous == nil || !slices.Equal(d.Ambiguous, want) {
 		return bad(line, ReasonAmbiguous, "session.resumed lists ambiguous %v, the replay finds %v", d.Ambiguous, want)
 	}
+	if f.dry {
+		return nil
+	}
 	for _, id := range want {
 		f.s.actions[id].recover = true
 	}
@@ -185,6 +191,9 @@ func (f *Folder) applySessionEnded(line int, e eventlog.Event, d SessionEndedDat
 	}
 	if printable.CheckText("reason", d.Reason) != nil {
 		return bad(line, ReasonSessionBadFields, "session.ended reason is not printable text")
+	}
+	if f.dry {
+		return nil
 	}
 	s.open, f.s.open = false, ""
 	return nil
@@ -229,6 +238,9 @@ func (f *Folder) applyTurnStarted(line int, e eventlog.Event, d TurnData) error 
 	if want := fmt.Sprintf("t-%d", s.nturns+1); d.Turn != want {
 		return bad(line, ReasonTurn, "turn %q started, the session's next turn is %s", d.Turn, want)
 	}
+	if f.dry {
+		return nil
+	}
 	s.nturns++
 	s.turns[d.Turn] = true
 	return nil
@@ -245,6 +257,22 @@ func (f *Folder) applyTurnFinished(line int, e eventlog.Event, d TurnData) error
 	if !s.turns[d.Turn] {
 		return bad(line, ReasonTurn, "turn %q finished, but it is not a started, unfinished turn of session %s", d.Turn, d.Session)
 	}
+	if f.dry {
+		return nil
+	}
 	s.turns[d.Turn] = false
 	return nil
+}
+
+// TrySession checks that a session, turn or tool event e would replay as
+// line line, without applying it: kernel/run refuses an event before it is
+// in the log rather than after. Other event types are refused.
+func (f *Folder) TrySession(line int, e eventlog.Event) error {
+	t, ok := eventTypes[e.Type]
+	if !ok || t.writers&WriterSession == 0 {
+		return bad(line, ReasonUnknownEvent, "%q is not a session event", e.Type)
+	}
+	f.dry = true
+	defer func() { f.dry = false }()
+	return t.apply(f, line, e)
 }

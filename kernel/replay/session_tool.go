@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"strings"
+
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -64,7 +66,12 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 		case o.v.Tool != d.Tool || o.v.InputHash != d.InputHash:
 			return bad(line, ReasonApprovalBinding, "retry_of %s names another tool or input hash", d.RetryOf)
 		}
-		o.retriedBy, o.v.RetriedBy = d.Action, d.Action
+		if !f.dry {
+			o.retriedBy, o.v.RetriedBy = d.Action, d.Action
+		}
+	}
+	if f.dry {
+		return nil
 	}
 	a := &actionState{session: d.Session, trace: d.Trace, v: ActionView{ID: d.Action, Tool: d.Tool, Turn: d.Turn,
 		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Status: ActionRequested, RetryOf: d.RetryOf}}
@@ -139,6 +146,9 @@ func (f *Folder) policyDecided(line int, a *actionState, d ToolDecidedData) erro
 	case d.Decision != effect || *d.Rule != rule || d.RuleID != id:
 		return bad(line, ReasonPolicyMismatch, "action %s: recorded %s by rule %d (%s), the contract's policy gives %s by rule %d (%s)", d.Action, d.Decision, *d.Rule, d.RuleID, effect, rule, id)
 	}
+	if f.dry {
+		return nil
+	}
 	a.policy, a.v.Decision, a.v.RuleID = effect, effect, id
 	a.v.Status = map[string]string{DecisionAllow: ActionAllowed, DecisionBlock: ActionBlocked, DecisionRequireApproval: ActionPending}[effect]
 	return nil
@@ -150,7 +160,7 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 		return bad(line, ReasonSessionBadFields, "a human decision names a rule")
 	case printable.Check("actor", d.Actor) != nil:
 		return bad(line, ReasonSessionBadFields, "a human decision needs a printable actor")
-	case d.Actor == s.agent:
+	case strings.EqualFold(d.Actor, s.agent):
 		return bad(line, ReasonSelfApproval, "action %s decided by the session's own agent %q", d.Action, d.Actor)
 	}
 	switch d.Decision {
@@ -163,6 +173,9 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 		case d.InputHash != a.v.InputHash:
 			return bad(line, ReasonApprovalBinding, "action %s: %s binds input %s, the request's input is %s", d.Action, d.Decision, d.InputHash, a.v.InputHash)
 		}
+		if f.dry {
+			return nil
+		}
 		a.human, a.v.Approval, a.v.Approver = d.Decision, d.Decision, d.Actor
 		a.v.Status = map[string]string{DecisionApprove: ActionApproved, DecisionReject: ActionRejected}[d.Decision]
 		return nil
@@ -172,6 +185,9 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 			return bad(line, ReasonSessionBadFields, "a %s decision binds no input_hash", d.Decision)
 		case !a.finished || a.v.Result != ResultCrashed || a.resolved != "":
 			return bad(line, ReasonApprovalBinding, "action %s: %s of an action that is not ambiguous", d.Action, d.Decision)
+		}
+		if f.dry {
+			return nil
 		}
 		a.resolved = d.Decision
 		a.v.Status = map[string]string{DecisionRetry: ActionRetried, DecisionAbandon: ActionAbandoned}[d.Decision]
@@ -214,6 +230,9 @@ func (f *Folder) applyToolStarted(line int, e eventlog.Event, d ToolStartedData)
 	if _, ok := f.c.Tool(a.v.Tool); !ok {
 		return bad(line, ReasonPolicyMismatch, "action %s: tool %q is not in the contract", d.Action, a.v.Tool)
 	}
+	if f.dry {
+		return nil
+	}
 	f.s.receipts[d.Receipt] = true
 	a.started, a.v.Receipt, a.v.Status = true, d.Receipt, ActionStarted
 	return nil
@@ -251,6 +270,9 @@ func (f *Folder) applyToolProgress(line int, e eventlog.Event, d ToolProgressDat
 	case !digestRE.MatchString(d.Snapshot):
 		return bad(line, ReasonSessionBadFields, "snapshot %q is not sha256:<64 hex>", d.Snapshot)
 	}
+	if f.dry {
+		return nil
+	}
 	a.progress++
 	f.blobs[d.Snapshot] = true
 	return nil
@@ -268,10 +290,15 @@ func (f *Folder) applyToolFinished(line int, e eventlog.Event, d ToolFinishedDat
 		return err
 	}
 	for _, st := range []*runtime.Stream{d.Stdout, d.Stderr} {
+		if st != nil && !digestRE.MatchString(st.Digest) {
+			return bad(line, ReasonSessionBadFields, "stream digest %q is not sha256:<64 hex>", st.Digest)
+		}
+	}
+	if f.dry {
+		return nil
+	}
+	for _, st := range []*runtime.Stream{d.Stdout, d.Stderr} {
 		if st != nil {
-			if !digestRE.MatchString(st.Digest) {
-				return bad(line, ReasonSessionBadFields, "stream digest %q is not sha256:<64 hex>", st.Digest)
-			}
 			f.blobs[st.Digest] = true
 		}
 	}
@@ -304,8 +331,10 @@ func (f *Folder) checkFinish(line int, a *actionState, d ToolFinishedData) error
 		}
 		want := map[string]func(runtime.Outcome) bool{
 			ResultSuccess: func(o runtime.Outcome) bool { return o == runtime.Passed && d.ExitCode == 0 },
-			ResultFailure: func(o runtime.Outcome) bool { return o.Valid() && o != runtime.Passed && o != runtime.Error && o != runtime.Skipped && o != runtime.Interrupted },
-			ResultDenied:  func(o runtime.Outcome) bool { return o == runtime.Error },
+			ResultFailure: func(o runtime.Outcome) bool {
+				return o.Valid() && o != runtime.Passed && o != runtime.Error && o != runtime.Skipped && o != runtime.Interrupted
+			},
+			ResultDenied: func(o runtime.Outcome) bool { return o == runtime.Error },
 		}[d.Result]
 		if !want(d.Outcome) {
 			return bad(line, ReasonReceipt, "result %s with outcome %q exit %d", d.Result, d.Outcome, d.ExitCode)

@@ -61,6 +61,9 @@ func planImplemented(ctx context.Context, o PlanOptions) (*Run, error) {
 	if o.Supersedes != "" {
 		return nil, &ImplementedByError{Run: o.ImplementedBy, Reason: ImplOptions, Detail: "a run is planned either as a retry (supersedes) or as an implementation's successor, not both"}
 	}
+	if o.Implement {
+		return nil, &ImplementedByError{Run: o.ImplementedBy, Reason: ImplOptions, Detail: "a successor verifies the implementation; it is not itself implemented in (plan another run with --implement for more agent work)"}
+	}
 	impl, err := Open(o.StateDir, o.ImplementedBy)
 	if err != nil {
 		return nil, err

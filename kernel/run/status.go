@@ -90,8 +90,8 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 			}
 		}
 	}
-	// An IMPLEMENTING run's agent changes the tree by design: it is
-	// verified by a successor (ADR 0017), never marked STALE for it.
+	// IMPLEMENTING: an agent is changing the work tree by design; the
+	// verification that follows binds what it leaves.
 	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.State == Implementing || st.DecisionPending != nil {
 		return st, nil
 	}
