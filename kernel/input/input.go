@@ -58,8 +58,6 @@ import (
 	stdjson "encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
 
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/canon"
@@ -139,46 +137,23 @@ func Store(bs *blob.Store, canonical []byte) (Stored, error) {
 	if err != nil {
 		return Stored{}, err
 	}
-	if plan == nil {
-		n, err := put(bs, canonical)
-		st.Ref, st.Written = canon.SumBytes(canonical), n
-		return st, err
+	blobs, ref := [][]byte{canonical}, st.Hash
+	if plan != nil {
+		blobs, ref, st.Manifest = plan.blobs, plan.ref, true
 	}
-	for _, b := range plan.blobs {
-		n, err := put(bs, b)
-		if err != nil {
-			return Stored{}, err
-		}
-		st.Written += n
+	digests := make([]string, len(blobs))
+	for i, b := range blobs {
+		digests[i] = canon.SumBytes(b)
 	}
-	st.Ref, st.Manifest = plan.ref, true
+	n, err := bs.PutMany(digests, blobs)
+	if errors.Is(err, blob.ErrMismatch) {
+		return Stored{}, &Error{Reason: ReasonDigest, Detail: "an existing blob does not hold its bytes", Err: err}
+	}
+	if err != nil {
+		return Stored{}, fmt.Errorf("input: %w", err)
+	}
+	st.Ref, st.Written = ref, n
 	return st, nil
-}
-
-// put writes b unless a blob of its digest exists, which is verified
-// instead; it returns the bytes newly written.
-func put(bs *blob.Store, b []byte) (int64, error) {
-	d := canon.SumBytes(b)
-	p, err := bs.Path(d)
-	if err != nil {
-		return 0, err
-	}
-	if _, err := os.Lstat(p); err == nil {
-		if err := bs.Verify(d); err != nil {
-			return 0, &Error{Reason: ReasonDigest, Detail: "existing blob " + d + " does not hold its bytes", Err: err}
-		}
-		return 0, nil
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return 0, fmt.Errorf("input: %w", err)
-	}
-	got, err := bs.Put(b)
-	if err != nil {
-		return 0, fmt.Errorf("input: %w", err)
-	}
-	if got != d {
-		return 0, fmt.Errorf("input: blob store named %s as %s", d, got)
-	}
-	return int64(len(b)), nil
 }
 
 // FromStore returns a get function for Rebuild that reads blobs from bs,

@@ -64,11 +64,8 @@ func split(canonical []byte, hash string) (*plan, error) {
 	p.ref = canon.SumBytes(mf)
 	// The representation must rebuild what it stands for before any of
 	// it is written.
-	again, err := assemble(rest, msgs)
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.Equal(again, canonical) {
+	again, err := canon.Transform(join(rest, msgs))
+	if err != nil || !bytes.Equal(again, canonical) {
 		return nil, fail(ReasonNotCanonical, "messages and rest do not rebuild the input")
 	}
 	return p, nil
@@ -109,7 +106,7 @@ func manifestBytes(n int, hash, last, rest string) []byte {
 		`","last":"` + last + `","rest":"` + rest + `"}`)
 }
 
-// assemble adds "messages" to the rest object and canonicalises.
+// assemble adds "messages" to the rest object and canonicalises, strictly.
 func assemble(rest []byte, msgs []stdjson.RawMessage) ([]byte, error) {
 	size := len(rest) + len(`,"messages":[]`)
 	for _, m := range msgs {
@@ -117,6 +114,15 @@ func assemble(rest []byte, msgs []stdjson.RawMessage) ([]byte, error) {
 	}
 	if size > MaxInput+1 {
 		return nil, fail(ReasonTooLarge, "rebuilt input is more than %d bytes", MaxInput)
+	}
+	return Canonical(join(rest, msgs))
+}
+
+// join writes {"messages":[msgs...], rest's members}, not yet canonical.
+func join(rest []byte, msgs []stdjson.RawMessage) []byte {
+	size := len(rest) + len(`,"messages":[]`)
+	for _, m := range msgs {
+		size += len(m) + 1
 	}
 	var b bytes.Buffer
 	b.Grow(size)
@@ -134,7 +140,7 @@ func assemble(rest []byte, msgs []stdjson.RawMessage) ([]byte, error) {
 	} else {
 		b.WriteByte('}')
 	}
-	return Canonical(b.Bytes())
+	return b.Bytes()
 }
 
 // Rebuild reads ref through get and returns the canonical input it stands

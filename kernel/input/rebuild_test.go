@@ -23,17 +23,6 @@ func (m mem) put(b string) string {
 	return d
 }
 
-// canonPut canonicalises b first, so a crafted blob fails for the reason
-// under test rather than for its layout.
-func (m mem) canonPut(t *testing.T, b string) string {
-	t.Helper()
-	c, err := canon.Transform([]byte(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m.put(string(c))
-}
-
 func (m mem) get(d string) ([]byte, error) {
 	b, ok := m[d]
 	if !ok {
