@@ -25,6 +25,19 @@ import (
 // (when it still replays), and re-sign the statement over the new files.
 func rewriteRun(t *testing.T, fs []archive.File, k *signingKey, prefix string, mutate func([]eventlog.Event) []eventlog.Event) []archive.File {
 	t.Helper()
+	fs, events := rewriteMembers(t, fs, prefix, mutate)
+	return resign(t, fs, k, func(s *Statement) {
+		s.Subject = subjectsFor(fs)
+		if prefix == "" && len(events) > 0 {
+			s.Predicate.Run.Chain = Chain{Head: events[len(events)-1].Hash, Length: len(events)}
+		}
+	})
+}
+
+// rewriteMembers is rewriteRun without the signature: the members with the
+// log under prefix mutated and re-chained, and its run.json rewritten.
+func rewriteMembers(t testing.TB, fs []archive.File, prefix string, mutate func([]eventlog.Event) []eventlog.Event) ([]archive.File, []eventlog.Event) {
+	t.Helper()
 	var c contract.Resolved
 	var events []eventlog.Event
 	for _, f := range fs {
@@ -57,16 +70,11 @@ func rewriteRun(t *testing.T, fs []archive.File, k *signingKey, prefix string, m
 		proj, _ := json.MarshalIndent(rep, "", "  ")
 		fs = edit(fs, prefix+RunFile, func([]byte) []byte { return append(proj, '\n') })
 	}
-	return resign(t, fs, k, func(s *Statement) {
-		s.Subject = subjectsFor(fs)
-		if prefix == "" && len(events) > 0 {
-			s.Predicate.Run.Chain = Chain{Head: events[len(events)-1].Hash, Length: len(events)}
-		}
-	})
+	return fs, events
 }
 
 // editData rewrites the data of the n-th event of type typ (from 0).
-func editData(t *testing.T, typ string, n int, fn func(map[string]any)) func([]eventlog.Event) []eventlog.Event {
+func editData(t testing.TB, typ string, n int, fn func(map[string]any)) func([]eventlog.Event) []eventlog.Event {
 	return func(events []eventlog.Event) []eventlog.Event {
 		for i, e := range events {
 			if e.Type != typ {
