@@ -18,6 +18,9 @@ func TestImplementationBundle(t *testing.T) {
 	if ib == nil || ib.Run != f.implID || ib.Sessions != 1 || ib.ToolCalls != 4 {
 		t.Fatalf("implemented_by %+v", ib)
 	}
+	if v := res.Verdict(); v.ImplementedBy == nil || *v.ImplementedBy != *ib {
+		t.Fatalf("verdict implemented_by %+v", v.ImplementedBy)
+	}
 	if again := export(t, f.fixture, k, ExportOptions{}); !bytes.Equal(good, again) {
 		t.Fatal("export is not deterministic")
 	}
