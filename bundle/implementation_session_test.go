@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -163,14 +164,46 @@ func TestImplementationRealSession(t *testing.T) {
 		t.Fatalf("implemented_by %+v (implementation run has %d events)", res.Run.ImplementedBy, a.ChainLength)
 	}
 
-	// The implementation run's receipts travel: a forged output hash in
-	// its log, re-chained and re-signed, is refused by the replay.
+	// The implementation run's receipts travel: each tampering below is
+	// re-chained and re-signed by the trusted key, and still refused.
 	fs := files(t, buf.Bytes())
-	forged := rewriteRun(t, fs, k, ImplementationPrefix+s.implID+"/", editData(t, replay.TypeToolFinished, 0, func(d map[string]any) {
-		d["output_hash"] = "sha256:" + strings.Repeat("e", 64)
-	}))
-	_, err = Verify(bytes.NewReader(repack(t, forged)), storeWith(t, k), anyRun)
-	if reasonOf(err) != AuditFailed || replayReason(err) != replay.ReasonReceipt {
-		t.Fatalf("forged receipt: %v", err)
+	a0 := ImplementationPrefix + s.implID + "/"
+	other := makeImplemented(t)
+	otherFS := files(t, export(t, other.fixture, k, ExportOptions{}))
+	// tool.decided in log order: greet (policy), wipe (policy), deploy
+	// (policy), deploy (human approve by alice).
+	const humanApproval = 3
+	for _, tc := range []struct {
+		name   string
+		fs     []archive.File
+		want   Reason
+		replay replay.AuditReason
+	}{
+		{"forged receipt: output hash", rewriteRun(t, fs, k, a0, editData(t, replay.TypeToolFinished, 0, func(d map[string]any) {
+			d["output_hash"] = "sha256:" + strings.Repeat("e", 64)
+		})), AuditFailed, replay.ReasonReceipt},
+		{"forged receipt: the blocked call started", rewriteRun(t, fs, k, a0, insertAfter(t, replay.TypeToolDecided, 1, replay.TypeToolStarted, map[string]any{
+			"action": dataOf(t, fs, a0, replay.TypeToolRequested, 1)["action"], "receipt": "r-0000000000ff", "session": dataOf(t, fs, a0, replay.TypeToolRequested, 1)["session"],
+			"tool": "wipe", "input_hash": dataOf(t, fs, a0, replay.TypeToolRequested, 1)["input_hash"], "input_ref": dataOf(t, fs, a0, replay.TypeToolRequested, 1)["input_ref"],
+			"decision": "allow", "owner": dataOf(t, fs, a0, replay.TypeSessionStarted, 0)["owner"]})), AuditFailed, replay.ReasonDenied},
+		{"approval replayed for another input hash", rewriteRun(t, fs, k, a0, editData(t, replay.TypeToolDecided, humanApproval, func(d map[string]any) {
+			d["input_hash"] = dataOf(t, fs, a0, replay.TypeToolRequested, 0)["input_hash"]
+		})), AuditFailed, replay.ReasonApprovalBinding},
+		{"approval by the session's own agent", rewriteRun(t, fs, k, a0, editData(t, replay.TypeToolDecided, humanApproval, func(d map[string]any) {
+			d["actor"] = "claude-code"
+		})), AuditFailed, replay.ReasonSelfApproval},
+		{"implementation log from another run", resign(t, swapImplementation(fs, a0, otherFS, ImplementationPrefix+other.implID+"/"), k, func(st *Statement) {
+			st.Subject = subjectsFor(swapImplementation(fs, a0, otherFS, ImplementationPrefix+other.implID+"/"))
+		}), ImplementationMismatch, ""},
+		{"implemented_by head edited", rewriteRun(t, fs, k, "", editData(t, replay.TypePlanned, 0, func(d map[string]any) {
+			d["implemented_by"].(map[string]any)["head"] = "sha256:" + strings.Repeat("1", 64)
+		})), ImplementationMismatch, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Verify(bytes.NewReader(repack(t, tc.fs)), storeWith(t, k), anyRun)
+			if reasonOf(err) != tc.want || (tc.replay != "" && replayReason(err) != tc.replay) {
+				t.Fatalf("refusal %v, want %s (%s)", err, tc.want, tc.replay)
+			}
+		})
 	}
 }
