@@ -19,6 +19,11 @@ type Resolved struct {
 	// Caches are the declared caches, sorted by name; absent when none,
 	// so the hash of a contract without caches is unchanged.
 	Caches []Cache `json:"caches,omitempty"`
+	// Tools are the tools an agent session may call, in contract order;
+	// Policy is the ordered rule list that gates them. Both are absent
+	// when none, so the hash of a contract without them is unchanged.
+	Tools  []Tool `json:"tools,omitempty"`
+	Policy []Rule `json:"policy,omitempty"`
 }
 
 // Check is one fully resolved check.

@@ -78,6 +78,9 @@ type Spec struct {
 	// it can outlive the harness, so that 'events unlock' and 'gc' can kill
 	// what a dead harness left. Empty: nothing is recorded.
 	ProcDir string
+	// Stdin is fed to the process's standard input, then closed; nil means
+	// no input (/dev/null).
+	Stdin []byte
 }
 
 // Sandbox is the effective isolation profile requested for a check.
