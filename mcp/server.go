@@ -33,7 +33,9 @@ type Options struct {
 	// Open returns the session to serve. It is called once, when the
 	// client initializes (see the package doc); its error fails that
 	// request and is tried again on the next one.
-	Open func(ctx context.Context) (Session, error)
+	// client is the name the client gave in initialize ("" when it gave
+	// none, or skipped initialize).
+	Open func(ctx context.Context, client string) (Session, error)
 	// End says whether Run ends the session when the client goes away (a
 	// session the server started); false leaves it open (a session that
 	// `proofgate session start` started and its own `session end` ends).
@@ -53,8 +55,9 @@ type Server struct {
 	srv *sdk.Server
 	log *slog.Logger
 
-	mu   sync.Mutex // serializes opening, calls and ending
-	sess Session
+	mu     sync.Mutex // serializes opening, calls and ending
+	sess   Session
+	client string
 }
 
 // New returns a server; Run serves it.
@@ -83,7 +86,7 @@ func (s *Server) Session() Session {
 
 // Run serves the client on t until the transport closes or ctx is done,
 // then (Options.End) ends the session. The error is the transport's, or
-// ctx's, or the session's refusal to end, joined.
+// the session's refusal to end, joined; a cancelled ctx is a clean end.
 func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	ss, err := s.srv.Connect(ctx, t, nil)
 	if err != nil {
@@ -95,9 +98,10 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	var runErr error
 	select {
 	case <-ctx.Done():
+		// SIGTERM/SIGINT: a clean end, not an error.
 		ss.Close()
 		<-done
-		reason, runErr = "interrupted", ctx.Err()
+		reason = "interrupted"
 	case err := <-done:
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, sdk.ErrConnectionClosed) {
 			runErr = err
@@ -128,7 +132,7 @@ func (s *Server) open(ctx context.Context) (Session, error) {
 	if s.o.Open == nil {
 		return nil, errors.New("mcp: no session to serve")
 	}
-	sess, err := s.o.Open(ctx)
+	sess, err := s.o.Open(ctx, s.client)
 	if err != nil {
 		s.log.Error("cannot open the session", "error", err)
 		return nil, err
@@ -144,6 +148,11 @@ func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
 		case "initialize", "server/discover":
+			if r, ok := req.(*sdk.InitializeRequest); ok && r.Params != nil && r.Params.ClientInfo != nil {
+				s.mu.Lock()
+				s.client = r.Params.ClientInfo.Name
+				s.mu.Unlock()
+			}
 			res, err := next(ctx, method, req)
 			if err != nil {
 				return res, err

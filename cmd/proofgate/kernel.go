@@ -352,17 +352,26 @@ func printReport(w io.Writer, rep *run.Report) {
 
 func planCmd(g *globals) *cobra.Command {
 	var pf planFlags
-	var asJSON bool
+	var asJSON, implement bool
 	c := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan a run: freeze the contract and bind the source",
 		Long: `Plan a run without executing it: resolve the contract, bind the commit, its
 tree and the work-tree state (a dirty tree is refused unless --allow-dirty),
-freeze contract.json and record run.planned. Execute it with 'proofgate exec'.`,
+freeze contract.json and record run.planned. Execute it with 'proofgate exec'.
+With --implement the run then enters IMPLEMENTING, where an agent works
+through the contract's tools ('proofgate mcp RUN', 'proofgate tool exec');
+'proofgate exec RUN' verifies it after its sessions ended.
+
+  proofgate plan
+  RUN=$(proofgate plan --implement)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if implement {
+				return planImplementCmd(ctx, g, &pf, asJSON)
+			}
 			c, err := pf.load(g)
 			if err != nil {
 				return err
@@ -381,6 +390,7 @@ freeze contract.json and record run.planned. Execute it with 'proofgate exec'.`,
 	}
 	pf.register(c)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&implement, "implement", false, "enter IMPLEMENTING: an agent session works on the run before verification")
 	return c
 }
 
