@@ -273,7 +273,6 @@ func implementingReport(g *globals, id string) (*run.Report, error) {
 	return rep, nil
 }
 
-
 // planImplementCmd is 'plan --implement': the run id (or, --json, its
 // report) on stdout.
 func planImplementCmd(ctx context.Context, g *globals, pf *planFlags, asJSON bool) error {

@@ -384,4 +384,3 @@ action.
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
 }
-
