@@ -23,6 +23,14 @@ else
   echo "inspector-up: npm ci into $dir" >&2
   cp "$src/package.json" "$src/package-lock.json" "$dir/"
   (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error >&2)
+  # inspector-cli 1.0.3 reads its own package.json through a path that it
+  # tests relative to the working directory (upstream inspector issue #1334,
+  # closed unfixed with v1's deprecation): "../package.json" when the
+  # working directory's parent has one, else "../../package.json" next to
+  # the package, which npm does not create. It then fails from any other
+  # directory. A copy of its package.json there makes it work from every
+  # directory; the package's own files are unchanged.
+  cp "$dir/node_modules/@modelcontextprotocol/inspector-cli/package.json" "$dir/node_modules/@modelcontextprotocol/package.json"
   echo "$stamp" > "$dir/stamp"
 fi
 echo "$bin"
