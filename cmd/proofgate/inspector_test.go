@@ -94,7 +94,9 @@ func TestMCPInspectorCLI(t *testing.T) {
 	runID := strings.TrimSpace(mustCLI(t, 0, bin, dir, "plan", "--implement"))
 	sess := strings.TrimSpace(mustCLI(t, 0, bin, dir, "session", "start", runID, "--agent", "inspector"))
 	server := []string{"proofgate", "mcp", runID, "--session", sess}
-	do := func(args ...string) inspectorResult { return inspect(t, insp, bin, dir, append(slices.Clone(server), args...)...) }
+	do := func(args ...string) inspectorResult {
+		return inspect(t, insp, bin, dir, append(slices.Clone(server), args...)...)
+	}
 
 	lt := do("--method", "tools/list")
 	var names []string
