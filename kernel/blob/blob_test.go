@@ -290,3 +290,47 @@ func FuzzPath(f *testing.F) {
 		}
 	})
 }
+
+func TestPutMany(t *testing.T) {
+	dir := t.TempDir()
+	s := blob.New(dir)
+	blobs := [][]byte{[]byte("one"), []byte("two"), []byte("one"), {}}
+	var digests []string
+	for _, b := range blobs {
+		h := sha256.Sum256(b)
+		digests = append(digests, "sha256:"+hex.EncodeToString(h[:]))
+	}
+	n, err := s.PutMany(digests, blobs)
+	if err != nil || n != 6 {
+		t.Fatalf("PutMany wrote %d bytes: %v (want 6: one, two, empty)", n, err)
+	}
+	for i, d := range digests {
+		if err := s.Verify(d); err != nil {
+			t.Fatalf("blob %d: %v", i, err)
+		}
+	}
+	if n, err := s.PutMany(digests, blobs); err != nil || n != 0 {
+		t.Fatalf("second PutMany wrote %d: %v", n, err)
+	}
+	// A digest that does not name the bytes is refused, nothing linked.
+	if _, err := s.PutMany([]string{digests[0]}, [][]byte{[]byte("three")}); err == nil {
+		t.Fatal("bytes given under an existing blob's digest were accepted")
+	}
+	h := sha256.Sum256([]byte("four"))
+	if _, err := s.PutMany([]string{"sha256:" + hex.EncodeToString(h[:])}, [][]byte{[]byte("five")}); err == nil {
+		t.Fatal("a blob under another digest was stored")
+	}
+	if _, err := os.Stat(filepath.Join(dir, "sha256", hex.EncodeToString(h[:]))); !errors.Is(err, fs.ErrNotExist) {
+		t.Fatalf("mislabelled blob linked: %v", err)
+	}
+	// An existing blob with other bytes is reported, not rewritten.
+	p := filepath.Join(dir, "sha256", strings.TrimPrefix(digests[1], "sha256:"))
+	os.Chmod(p, 0o644)
+	os.WriteFile(p, []byte("tampered"), 0o644)
+	if _, err := s.PutMany(digests[1:2], blobs[1:2]); !errors.Is(err, blob.ErrMismatch) {
+		t.Fatalf("tampered existing blob: %v", err)
+	}
+	if tmp, _ := filepath.Glob(filepath.Join(dir, ".tmp-*")); len(tmp) != 0 {
+		t.Fatalf("temp files left: %v", tmp)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 
 	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
@@ -34,7 +35,24 @@ const (
 // AuditOption adjusts AuditFS.
 type AuditOption func(*auditConfig)
 
-type auditConfig struct{ blobsVerified bool }
+type auditConfig struct {
+	blobsVerified bool
+	rebuild       Rebuilder
+}
+
+// Rebuilder rebuilds the canonical input a manifest blob ref stands for,
+// reading blobs through get, and returns the digests of every blob it read
+// (kernel/input's Rebuild has this signature).
+type Rebuilder func(get func(digest string) ([]byte, error), ref string) (canonical []byte, blobs []string, err error)
+
+// RebuildInputs gives AuditFS the function that rebuilds manifest inputs
+// (input.Rebuild). Without it a log naming a manifest input is refused
+// (ReasonBlob): its input hash could not be checked.
+func RebuildInputs(r Rebuilder) AuditOption { return func(c *auditConfig) { c.rebuild = r } }
+
+// DefaultRebuilder is the Rebuilder AuditFS uses when no RebuildInputs
+// option is given; the writer side (kernel/run) sets it to input.Rebuild.
+var DefaultRebuilder Rebuilder
 
 // BlobsVerified tells AuditFS that every blob's bytes were already checked
 // against a signed digest (the bundle verifier does that), so only their
@@ -52,7 +70,7 @@ func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) {
 }
 
 func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
-	var cfg auditConfig
+	cfg := auditConfig{rebuild: DefaultRebuilder}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -98,10 +116,67 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 			return nil, nil, err
 		}
 	}
+	members, err := f.rebuildManifests(fsys, cfg.rebuild)
+	if err != nil {
+		return nil, nil, err
+	}
 	if err := compareProjectionBytes(proj, c, events, rep); err != nil {
+		addBlobs(rep, members)
 		return rep, f, err
 	}
+	addBlobs(rep, members)
 	return rep, f, nil
+}
+
+// rebuildManifests rebuilds every manifest input the log names and checks
+// it hashes to its recorded input hash; it returns the member blobs read.
+func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, error) {
+	if f.s == nil || len(f.s.manifests) == 0 {
+		return nil, nil
+	}
+	if rebuild == nil {
+		return nil, &AuditError{Reason: ReasonBlob, Detail: "the log names manifest inputs and no input rebuilder was given"}
+	}
+	get := func(d string) ([]byte, error) {
+		if !digestRE.MatchString(d) {
+			return nil, fmt.Errorf("blob digest %q is not sha256:<64 hex>", d)
+		}
+		if err := checkBlob(fsys, d, false); err != nil {
+			return nil, err
+		}
+		return readBounded(fsys, path.Join(BlobDir, "sha256", d[len("sha256:"):]), maxInputBlob)
+	}
+	refs := make([]string, 0, len(f.s.manifests))
+	for ref := range f.s.manifests {
+		refs = append(refs, ref)
+	}
+	slices.Sort(refs)
+	var members []string
+	for _, ref := range refs {
+		canonical, read, err := rebuild(get, ref)
+		if err != nil {
+			return nil, &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("manifest input %s: %v", ref, err), Err: err}
+		}
+		if got := canon.SumBytes(canonical); got != f.s.manifests[ref] {
+			return nil, &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("manifest input %s rebuilds input %s, the log records %s", ref, got, f.s.manifests[ref])}
+		}
+		members = append(members, read...)
+	}
+	return members, nil
+}
+
+// maxInputBlob bounds one blob a manifest rebuild reads (kernel/input's
+// MaxInput).
+const maxInputBlob = 8 << 20
+
+// addBlobs adds digests to rep.Blobs, sorted, without duplicates.
+func addBlobs(rep *Report, digests []string) {
+	if len(digests) == 0 {
+		return
+	}
+	rep.Blobs = append(rep.Blobs, digests...)
+	slices.Sort(rep.Blobs)
+	rep.Blobs = slices.Compact(rep.Blobs)
 }
 
 // Audit reconciles the run in directory dir (see AuditFS) and checks that
@@ -216,7 +291,7 @@ func describeDiff(got, want *Report) string {
 	wb, _ := json.Marshal(want)
 	_ = strictjson.Decode(gb, &g)
 	_ = strictjson.Decode(wb, &w)
-	for _, k := range []string{"run_id", "state", "source", "worktree", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "repo", "profile"} {
+	for _, k := range []string{"run_id", "state", "source", "worktree", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "sessions", "repo", "profile"} {
 		if !bytes.Equal(canonOrRaw(g[k]), canonOrRaw(w[k])) {
 			return fmt.Sprintf("field %q disagrees with the event log", k)
 		}

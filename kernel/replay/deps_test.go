@@ -55,7 +55,7 @@ func TestVerifierImportsNoWriter(t *testing.T) {
 // runtime seam's types only, and runs
 // no command.
 func TestReplayImports(t *testing.T) {
-	allowed := []string{"kernel/approval", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/eventlog", "kernel/exit", "kernel/runtime", "kernel/strictjson"}
+	allowed := []string{"kernel/approval", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/eventlog", "kernel/exit", "kernel/printable", "kernel/runtime", "kernel/strictjson"}
 	for _, dep := range goList(t, "-deps", module+"kernel/replay") {
 		if dep == "os/exec" {
 			t.Errorf("kernel/replay depends on os/exec")

@@ -72,6 +72,11 @@ type Folder struct {
 	due *StateData
 	// supersededBy is the run a SUPERSEDED transition names.
 	supersededBy string
+	// s is the replay of agent sessions (session_fold.go), nil before the
+	// first session event.
+	s *sessionFold
+	// dry: the session rules check an event without applying it (Try).
+	dry bool
 }
 
 // digestRE is the only shape a blob reference may have: anything else could
@@ -115,6 +120,11 @@ func (f *Folder) Apply(line int, e eventlog.Event) error {
 func (f *Folder) move(line int, to State) error {
 	if !CanTransition(f.state, to) {
 		return &AuditError{Reason: ReasonIllegalTransition, Line: line, Detail: (&TransitionError{f.state, to}).Error()}
+	}
+	if f.state == Implementing {
+		if err := f.leaveImplementing(line, to); err != nil {
+			return err
+		}
 	}
 	switch to {
 	case Complete:
@@ -203,6 +213,7 @@ func (f *Folder) Report(n int, head string) *Report {
 		r.Blobs = append(r.Blobs, b)
 	}
 	slices.Sort(r.Blobs)
+	r.Sessions = f.Sessions()
 	return &r
 }
 

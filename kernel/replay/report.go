@@ -52,6 +52,9 @@ type Report struct {
 	// Blobs lists every blob digest the log references (check streams,
 	// context snapshots), each present and intact in the run directory.
 	Blobs []string `json:"blobs,omitempty"`
+	// Sessions are the agent sessions recorded while the run was
+	// IMPLEMENTING, oldest first.
+	Sessions []SessionView `json:"sessions,omitempty"`
 }
 
 // Worktree is the state of the work tree a run was planned on.

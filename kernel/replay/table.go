@@ -23,6 +23,10 @@ const (
 	// WriterEventLog is the event log itself: kernel/eventlog writes
 	// log.recovered after a damaged tail.
 	WriterEventLog
+	// WriterSession is kernel/session, through kernel/run's
+	// AppendSession: the session, turn and tool events of an agent
+	// session while the run is IMPLEMENTING.
+	WriterSession
 )
 
 // eventType is one row of the event-type table.
@@ -53,6 +57,17 @@ var eventTypes = map[string]eventType{
 	TypeLockBroken:    {recorded, WriterAppend, false},
 	TypeCheckpoint:    {recorded, WriterAppend, false},
 	TypeRecovered:     {recorded, WriterEventLog, false},
+
+	TypeSessionStarted: {decoded((*Folder).applySessionStarted), WriterSession, false},
+	TypeSessionResumed: {decoded((*Folder).applySessionResumed), WriterSession, false},
+	TypeSessionEnded:   {decoded((*Folder).applySessionEnded), WriterSession, false},
+	TypeTurnStarted:    {decoded((*Folder).applyTurnStarted), WriterSession, false},
+	TypeTurnFinished:   {decoded((*Folder).applyTurnFinished), WriterSession, false},
+	TypeToolRequested:  {decoded((*Folder).applyToolRequested), WriterSession, false},
+	TypeToolDecided:    {decoded((*Folder).applyToolDecided), WriterSession, false},
+	TypeToolStarted:    {decoded((*Folder).applyToolStarted), WriterSession, false},
+	TypeToolProgress:   {decoded((*Folder).applyToolProgress), WriterSession, false},
+	TypeToolFinished:   {decoded((*Folder).applyToolFinished), WriterSession, false},
 }
 
 // Types returns every event type the replay accepts, sorted.

@@ -61,3 +61,58 @@ func (f *Folder) CurrentDigest() (string, error) {
 	f.collect()
 	return VerificationDigest(&f.r)
 }
+
+// Sessions are the sessions replayed so far, oldest first, each with its
+// actions in request order.
+func (f *Folder) Sessions() []SessionView {
+	if f.s == nil {
+		return nil
+	}
+	out := make([]SessionView, 0, len(f.s.order))
+	for _, id := range f.s.order {
+		s := f.s.sessions[id]
+		v := SessionView{ID: s.id, Agent: s.agent, Open: s.open, Owner: s.owner, Turns: s.nturns, Actions: []ActionView{}}
+		for _, a := range s.actions {
+			v.Actions = append(v.Actions, f.s.actions[a].v)
+		}
+		out = append(out, v)
+	}
+	return out
+}
+
+// OpenSession is the session that is open (started, not ended), if any.
+func (f *Folder) OpenSession() (SessionView, bool) {
+	if f.s == nil || f.s.open == "" {
+		return SessionView{}, false
+	}
+	for _, v := range f.Sessions() {
+		if v.ID == f.s.open {
+			return v, true
+		}
+	}
+	return SessionView{}, false
+}
+
+// Action is the replayed state of action id and the id of its session.
+func (f *Folder) Action(id string) (ActionView, string, bool) {
+	if f.s == nil || f.s.actions[id] == nil {
+		return ActionView{}, "", false
+	}
+	a := f.s.actions[id]
+	return a.v, a.session, true
+}
+
+// Ambiguous lists the actions of session id that started and are not
+// resolved (unfinished, or closed crashed and not decided retry or
+// abandon), sorted: what a session.resumed must list.
+func (f *Folder) Ambiguous(id string) []string {
+	if f.s == nil || f.s.sessions[id] == nil {
+		return nil
+	}
+	return f.ambiguous(f.s.sessions[id])
+}
+
+// OpenTurn reports whether turn is a started, unfinished turn of session id.
+func (f *Folder) OpenTurn(id, turn string) bool {
+	return f.s != nil && f.s.sessions[id] != nil && f.s.sessions[id].turns[turn]
+}

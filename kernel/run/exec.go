@@ -34,13 +34,14 @@ type ExecOptions struct {
 	Caches *cache.Store
 }
 
-// Exec runs every check of a PLANNED run (in parallel up to Jobs, in
+// Exec runs every check of a PLANNED run (or an IMPLEMENTING one whose
+// agent sessions all ended: see SessionOpenError) (in parallel up to Jobs, in
 // dependency order), records each result, computes the verification digest
 // and moves the run to AWAITING_APPROVAL (every check passed; COMPLETE when
 // the contract requires no approval), BLOCKED, or STALE when the work tree
 // changed while the checks ran.
 func (r *Run) Exec(ctx context.Context, opts ExecOptions) error {
-	if st := r.State(); st != Planned {
+	if st := r.State(); st != Planned && st != Implementing {
 		return &StateError{State: st, Action: "execute"}
 	}
 	if err := r.transition(Verifying, StateData{}); err != nil {

@@ -39,6 +39,9 @@ type Run struct {
 	fold  *replay.Folder
 	blobs *blob.Store
 	now   func() time.Time
+	// lagging: session events were appended since run.json was last
+	// written; Close writes it (one projection per lock hold).
+	lagging bool
 }
 
 // DirtyError refuses planning on a work tree with uncommitted changes.
@@ -93,6 +96,10 @@ type PlanOptions struct {
 	Context    []Snapshot
 	Supersedes string
 	Now        func() time.Time
+	// Implement moves the run to IMPLEMENTING right after planning (one
+	// state.changed), for an agent session (kernel/session) to record into
+	// before verification.
+	Implement bool
 
 	// id, when set, is the new run's id (Retry re-planning a run that an
 	// interrupted retry named but never published).
@@ -172,6 +179,11 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	}
 	if err := r.recordPlan(opts, st, hash); err != nil {
 		return r, err
+	}
+	if opts.Implement {
+		if err := r.transition(Implementing, StateData{Reason: "planned for an agent session"}); err != nil {
+			return r, err
+		}
 	}
 	if opts.publish != nil {
 		if err := opts.publish(id); err != nil {
@@ -316,6 +328,9 @@ func (r *Run) completeDecision() error {
 // Close releases the log and the lock.
 func (r *Run) Close() error {
 	var errs []error
+	if r.lagging && r.log != nil {
+		errs = append(errs, r.writeProjection())
+	}
 	if r.log != nil {
 		errs = append(errs, r.log.Close())
 	}
@@ -368,6 +383,9 @@ func (r *Run) transitionLocked(to State, d StateData) error {
 	if !CanTransition(from, to) {
 		return &TransitionError{From: from, To: to}
 	}
+	if s, open := r.fold.OpenSession(); open && from == Implementing {
+		return &SessionOpenError{Run: r.ID, Session: s.ID, To: to}
+	}
 	d.From, d.To = from, to
 	return r.appendLocked(TypeState, d)
 }
@@ -379,6 +397,7 @@ func (r *Run) writeProjection() error {
 }
 
 func (r *Run) writeProjectionLocked() error {
+	r.lagging = false
 	b, err := json.MarshalIndent(r.fold.Report(r.log.Len(), r.log.Head()), "", "  ")
 	if err != nil {
 		return err

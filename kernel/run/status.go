@@ -90,7 +90,9 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 			}
 		}
 	}
-	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.DecisionPending != nil {
+	// IMPLEMENTING: an agent is changing the work tree by design; the
+	// verification that follows binds what it leaves.
+	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.State == Implementing || st.DecisionPending != nil {
 		return st, nil
 	}
 	ferr := checkFresh(ctx, f.Planned(), fresh)

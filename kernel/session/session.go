@@ -33,6 +33,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/policy"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -59,7 +60,7 @@ type Session struct {
 	agent string
 	c     *contract.Resolved
 	gate  *policy.Gate
-	owner lock.Owner
+	owner replay.Owner
 }
 
 // ID is the session id (s-<12 hex>).
@@ -158,4 +159,11 @@ type DecidedError struct {
 
 func (e *DecidedError) Error() string {
 	return fmt.Sprintf("action %s is %s: the decision does not apply", e.Action, e.Status)
+}
+
+func (s *Session) now() time.Time {
+	if s.o.Now != nil {
+		return s.o.Now()
+	}
+	return time.Now()
 }

@@ -1,0 +1,117 @@
+package run
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/input"
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/replay"
+)
+
+// The writer side rebuilds manifest inputs with kernel/input whenever it
+// audits (replay cannot import the blob store input writes through).
+func init() { replay.DefaultRebuilder = input.Rebuild }
+
+// SessionOpenError refuses to leave IMPLEMENTING (exec, cancel, stale)
+// while an agent session is open: end it first (or resume and end it).
+type SessionOpenError struct {
+	Run, Session string
+	To           State
+}
+
+func (e *SessionOpenError) Error() string {
+	return fmt.Sprintf("run %s is IMPLEMENTING with session %s open: end the session (proofgate session end) before moving the run to %s", e.Run, e.Session, e.To)
+}
+
+// AppendSession records one session, turn or tool event (a type the
+// event-type table lets replay.WriterSession write). The event is checked
+// against the replay before it is written, so a refused event never
+// reaches the log (the error is the replay's *AuditError). run.json is
+// rewritten once, on Close, not per event: a crash in between leaves a
+// lagging projection that the next writer repairs (ADR 0002).
+func (r *Run) AppendSession(typ string, data any) (eventlog.Event, error) {
+	if !replay.MayWrite(typ, replay.WriterSession) {
+		return eventlog.Event{}, fmt.Errorf("event type %q is not a session event", typ)
+	}
+	b, err := canon.Marshal(data)
+	if err != nil {
+		return eventlog.Event{}, fmt.Errorf("append %s: %w", typ, err)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	probe := eventlog.Event{Type: typ, Data: json.RawMessage(b), Run: r.ID, Time: r.now().UTC().Format(time.RFC3339Nano)}
+	if err := r.fold.TrySession(r.log.Len()+1, probe); err != nil {
+		return eventlog.Event{}, err
+	}
+	e, err := r.log.Append(typ, json.RawMessage(b))
+	if err != nil {
+		return eventlog.Event{}, err
+	}
+	if err := r.fold.Apply(r.log.Len(), e); err != nil {
+		return eventlog.Event{}, fmt.Errorf("kernel wrote an event it cannot replay: %w", err)
+	}
+	r.lagging = true
+	return e, nil
+}
+
+// Sessions are the run's agent sessions as replayed so far.
+func (r *Run) Sessions() []replay.SessionView {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.fold.Sessions()
+}
+
+// Session reads the replay under the run's mutex: what kernel/session
+// decides from (open session, actions, ambiguous lists).
+func (r *Run) Session(read func(f *replay.Folder)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	read(r.fold)
+}
+
+// Blobs is the run's blob store.
+func (r *Run) Blobs() *blob.Store {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.blobs
+}
+
+// LockOwner is the owner identity this run's writer lock was taken with.
+func (r *Run) LockOwner() lock.Owner { return r.lk.Owner() }
+
+// OpenWait is Open, waiting up to wait while a live owner holds the run's
+// writer lock (another recorder appending, a human decision). A lock whose
+// owner is dead is refused at once, as Open refuses it ('events unlock').
+func OpenWait(stateDir, id string, wait time.Duration) (*Run, error) {
+	deadline := time.Now().Add(wait)
+	delay := time.Millisecond
+	for {
+		r, err := Open(stateDir, id)
+		var held *lock.HeldError
+		if err == nil || !errors.As(err, &held) || held.Err != nil || !lock.Alive(held.Owner) || time.Now().After(deadline) {
+			return r, err
+		}
+		time.Sleep(delay)
+		if delay < 20*time.Millisecond {
+			delay *= 2
+		}
+	}
+}
+
+// Implement moves a PLANNED run to IMPLEMENTING.
+func (r *Run) Implement() error {
+	if st := r.State(); st != Planned {
+		return &StateError{State: st, Action: "start implementing"}
+	}
+	return r.transition(Implementing, StateData{Reason: "agent session"})
+}
+
+// WorkspaceExclude is what a workspace copy of repo leaves out: the state
+// directory's runs/ when it lies inside repo (see runtime.Spec.Exclude).
+func WorkspaceExclude(repo, stateDir string) []string { return stateExclude(repo, stateDir) }

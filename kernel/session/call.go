@@ -1,0 +1,333 @@
+package session
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"regexp"
+
+	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/input"
+	"github.com/proofgate/proofgate/kernel/policy"
+	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/tool"
+	"github.com/proofgate/proofgate/kernel/trace"
+)
+
+// CallError refuses a call before any evidence exists: a tool name that
+// cannot be recorded, arguments that are not a bounded JSON object, an
+// invalid trace context.
+type CallError struct {
+	Field string // "tool", "arguments", "traceparent", "tracestate"
+	Err   error
+}
+
+func (e *CallError) Error() string { return fmt.Sprintf("tool call refused: %s: %v", e.Field, e.Err) }
+func (e *CallError) Unwrap() error { return e.Err }
+
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
+
+// prepared is a call checked before any evidence: canonical input, trace.
+type prepared struct {
+	c         Call
+	canonical []byte
+	hash      string
+	span      *replay.Span
+	parent    string // the TRACEPARENT the tool gets, "" without a trace
+	state     string
+}
+
+func prepare(c Call) (*prepared, error) {
+	if !toolNameRE.MatchString(c.Tool) {
+		return nil, &CallError{Field: "tool", Err: fmt.Errorf("name %q is not 1-64 characters of [A-Za-z0-9._-]", c.Tool)}
+	}
+	canonical, err := input.Canonical(c.Args)
+	if err != nil {
+		return nil, &CallError{Field: "arguments", Err: err}
+	}
+	p := &prepared{c: c, canonical: canonical, hash: input.Hash(canonical)}
+	if c.TraceParent == "" {
+		if c.TraceState != "" {
+			return nil, &CallError{Field: "tracestate", Err: fmt.Errorf("a tracestate without a traceparent")}
+		}
+		return p, nil // without a context nothing is invented
+	}
+	parent, err := trace.Parse(c.TraceParent, c.TraceState)
+	if err != nil {
+		return nil, &CallError{Field: "traceparent", Err: err}
+	}
+	sp, err := parent.Child()
+	if err != nil {
+		return nil, &CallError{Field: "traceparent", Err: err}
+	}
+	p.span = &replay.Span{TraceID: sp.TraceID, SpanID: sp.SpanID, ParentSpanID: sp.ParentSpanID, Flags: sp.Flags, State: sp.State}
+	p.parent, p.state = sp.Traceparent(), sp.State
+	return p, nil
+}
+
+// Call passes one tool call through the gate, runs it when allowed and
+// records its receipts. Before any evidence it refuses (*CallError) an
+// unrecordable tool name, arguments that are not a bounded JSON object and
+// an invalid trace context, and (*AmbiguousError) any call while an action
+// of the session is ambiguous. A call with the same tool and input hash as
+// a pending action returns pending again; as an approved, not yet started
+// action, it starts that action; as a rejected one, it returns rejected.
+func (s *Session) Call(ctx context.Context, c Call) (Result, error) {
+	p, err := prepare(c)
+	if err != nil {
+		return Result{}, err
+	}
+	var res Result
+	var job *job
+	err = withRun(s.o, func(r *run.Run) error {
+		var e error
+		job, res, e = s.admit(r, p)
+		return e
+	})
+	if err != nil || job == nil {
+		return res, err
+	}
+	fin := job.execute(ctx, s)
+	err = withRun(s.o, func(r *run.Run) error {
+		_, e := r.AppendSession(replay.TypeToolFinished, fin.data)
+		return e
+	})
+	return fin.result, err
+}
+
+// job is an action allowed to start, with its receipt written.
+type job struct {
+	action, receipt string
+	t               contract.Tool
+	call            tool.Call
+	p               *prepared
+	dec             policy.Decision
+	dir             string
+	blobs           *blob.Store
+	repo, state     string
+}
+
+// admit records the request and the decision (or finds the earlier action
+// this call repeats) and, when the call may run, its tool.started. It runs
+// under the run's lock.
+func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
+	if err := implementing(r); err != nil {
+		return nil, Result{}, err
+	}
+	var prev *replay.ActionView
+	var amb []string
+	var open bool
+	r.Session(func(f *replay.Folder) {
+		v, ok := f.OpenSession()
+		open = ok && v.ID == s.id
+		amb = f.Ambiguous(s.id)
+		prev = repeated(v, p)
+	})
+	switch {
+	case !open:
+		return nil, Result{}, &UnknownSessionError{Run: r.ID, Session: s.id}
+	case len(amb) > 0:
+		return nil, Result{}, &AmbiguousError{Actions: amb}
+	}
+	res := Result{InputHash: p.hash}
+	if prev != nil && prev.Status != replay.ActionRetried {
+		res.Action, res.Decision = prev.ID, s.gate.Decide(prev.Tool)
+		switch prev.Status {
+		case replay.ActionPending:
+			res.Status = PendingApproval
+			return nil, res, nil
+		case replay.ActionRejected:
+			res.Status = Rejected
+			return nil, res, nil
+		}
+		return s.start(r, prev.ID, p, res, replay.DecisionApprove)
+	}
+	retryOf := ""
+	if prev != nil {
+		retryOf = prev.ID
+	}
+	return s.request(r, p, res, retryOf)
+}
+
+// repeated is the latest action of v this call repeats: same tool and
+// input hash, pending, approved and not started, rejected, or decided
+// retry and not retried yet.
+func repeated(v replay.SessionView, p *prepared) *replay.ActionView {
+	for i := len(v.Actions) - 1; i >= 0; i-- {
+		a := v.Actions[i]
+		if a.Tool != p.c.Tool || a.InputHash != p.hash {
+			continue
+		}
+		switch {
+		case a.Status == replay.ActionPending, a.Status == replay.ActionApproved, a.Status == replay.ActionRejected:
+			return &a
+		case a.Status == replay.ActionRetried && a.RetriedBy == "":
+			return &a
+		}
+		return nil
+	}
+	return nil
+}
+
+// request records tool.requested and the policy's tool.decided, then
+// starts the action when the policy allows it.
+func (s *Session) request(r *run.Run, p *prepared, res Result, retryOf string) (*job, Result, error) {
+	st, err := input.Store(r.Blobs(), p.canonical)
+	if err != nil {
+		return nil, res, err
+	}
+	action := newID("a-")
+	res.Action = action
+	if _, err := r.AppendSession(replay.TypeToolRequested, replay.ToolRequestedData{Session: s.id, Turn: p.c.Turn, Action: action,
+		Tool: p.c.Tool, InputHash: st.Hash, InputRef: st.Ref, Manifest: st.Manifest, Trace: p.span, RetryOf: retryOf}); err != nil {
+		return nil, res, err
+	}
+	d := s.gate.Decide(p.c.Tool)
+	res.Decision = d
+	rule := d.Rule
+	if _, err := r.AppendSession(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByPolicy,
+		Decision: string(d.Effect), Rule: &rule, RuleID: d.RuleID, Reason: d.Reason}); err != nil {
+		return nil, res, err
+	}
+	switch d.Effect {
+	case policy.Allow:
+		return s.start(r, action, p, res, replay.DecisionAllow)
+	case policy.RequireApproval:
+		res.Status = PendingApproval
+	default:
+		res.Status = Blocked
+	}
+	return nil, res, nil
+}
+
+// start renders the call and records tool.started: the receipt.
+func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by string) (*job, Result, error) {
+	t, ok := s.c.Tool(p.c.Tool)
+	if !ok {
+		return nil, res, fmt.Errorf("tool %q is not in the contract", p.c.Tool)
+	}
+	call, err := tool.Render(t, p.canonical)
+	if err != nil {
+		return nil, res, err
+	}
+	var ref string
+	r.Session(func(f *replay.Folder) {
+		if a, _, ok := f.Action(action); ok {
+			ref = a.InputRef
+		}
+	})
+	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: r.Blobs(), repo: s.o.RepoDir, state: s.o.StateDir}
+	if _, err := r.AppendSession(replay.TypeToolStarted, replay.ToolStartedData{Action: action, Receipt: j.receipt, Session: s.id,
+		Tool: t.Name, InputHash: p.hash, InputRef: ref, Decision: by, Owner: s.owner, Trace: p.span}); err != nil {
+		return nil, res, err
+	}
+	return j, res, nil
+}
+
+// finish is a finished action: its event and the caller's result.
+type finish struct {
+	data   replay.ToolFinishedData
+	result Result
+}
+
+// execute runs the job's tool in its runtime, holding no lock, and stores
+// both streams as blobs.
+func (j *job) execute(ctx context.Context, s *Session) finish {
+	res := Result{Action: j.action, Status: Finished, Decision: j.dec, InputHash: j.p.hash}
+	rr, err := j.invoke(ctx, s)
+	d := replay.ToolFinishedData{Action: j.action, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
+		DurationMS: rr.res.Finished.Sub(rr.res.Started).Milliseconds(), Attestation: &rr.res.Attestation}
+	if err == nil {
+		d.Stdout, d.Stderr = rr.stdout, rr.stderr
+	} else {
+		d.Outcome, d.ExitCode = runtime.Error, -1
+		d.Attestation = &runtime.Attestation{Provider: j.t.Runtime}
+	}
+	switch d.Outcome {
+	case runtime.Passed:
+		d.Result = replay.ResultSuccess
+	case runtime.Error:
+		d.Result = replay.ResultDenied
+	default:
+		d.Result = replay.ResultFailure
+	}
+	d.OutputHash, _ = replay.OutputHash(d.ExitCode, d.Outcome, d.Stdout, d.Stderr)
+	res.Result, res.Outcome, res.ExitCode, res.OutputHash = d.Result, d.Outcome, d.ExitCode, d.OutputHash
+	res.Stdout, res.Stderr = rr.out, rr.err
+	return finish{data: d, result: res}
+}
+
+type ran struct {
+	res            runtime.Result
+	stdout, stderr *runtime.Stream
+	out, err       []byte
+}
+
+// invoke runs the tool with both streams captured to blobs (capped at the
+// tool's output_limit) and to memory for the caller.
+func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
+	outW, err := j.blobs.Create()
+	if err != nil {
+		return ran{}, err
+	}
+	defer outW.Abort()
+	errW, err := j.blobs.Create()
+	if err != nil {
+		return ran{}, err
+	}
+	defer errW.Abort()
+	var ob, eb bytes.Buffer
+	limit := int64(j.t.Output)
+	stdout := runtime.NewCapture(io.MultiWriter(outW, &ob), limit)
+	stderr := runtime.NewCapture(io.MultiWriter(errW, &eb), limit)
+	res := j.run(ctx, s, stdout, stderr)
+	for _, c := range []*runtime.Capture{stdout, stderr} {
+		if err := c.Err(); err != nil {
+			return ran{res: res}, fmt.Errorf("storing output: %w", err)
+		}
+	}
+	if _, _, err := outW.Commit(); err != nil {
+		return ran{res: res}, err
+	}
+	if _, _, err := errW.Commit(); err != nil {
+		return ran{res: res}, err
+	}
+	so, se := stdout.Stream(), stderr.Stream()
+	return ran{res: res, stdout: &so, stderr: &se, out: ob.Bytes(), err: eb.Bytes()}, nil
+}
+
+// run runs the tool's runtime, or says why it could not.
+func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Capture) runtime.Result {
+	var rt runtime.Runtime
+	var err error
+	if s.o.Runtime == nil {
+		err = fmt.Errorf("no runtime provider configured")
+	} else {
+		rt, err = s.o.Runtime(j.t.Runtime)
+	}
+	if err != nil {
+		now := s.now()
+		return runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
+			Detail: fmt.Sprintf("runtime %q unavailable: %v", j.t.Runtime, err), Attestation: runtime.Attestation{Provider: j.t.Runtime}}
+	}
+	spec := tool.Spec(s.run, j.action, j.t, j.call, j.repo)
+	spec.ProcDir = filepath.Join(j.dir, run.ProcDir)
+	spec.Exclude = run.WorkspaceExclude(j.repo, j.state)
+	if j.p.parent != "" {
+		env := make(map[string]string, len(spec.Env)+2)
+		for k, v := range spec.Env {
+			env[k] = v
+		}
+		env["TRACEPARENT"] = j.p.parent
+		if j.p.state != "" {
+			env["TRACESTATE"] = j.p.state
+		}
+		spec.Env = env
+	}
+	return rt.Run(ctx, spec, stdout, stderr)
+}

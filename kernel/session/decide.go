@@ -1,0 +1,81 @@
+package session
+
+import (
+	"strings"
+
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// Approve records a human approval of a pending action, bound to the input
+// hash its request recorded. It refuses the session's own agent identity
+// (*SelfApprovalError), an unknown action (*UnknownActionError), and an
+// action that is not pending approval (*DecidedError).
+func Approve(o Options, action, actor string) error {
+	return decide(o, action, actor, "", replay.DecisionApprove)
+}
+
+// Reject records a human rejection of a pending action.
+func Reject(o Options, action, actor, reason string) error {
+	return decide(o, action, actor, reason, replay.DecisionReject)
+}
+
+// Retry decides an ambiguous action: the session's next call with the same
+// tool and arguments is a new action (retry_of it), decided by policy again.
+func Retry(o Options, action, actor string) error {
+	return decide(o, action, actor, "", replay.DecisionRetry)
+}
+
+// Abandon decides an ambiguous action: it is never run again.
+func Abandon(o Options, action, actor, reason string) error {
+	return decide(o, action, actor, reason, replay.DecisionAbandon)
+}
+
+// applicable is the action status each human decision applies to.
+var applicable = map[string]string{
+	replay.DecisionApprove: replay.ActionPending,
+	replay.DecisionReject:  replay.ActionPending,
+	replay.DecisionRetry:   replay.ActionAmbiguous,
+	replay.DecisionAbandon: replay.ActionAmbiguous,
+}
+
+func decide(o Options, action, actor, reason, decision string) error {
+	if err := printable.Check("--actor", actor); err != nil {
+		return err
+	}
+	if err := printable.CheckText("--reason", reason); err != nil {
+		return err
+	}
+	return withRun(o, func(r *run.Run) error {
+		if err := implementing(r); err != nil {
+			return err
+		}
+		var a replay.ActionView
+		var agent string
+		var ok bool
+		r.Session(func(f *replay.Folder) {
+			var sid string
+			a, sid, ok = f.Action(action)
+			for _, s := range f.Sessions() {
+				if s.ID == sid {
+					agent = s.Agent
+				}
+			}
+		})
+		switch {
+		case !ok:
+			return &UnknownActionError{Action: action}
+		case strings.EqualFold(actor, agent):
+			return &SelfApprovalError{Action: action, Actor: actor}
+		case a.Status != applicable[decision]:
+			return &DecidedError{Action: action, Status: a.Status}
+		}
+		d := replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: decision, Actor: actor, Reason: reason}
+		if decision == replay.DecisionApprove || decision == replay.DecisionReject {
+			d.InputHash = a.InputHash
+		}
+		_, err := r.AppendSession(replay.TypeToolDecided, d)
+		return err
+	})
+}

@@ -1,0 +1,260 @@
+package session
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/policy"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// newID returns prefix + 12 lowercase hex digits from crypto/rand.
+func newID(prefix string) string {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err) // crypto/rand never fails on Linux
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// withRun opens the run (waiting for a live writer's lock up to
+// o.LockWait), calls fn, and closes the run: the lock is held only for fn.
+func withRun(o Options, fn func(r *run.Run) error) error {
+	wait := o.LockWait
+	if wait <= 0 {
+		wait = DefaultLockWait
+	}
+	r, err := run.OpenWait(o.StateDir, o.Run, wait)
+	if err != nil {
+		return err
+	}
+	ferr := fn(r)
+	if cerr := r.Close(); ferr == nil && cerr != nil {
+		return cerr
+	}
+	return ferr
+}
+
+func implementing(r *run.Run) error {
+	if st := r.State(); st != replay.Implementing {
+		return &NotImplementingError{Run: r.ID, State: string(st)}
+	}
+	return nil
+}
+
+func ownerOf(o lock.Owner) replay.Owner {
+	return replay.Owner{PID: o.PID, Start: o.Start, BootID: o.BootID, Host: o.Host, Created: o.Created}
+}
+
+func lockOwner(o replay.Owner) lock.Owner {
+	return lock.Owner{PID: o.PID, Start: o.Start, BootID: o.BootID, Host: o.Host, Created: o.Created}
+}
+
+// ResumeRequiredError refuses to start a session while the run has an open
+// session whose owner is provably dead: resume it (and end it) instead.
+type ResumeRequiredError struct{ Run, Session string }
+
+func (e *ResumeRequiredError) Error() string {
+	return fmt.Sprintf("run %s has open session %s whose recorder is dead: resume it (proofgate session resume %s --session %s)", e.Run, e.Session, e.Run, e.Session)
+}
+
+// deadOwner says whether o is provably dead: same host and boot as this
+// process, and its pid gone or reused. Otherwise it returns why not.
+func deadOwner(o replay.Owner) (bool, string) {
+	self, err := lock.Self(o.Created)
+	switch {
+	case err != nil:
+		return false, "unknown"
+	case o.Host != self.Host:
+		return false, "foreign host"
+	case o.BootID != self.BootID:
+		return false, "unknown"
+	case o.PID == self.PID && o.Start == self.Start:
+		return false, "alive"
+	case lock.Alive(lockOwner(o)):
+		return false, "alive"
+	}
+	return true, ""
+}
+
+// Start opens a new session on an IMPLEMENTING run.
+func Start(ctx context.Context, o Options) (*Session, error) {
+	if err := checkAgent(o.Agent); err != nil {
+		return nil, err
+	}
+	var s *Session
+	err := withRun(o, func(r *run.Run) error {
+		if err := implementing(r); err != nil {
+			return err
+		}
+		var open replay.SessionView
+		var isOpen bool
+		r.Session(func(f *replay.Folder) { open, isOpen = f.OpenSession() })
+		if isOpen {
+			if dead, why := deadOwner(open.Owner); !dead {
+				return &LiveSessionError{Session: open.ID, Owner: lockOwner(open.Owner), Why: why}
+			}
+			return &ResumeRequiredError{Run: r.ID, Session: open.ID}
+		}
+		s = newSession(o, r, newID("s-"), o.Agent, ownerOf(r.LockOwner()))
+		_, err := r.AppendSession(replay.TypeSessionStarted, replay.SessionStartedData{Session: s.id, Agent: s.agent, Owner: s.owner})
+		return err
+	})
+	var held *lock.HeldError
+	if errors.As(err, &held) && held.Err == nil && !lock.Alive(held.Owner) {
+		return nil, fmt.Errorf("%w: the run's last writer died holding its lock; resume its session (proofgate session resume) or break the lock (proofgate events unlock)", err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func checkAgent(agent string) error {
+	if err := printable.Check("agent", agent); err != nil {
+		return err
+	}
+	if len(agent) > replay.MaxAgent {
+		return &printable.Error{Field: "agent", Detail: fmt.Sprintf("longer than %d bytes", replay.MaxAgent)}
+	}
+	return nil
+}
+
+func newSession(o Options, r *run.Run, id, agent string, owner replay.Owner) *Session {
+	o.Run = r.ID
+	return &Session{o: o, run: r.ID, id: id, agent: agent, c: r.Contract, gate: policy.New(r.Contract), owner: owner}
+}
+
+// UnknownSessionError names a session the run does not have open.
+type UnknownSessionError struct{ Run, Session string }
+
+func (e *UnknownSessionError) Error() string {
+	return fmt.Sprintf("run %s has no open session %q", e.Run, e.Session)
+}
+
+// Resume takes over session id, whose recorded owner must be provably dead
+// (same host and boot, pid gone or reused): it records session.resumed,
+// closes every orphaned started action as crashed (closed_by recovery) and
+// returns the session's ambiguous actions, which a human must decide
+// (Retry, Abandon) before the session takes a new call.
+func Resume(ctx context.Context, o Options, id string) (*Session, []string, error) {
+	s, amb, err := resume(o, id)
+	var held *lock.HeldError
+	if errors.As(err, &held) && held.Err == nil && !lock.Alive(held.Owner) {
+		// The dead recorder died holding the run's lock (mid-append): break
+		// it as 'events unlock' does (lock.broken, its tool processes
+		// killed), then resume.
+		if _, uerr := run.Unlock(o.StateDir, o.Run, "session resume "+id, 0, time.Now()); uerr != nil {
+			return nil, nil, errors.Join(err, uerr)
+		}
+		s, amb, err = resume(o, id)
+	}
+	return s, amb, err
+}
+
+func resume(o Options, id string) (*Session, []string, error) {
+	var s *Session
+	var amb []string
+	err := withRun(o, func(r *run.Run) error {
+		if err := implementing(r); err != nil {
+			return err
+		}
+		var v replay.SessionView
+		var ok bool
+		r.Session(func(f *replay.Folder) {
+			v, ok = f.OpenSession()
+			amb = f.Ambiguous(id)
+		})
+		if !ok || v.ID != id {
+			return &UnknownSessionError{Run: r.ID, Session: id}
+		}
+		if dead, why := deadOwner(v.Owner); !dead {
+			return &LiveSessionError{Session: id, Owner: lockOwner(v.Owner), Why: why}
+		}
+		if amb == nil {
+			amb = []string{}
+		}
+		s = newSession(o, r, id, v.Agent, ownerOf(r.LockOwner()))
+		if _, err := r.AppendSession(replay.TypeSessionResumed, replay.SessionResumedData{Session: id, Owner: s.owner, PreviousOwner: v.Owner, Ambiguous: amb}); err != nil {
+			return err
+		}
+		return closeOrphans(r, v)
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return s, amb, nil
+}
+
+// closeOrphans records tool.finished crashed (closed_by recovery) for each
+// action of v that started and never finished.
+func closeOrphans(r *run.Run, v replay.SessionView) error {
+	for _, a := range v.Actions {
+		if a.Status != replay.ActionStarted {
+			continue
+		}
+		oh, err := replay.OutputHash(-1, "", nil, nil)
+		if err != nil {
+			return err
+		}
+		d := replay.ToolFinishedData{Action: a.ID, Receipt: a.Receipt, Result: replay.ResultCrashed, ExitCode: -1, OutputHash: oh, ClosedBy: replay.ClosedByRecovery}
+		if _, err := r.AppendSession(replay.TypeToolFinished, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BeginTurn records turn.started and returns the turn id (t-<n>).
+func (s *Session) BeginTurn() (string, error) {
+	var turn string
+	err := withRun(s.o, func(r *run.Run) error {
+		r.Session(func(f *replay.Folder) {
+			for _, v := range f.Sessions() {
+				if v.ID == s.id {
+					turn = fmt.Sprintf("t-%d", v.Turns+1)
+				}
+			}
+		})
+		_, err := r.AppendSession(replay.TypeTurnStarted, replay.TurnData{Session: s.id, Turn: turn})
+		return err
+	})
+	return turn, err
+}
+
+// EndTurn records turn.finished.
+func (s *Session) EndTurn(turn string) error {
+	return withRun(s.o, func(r *run.Run) error {
+		_, err := r.AppendSession(replay.TypeTurnFinished, replay.TurnData{Session: s.id, Turn: turn})
+		return err
+	})
+}
+
+// End records session.ended; refused (*AmbiguousError) while an action is
+// started and unfinished or ambiguous and undecided.
+func (s *Session) End(reason string) error {
+	if err := printable.CheckText("reason", reason); err != nil {
+		return err
+	}
+	return withRun(s.o, func(r *run.Run) error {
+		var amb []string
+		r.Session(func(f *replay.Folder) { amb = f.Ambiguous(s.id) })
+		if len(amb) > 0 {
+			return &AmbiguousError{Actions: amb}
+		}
+		_, err := r.AppendSession(replay.TypeSessionEnded, replay.SessionEndedData{Session: s.id, Reason: reason})
+		return err
+	})
+}
+
+// Begin moves the PLANNED run o.Run to IMPLEMENTING.
+func Begin(ctx context.Context, o Options) error {
+	return withRun(o, func(r *run.Run) error { return r.Implement() })
+}

@@ -1,0 +1,49 @@
+// Command helper is a test fixture for kernel/session: each mode is one
+// tool behaviour, run as a real process.
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		os.Exit(2)
+	}
+	args := os.Args[2:]
+	switch os.Args[1] {
+	case "hello": // print a greeting of args[0]
+		fmt.Printf("hello %s\n", args[0])
+	case "true":
+	case "exit": // exit with code args[0]
+		n, _ := strconv.Atoi(args[0])
+		fmt.Fprintln(os.Stderr, "failing")
+		os.Exit(n)
+	case "env": // print TRACEPARENT and TRACESTATE
+		fmt.Printf("%s\n%s\n", os.Getenv("TRACEPARENT"), os.Getenv("TRACESTATE"))
+	case "trap": // ignore SIGTERM and sleep
+		signal.Ignore(syscall.SIGTERM)
+		fmt.Println("ready")
+		time.Sleep(time.Minute)
+	case "flood": // write args[0] bytes to stdout
+		n, _ := strconv.Atoi(args[0])
+		buf := make([]byte, 64<<10)
+		for i := range buf {
+			buf[i] = 'x'
+		}
+		for n > 0 {
+			k := min(n, len(buf))
+			if _, err := os.Stdout.Write(buf[:k]); err != nil {
+				os.Exit(3)
+			}
+			n -= k
+		}
+	default:
+		os.Exit(2)
+	}
+}
