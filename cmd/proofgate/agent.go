@@ -96,17 +96,23 @@ func classifySession(err error) error {
 	}
 	var (
 		ua *session.UnknownActionError
+		us *session.UnknownSessionError
+		ce *session.CallError
 		ae *tool.ArgError
 		ie *input.Error
+		pe *printable.Error
 		ni *session.NotImplementingError
+		rr *session.ResumeRequiredError
 		ls *session.LiveSessionError
 		am *session.AmbiguousError
 		sa *session.SelfApprovalError
 		de *session.DecidedError
 	)
 	switch {
-	case errors.As(err, &ua), errors.As(err, &ae), errors.As(err, &ie):
+	case errors.As(err, &ua), errors.As(err, &us), errors.As(err, &ce), errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &pe):
 		return usageErr(err)
+	case errors.As(err, &rr):
+		return refusedErr(err)
 	case errors.As(err, &ni):
 		return refusedErr(fmt.Errorf("%w; plan one with 'proofgate plan --implement'", err))
 	case errors.As(err, &ls), errors.As(err, &am), errors.As(err, &sa), errors.As(err, &de):
@@ -248,19 +254,17 @@ func planImplementing(ctx context.Context, g *globals, pf *planFlags) (string, e
 	if len(c.Tools) == 0 {
 		return "", usageErr(fmt.Errorf("%s declares no tools: an agent session needs a tools: section (see examples/agent)", g.contract))
 	}
-	r, err := pf.plan(ctx, g, c, "")
+	opts, err := pf.options(ctx, g, c)
 	if err != nil {
 		return "", err
+	}
+	opts.Implement = true
+	r, err := run.Plan(ctx, opts)
+	if err != nil {
+		return "", classify(err)
 	}
 	id := r.ID
 	r.Close()
-	repo, err := repoDir(ctx)
-	if err != nil {
-		return "", err
-	}
-	if err := session.Begin(ctx, session.Options{StateDir: g.state, Run: id, RepoDir: repo}); err != nil {
-		return "", classifySession(fmt.Errorf("run %s was planned but did not enter IMPLEMENTING: %w", id, err))
-	}
 	return id, nil
 }
 

@@ -320,7 +320,7 @@ func stateExit(s run.State) error {
 		return nil
 	case run.AwaitingApproval:
 		return silent(exit.Awaiting)
-	case run.Planned:
+	case run.Planned, run.Implementing:
 		return nil
 	}
 	return silent(exit.Refused)
@@ -516,6 +516,7 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 	for _, r := range st.StaleReasons {
 		fmt.Fprintf(w, "stale: %s\n", esc(r))
 	}
+	printSessions(w, st.Report, audit)
 	if st.Writer != nil {
 		state := "dead"
 		if st.Writer.Alive {

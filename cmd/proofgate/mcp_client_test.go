@@ -269,11 +269,19 @@ func checkRefusals(t *testing.T, cs *sdk.ClientSession, root string) {
 	if _, err := os.Stat(filepath.Join(root, "README.md")); err != nil {
 		t.Fatalf("the blocked wipe touched the tree: %v", err)
 	}
-	// Not in the contract; a case variant; a Unicode confusable (Cyrillic е).
-	for _, name := range []string{"launch", "Greet", "GREET", "gr\u0435et", "greet ", "greet\u200b"} {
+	// Not in the contract, case variants: decided, blocked by default.
+	for _, name := range []string{"launch", "Greet", "GREET"} {
 		res, text, o := call(t, cs, name, map[string]any{"name": "Ada"})
 		if !res.IsError || o.Status != "blocked" || o.RuleID != "default" || !strings.HasPrefix(text, "blocked by policy rule default") {
 			t.Errorf("%q: isError %v text %q outcome %+v, want blocked by the default rule", name, res.IsError, text, o)
+		}
+	}
+	// Unicode confusables (Cyrillic е, a zero-width space), a space: refused
+	// before any evidence, as names no contract can declare.
+	for _, name := range []string{"gr\u0435et", "greet\u200b", "greet "} {
+		res, text, o := call(t, cs, name, map[string]any{"name": "Ada"})
+		if !res.IsError || o.Status != mcp.StatusRefused || !strings.Contains(text, "tool call refused: tool") {
+			t.Errorf("%q: isError %v text %q outcome %+v, want refused", name, res.IsError, text, o)
 		}
 	}
 	// Arguments the params refuse: shell injection, unknown members, types.
