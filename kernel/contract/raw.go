@@ -15,6 +15,8 @@ type rawContract struct {
 	Budget   *rawBudget            `json:"budget"`
 	Profiles map[string]rawProfile `json:"profiles"`
 	Caches   map[string]rawCache   `json:"caches"`
+	Tools    []rawTool             `json:"tools"`
+	Policy   []rawRule             `json:"policy"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check
@@ -91,4 +93,37 @@ type rawProfile struct {
 	Checks   []rawProfileCheck `json:"checks"`
 	Approval *rawApproval      `json:"approval"`
 	Budget   *rawBudget        `json:"budget"`
+	// Tools and Policy exist so the loader can refuse them by name: a
+	// profile cannot change either (the schema refuses them too).
+	Tools  json.RawMessage `json:"tools"`
+	Policy json.RawMessage `json:"policy"`
+}
+
+// rawTool is one tool of the tools: section. Its execution settings are a
+// check's, but env_from_host (the schema refuses it: a tool an agent calls
+// never receives the harness's secrets) and caches.
+type rawTool struct {
+	Name        string              `json:"name"`
+	Description *string             `json:"description"`
+	Run         []string            `json:"run"`
+	Params      map[string]rawParam `json:"params"`
+	Stdin       *string             `json:"stdin"`
+	Dir         *string             `json:"dir"`
+	rawSettings
+}
+
+type rawParam struct {
+	Type        string       `json:"type"`
+	Required    *bool        `json:"required"`
+	Description *string      `json:"description"`
+	MaxLength   *json.Number `json:"max_length"`
+	Pattern     *string      `json:"pattern"`
+	Enum        []string     `json:"enum"`
+}
+
+type rawRule struct {
+	ID     *string `json:"id"`
+	Tool   string  `json:"tool"`
+	Effect string  `json:"effect"`
+	Reason *string `json:"reason"`
 }

@@ -67,6 +67,13 @@ func (r *Resolved) clone() *Resolved {
 	out.Criteria = slices.Clone(r.Criteria)
 	out.Approval.Roles = slices.Clone(r.Approval.Roles)
 	out.Caches = slices.Clone(r.Caches)
+	if r.Tools != nil {
+		out.Tools = make([]Tool, len(r.Tools))
+		for i, t := range r.Tools {
+			out.Tools[i] = t.clone()
+		}
+	}
+	out.Policy = slices.Clone(r.Policy)
 	return &out
 }
 
@@ -105,6 +112,12 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if err := p.resolveCaches(base, raw); err != nil {
+		return nil, err
+	}
+	if base.Tools, err = p.resolveTools(tmpl, raw.Tools); err != nil {
+		return nil, err
+	}
+	if base.Policy, err = p.resolvePolicy(base.Tools, raw.Policy); err != nil {
 		return nil, err
 	}
 
@@ -597,6 +610,9 @@ func (p *parser) resolveProfile(base *Resolved, profiles map[string]rawProfile, 
 		r.Profile = layer
 		pr := profiles[layer]
 		lp := fieldPath("profiles").key(layer)
+		if err := p.refuseProfileTools(pr, lp); err != nil {
+			return nil, err
+		}
 		seen := map[string]int{}
 		for j, pc := range pr.Checks {
 			cp := lp.key("checks").idx(j)

@@ -190,6 +190,9 @@ func (p *parser) schemaError(doc *document, l *jsonschema.ValidationError) (*Err
 		}
 		return p.errf(path.key(k.Property), "%q is not a valid %s", truncate(k.Property, 64), what), pointer(kt)
 	}
+	if _, not := l.ErrorKind.(*kind.Not); not && def == "profile" && len(loc) > 0 {
+		return p.errf(path, "a profile cannot change the %s: tools and policy come from the base contract only, since a workflow (which a pull request can edit) chooses the profile", loc[len(loc)-1]), pointer(loc)
+	}
 	return p.valueError(def, loc, path, l, v)
 }
 
@@ -235,6 +238,21 @@ func (p *parser) valueError(def string, loc []string, path fieldPath, l *jsonsch
 		case *kind.UniqueItems:
 			if list, ok := v.([]any); ok && k.Duplicates[1] < len(list) {
 				return p.errf(path.idx(k.Duplicates[1]), "%s is listed twice", describe(list[k.Duplicates[1]])), ptr
+			}
+		}
+	case "toolName":
+		if _, ok := l.ErrorKind.(*kind.Pattern); ok {
+			return p.errf(path, "%s is not a valid name (want ^[a-z][a-z0-9_-]{0,63}$: lower-case ASCII)", describe(v)), ptr
+		}
+	case "toolArgv":
+		switch l.ErrorKind.(type) {
+		case *kind.MinLength:
+			return p.errf(path, "argv[0] must not be empty"), ptr
+		case *kind.MinItems:
+			return p.errf(path, "argv must not be empty"), ptr
+		case *kind.Type:
+			if _, isStr := v.(string); isStr && len(loc) > 0 && loc[len(loc)-1] == "run" {
+				return p.errf(path, "must be an argv array such as [/bin/echo, \"{{name}}\"], not a shell string"), ptr
 			}
 		}
 	case "profileName":

@@ -353,24 +353,8 @@ func (r *Run) readBlobTail(d string, n int64) ([]byte, error) {
 	return io.ReadAll(f)
 }
 
-// specFor builds the runtime spec of a check.
+// specFor builds the runtime spec of a check (contract.Execution.Spec, the
+// one function tools use too).
 func specFor(runID string, c contract.Check, repo string) runtime.Spec {
-	mounts := make([]runtime.Mount, len(c.Mounts))
-	for i, m := range c.Mounts {
-		mounts[i] = runtime.Mount{Source: m.Source, Target: m.Target, Writable: m.Writable}
-	}
-	env := make(map[string]string, len(c.Env))
-	for k, v := range c.Env {
-		env[k] = v
-	}
-	return runtime.Spec{
-		RunID: runID, CheckID: c.ID, Argv: append([]string(nil), c.Run...), Env: env,
-		FromHost:  append([]string(nil), c.EnvFromHost...),
-		Workspace: repo, Dir: c.Dir, Timeout: time.Duration(c.Timeout),
-		Sandbox: runtime.Sandbox{
-			Image: c.Image, Pull: c.Pull, Network: c.Network, Workspace: c.Workspace, AllowRoot: c.AllowRoot,
-			Memory: int64(c.Resources.Memory), NanoCPUs: int64(c.Resources.CPUs) * 1_000_000, Pids: c.Resources.Pids,
-			Tmpfs: int64(c.Tmpfs), WorkspaceSize: int64(c.WorkspaceSize), Mounts: mounts,
-		},
-	}
+	return c.Execution().Spec(runID, c.ID, c.Run, repo)
 }
