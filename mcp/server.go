@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"reflect"
 	"sync"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -148,19 +149,18 @@ func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 		switch method {
 		case "initialize", "server/discover":
-			if r, ok := req.(*sdk.InitializeRequest); ok && r.Params != nil && r.Params.ClientInfo != nil {
-				s.mu.Lock()
-				s.client = r.Params.ClientInfo.Name
-				s.mu.Unlock()
+			// Open first: a session that cannot open fails the handshake
+			// before the SDK records the client as initialized.
+			s.mu.Lock()
+			if s.client == "" {
+				s.client = clientName(req)
 			}
-			res, err := next(ctx, method, req)
+			_, err := s.open(ctx)
+			s.mu.Unlock()
 			if err != nil {
-				return res, err
-			}
-			if _, err := s.locked(ctx); err != nil {
 				return nil, err
 			}
-			return res, nil
+			return next(ctx, method, req)
 		case "tools/list":
 			return s.listTools(ctx)
 		case "tools/call":
@@ -221,6 +221,29 @@ func arguments(raw json.RawMessage) []byte {
 		return []byte("{}")
 	}
 	return raw
+}
+
+// clientName is the client's name from initialize's clientInfo, or from
+// the clientInfo _meta member of a stateless (server/discover) request.
+func clientName(req sdk.Request) string {
+	if r, ok := req.(*sdk.InitializeRequest); ok {
+		if r.Params != nil && r.Params.ClientInfo != nil {
+			return r.Params.ClientInfo.Name
+		}
+		return ""
+	}
+	p := req.GetParams()
+	if p == nil || reflect.ValueOf(p).IsNil() {
+		return ""
+	}
+	switch v := p.GetMeta()[sdk.MetaKeyClientInfo].(type) {
+	case *sdk.Implementation:
+		return v.Name
+	case map[string]any:
+		name, _ := v["name"].(string)
+		return name
+	}
+	return ""
 }
 
 func metaString(m sdk.Meta, key string) string {
