@@ -26,8 +26,8 @@
 // Only the first error is reported, deterministically: YAML problems
 // first, then the schema violation that comes first in the file (by line
 // and column), then semantic problems in a fixed order (defaults, checks in
-// file order, criteria, references, dependency cycles, approval, budget,
-// then every profile in name order).
+// file order, criteria, references, dependency cycles, caches, tools in
+// file order, policy, approval, budget, then every profile in name order).
 //
 // # Format
 //
@@ -43,6 +43,8 @@
 //	budget     {max_duration}       no        duration for the whole run; 0 or absent = none
 //	profiles   map name → profile   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 64
 //	caches     map name → {mount}   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 16; see Caches
+//	tools      [tool] (..256)       no        names ^[a-z][a-z0-9_-]{0,63}$, unique; see Tools
+//	policy     [rule] (..1024)      no        ordered; see Tools
 //
 // Settings (in defaults and in each check; a profile check override may
 // set only pull, timeout, output_limit, network, workspace, resources,
@@ -113,6 +115,28 @@
 // both are omitted when empty, so a contract without caches keeps its hash.
 // Which directory a use mounts (its scope) is decided at run time by
 // kernel/cache.
+//
+// # Tools
+//
+// tools: declares what an agent session may call (docs/SPEC.md §1, "Tools
+// and policy"). A tool is {name, description, run, params, stdin} plus the
+// execution settings of a check, resolved from defaults by the same code
+// (applySettings, setRun, setDir, checkImage) but env_from_host, which a
+// tool neither has nor inherits. run is an argv template: an element that
+// is exactly "{{p}}" is replaced by parameter p's value as one element; p
+// must be declared and required; "{{" anywhere else, and a template as the
+// program, are refused. params maps a name to {type: string | integer |
+// boolean | path, required, description, max_length, pattern, enum};
+// max_length and pattern apply to string and path (max_length resolves to
+// 4096 when absent), enum to string only, and every enum value must pass
+// the parameter's own bounds. A parameter run does not name needs
+// stdin: json (the canonical arguments object on standard input); stdin:
+// none resolves to "". policy: is an ordered list of {id, tool, effect:
+// allow | block | require-approval, reason}: tool names a declared tool,
+// id defaults to rule-<index> and is unique, "default" is reserved.
+// Descriptions and reasons are printable text on one line. Both sections
+// are omitted from the resolved contract when empty, so the hash of a
+// contract without them is unchanged; a profile cannot set either.
 //
 // # Profiles
 //

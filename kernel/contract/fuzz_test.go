@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -14,7 +15,7 @@ import (
 // round trip of contract.json unchanged, and respect the invariants
 // (argv, image, no Docker socket).
 func FuzzParse(f *testing.F) {
-	for _, seed := range []string{"testdata/valid.yaml", "testdata/valid.json", "testdata/minimal.yaml", "testdata/process.yaml"} {
+	for _, seed := range []string{"testdata/valid.yaml", "testdata/valid.json", "testdata/minimal.yaml", "testdata/process.yaml", "testdata/tools.yaml"} {
 		b, err := os.ReadFile(seed)
 		if err != nil {
 			f.Fatal(err)
@@ -86,5 +87,46 @@ func FuzzParse(f *testing.F) {
 				}
 			}
 		}
+		checkToolInvariants(t, r)
 	})
+}
+
+// checkToolInvariants asserts what the loader promises of tools and policy:
+// unique ASCII names, argv templates whose only "{{" elements are whole
+// required parameters (never the program), no env_from_host, docker tools
+// with an image, and rules naming declared tools with unique ids.
+func checkToolInvariants(t *testing.T, r *Resolved) {
+	t.Helper()
+	names := map[string]bool{}
+	for _, tl := range r.Tools {
+		if !toolName.MatchString(tl.Name) || names[tl.Name] {
+			t.Fatalf("tool name %q accepted (duplicate or invalid)", tl.Name)
+		}
+		names[tl.Name] = true
+		if len(tl.Run) == 0 || tl.Run[0] == "" || strings.Contains(tl.Run[0], "{{") {
+			t.Fatalf("tool %s accepted with argv %q", tl.Name, tl.Run)
+		}
+		for _, a := range tl.Run[1:] {
+			name, whole := TemplateParam(a)
+			if !whole && strings.Contains(a, "{{") {
+				t.Fatalf("tool %s accepted partial template %q", tl.Name, a)
+			}
+			if whole && !tl.Params[name].Required {
+				t.Fatalf("tool %s accepted template of a missing or optional parameter %q", tl.Name, a)
+			}
+		}
+		if tl.Runtime == "docker" && tl.Image == "" {
+			t.Fatalf("tool %s accepted without image", tl.Name)
+		}
+		if len(tl.Execution().EnvFromHost) != 0 {
+			t.Fatalf("tool %s takes host variables", tl.Name)
+		}
+	}
+	ids := map[string]bool{}
+	for _, rule := range r.Policy {
+		if !names[rule.Tool] || ids[rule.ID] || rule.ID == DefaultRuleID {
+			t.Fatalf("rule %+v accepted", rule)
+		}
+		ids[rule.ID] = true
+	}
 }
