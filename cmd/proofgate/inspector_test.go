@@ -106,8 +106,9 @@ func TestMCPInspectorCLI(t *testing.T) {
 	if !slices.Equal(names, []string{"greet", "deploy"}) {
 		t.Fatalf("tools/list = %v, want [greet deploy]", names)
 	}
-	if !bytes.Contains(lt.Tools[1].InputSchema, []byte(`"enum":["staging","production"]`)) {
-		t.Errorf("deploy inputSchema: %s", lt.Tools[1].InputSchema)
+	var schema bytes.Buffer
+	if err := json.Compact(&schema, lt.Tools[1].InputSchema); err != nil || !bytes.Contains(schema.Bytes(), []byte(`"enum":["staging","production"]`)) {
+		t.Errorf("deploy inputSchema: %s (%v)", lt.Tools[1].InputSchema, err)
 	}
 
 	r := do("--method", "tools/call", "--tool-name", "greet", "--tool-arg", "name=Ada Lovelace")
