@@ -58,3 +58,38 @@ func printAction(w io.Writer, runID string, a replay.ActionView, audit bool) {
 	}
 	fmt.Fprintf(w, "%s, input %s\n", line, a.InputHash)
 }
+
+// actionRef names one action that waits for a person.
+type actionRef struct {
+	Session   string `json:"session"`
+	Action    string `json:"action"`
+	Tool      string `json:"tool"`
+	InputHash string `json:"input_hash"`
+}
+
+// statusDoc is what status and audit print with --json: the reconciled
+// status, and the actions that wait for a person (also in "sessions").
+type statusDoc struct {
+	*run.Status
+	PendingApprovals []actionRef `json:"pending_approvals,omitempty"`
+	Ambiguous        []actionRef `json:"ambiguous,omitempty"`
+}
+
+func withAgentNotes(st *run.Status) statusDoc {
+	d := statusDoc{Status: st}
+	if st.Report == nil {
+		return d
+	}
+	for _, s := range st.Sessions {
+		for _, a := range s.Actions {
+			ref := actionRef{Session: s.ID, Action: a.ID, Tool: a.Tool, InputHash: a.InputHash}
+			switch a.Status {
+			case replay.ActionPending:
+				d.PendingApprovals = append(d.PendingApprovals, ref)
+			case replay.ActionAmbiguous:
+				d.Ambiguous = append(d.Ambiguous, ref)
+			}
+		}
+	}
+	return d
+}

@@ -488,7 +488,7 @@ STALE. RUN is a run id or "latest".`,
 				return classify(err)
 			}
 			if asJSON {
-				if err := writeJSON(g.stdout, st); err != nil {
+				if err := writeJSON(g.stdout, withAgentNotes(st)); err != nil {
 					return err
 				}
 			} else {
