@@ -1,0 +1,62 @@
+// Package mcp serves a governed agent session (kernel/session) as a Model
+// Context Protocol server, with the official Go SDK
+// (github.com/modelcontextprotocol/go-sdk). It is an adapter: every
+// decision — which tools exist, which call may run, what is recorded — is
+// the session's; this package only translates between MCP frames and
+// session calls. The kernel never imports it.
+//
+// # Lifecycle
+//
+// One server serves one client over one transport (stdio for `proofgate
+// mcp`). The session is opened (Options.Open) when the client initializes:
+// on its first "initialize" or "server/discover" request, or, for a client
+// that skips both, on its first "tools/list" or "tools/call". A session
+// that cannot be opened (the run is not IMPLEMENTING, another recorder owns
+// an open session) fails that request with a JSON-RPC error naming why.
+// When the transport closes (stdin reaches EOF) or the context is cancelled
+// (SIGTERM, SIGINT), [Server.Run] waits for the call in flight to finish
+// recording and, when Options.End is set, ends the session with
+// Options.EndReason or "client disconnected" / "interrupted".
+//
+// # tools/list
+//
+// The tools are Session.Tools() (the tools some rule could allow, in
+// contract order), each with the contract's description and an inputSchema
+// generated from its params by [InputSchema]:
+//
+//	{"type":"object","additionalProperties":false,
+//	 "properties":{"name":{"type":"string","maxLength":64,"pattern":"^[A-Za-z ]+$"}},
+//	 "required":["name"]}
+//
+// string → {"type":"string","maxLength":N} (N = max_length, default 4096)
+// with "pattern" and "enum" when declared; integer → {"type":"integer"};
+// boolean → {"type":"boolean"}; path → {"type":"string","maxLength":4096}
+// with a description saying what the kernel accepts. "required" lists the
+// required params sorted. The schema is advisory for the client: the
+// session re-checks every argument (kernel/tool) and refuses what does not
+// fit, whatever the client validated.
+//
+// # tools/call
+//
+// Every tools/call — also one naming a tool tools/list did not show, or
+// naming one in another case — goes to Session.Call with the tool name as
+// sent (exact bytes), the arguments object (absent = {}), and the
+// "traceparent" and "tracestate" strings of the request's _meta when
+// present. The answer is a CallToolResult:
+//
+//	finished, result success   isError false, text: stdout
+//	finished, otherwise        isError true,  text: stdout, then
+//	                           "result R, exit code N" and stderr
+//	blocked                    isError true,  "blocked by policy rule ID: REASON"
+//	pending approval           isError false, "waiting for approval of action A
+//	                           (proofgate tool approve RUN A --actor NAME); call
+//	                           again with the same arguments after approval"
+//	rejected                   isError true,  "action A was rejected by a human ..."
+//	refused (bad arguments,    isError true,  the refusal, e.g. "tool argument
+//	ambiguous action, ...)                    \"name\": does not match pattern ..."
+//
+// and carries structuredContent {"action", "status", "rule_id", "result",
+// "exit_code", "input_hash", "output_hash"} (members empty for what does
+// not apply are omitted) so that a program can branch without parsing text.
+// Tool output is passed as text with invalid UTF-8 replaced by U+FFFD.
+package mcp
