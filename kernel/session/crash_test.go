@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -33,6 +34,16 @@ func child(mode string) int {
 	case "crash": // two calls and an end; PROOFGATE_TEST_CRASH kills it on the way
 		for _, name := range []string{"Ada", "Bob"} {
 			if _, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(`{"name":"` + name + `"}`)}); err != nil {
+				return fail(err)
+			}
+		}
+		if err := s.End(""); err != nil {
+			return fail(err)
+		}
+	case "calls": // PG_CALLS greet calls with distinct arguments, then an end
+		n, _ := strconv.Atoi(os.Getenv("PG_CALLS"))
+		for i := range n {
+			if _, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(fmt.Sprintf(`{"name":"n%d"}`, i))}); err != nil {
 				return fail(err)
 			}
 		}
