@@ -4,8 +4,9 @@
 #
 #   governed call ratio: a governed tool call (policy gate, receipts with
 #     their fsyncs, process runtime) over executing the same argv directly:
-#     kernel/session's sub-benchmarks .../governed and .../direct (ns/op),
-#     and its fsyncs/call metric when it reports one;
+#     kernel/session's BenchmarkGovernedCall over BenchmarkDirectExec (ns/op);
+#     the fsyncs one call costs (TestFsyncsPerCall, strace) and the price of
+#     one (BenchmarkFsync);
 #   manifest dedup ratio: bytes a 28-turn conversation writes as whole
 #     inputs over what it writes with message manifests: kernel/input's
 #     BenchmarkStoreTurn/whole and /manifest (written-B/turn).
@@ -40,12 +41,13 @@ need() { # need VALUE WHAT
 	fi
 }
 
-BENCHTIME=${BENCHTIME:-20x} bench ./kernel/session 'Call'
-governed=$(metric '/governed(-[0-9]+)?$' ns/op)
-direct=$(metric '/direct(-[0-9]+)?$' ns/op)
-need "$governed" "kernel/session benchmark .../governed (ns/op)"
-need "$direct" "kernel/session benchmark .../direct (ns/op)"
-fsyncs=$(metric '/governed(-[0-9]+)?$' fsyncs/call)
+BENCHTIME=${BENCHTIME:-20x} bench ./kernel/session '^(BenchmarkGovernedCall|BenchmarkDirectExec|BenchmarkFsync)$'
+governed=$(metric '^BenchmarkGovernedCall(-[0-9]+)?$' ns/op)
+direct=$(metric '^BenchmarkDirectExec(-[0-9]+)?$' ns/op)
+fsync=$(metric '^BenchmarkFsync(-[0-9]+)?$' ns/op)
+need "$governed" "kernel/session BenchmarkGovernedCall (ns/op)"
+need "$direct" "kernel/session BenchmarkDirectExec (ns/op)"
+fsyncs=$(go test -run '^TestFsyncsPerCall$' -count 1 -v ./kernel/session 2>&1 | sed -n 's/.*: \([0-9.]*\) per call$/\1/p' | head -1)
 
 BENCHTIME=${BENCHTIME:-3x} bench ./kernel/input 'StoreTurn'
 whole=$(metric 'StoreTurn/whole(-[0-9]+)?$' written-B/turn)
@@ -57,6 +59,11 @@ awk -v g="$governed" -v d="$direct" 'BEGIN {printf "governed call: %.2f ms, dire
 awk -v g="$governed" -v d="$direct" 'BEGIN {printf "governed call ratio: %.2f\n", g / d}'
 if [ -n "$fsyncs" ]; then
 	echo "fsyncs per governed call: $fsyncs"
+else
+	echo "fsyncs per governed call: not measured (TestFsyncsPerCall needs strace)"
+fi
+if [ -n "$fsync" ]; then
+	awk -v f="$fsync" 'BEGIN {printf "one fsync: %.2f ms\n", f / 1e6}'
 fi
 awk -v w="$whole" -v m="$manifest" 'BEGIN {printf "bytes per turn: %.0f whole, %.0f with manifests\n", w, m}'
 awk -v w="$whole" -v m="$manifest" 'BEGIN {printf "manifest dedup ratio: %.1f\n", w / m}'
