@@ -225,6 +225,11 @@ func TestImplementationBundleHostile(t *testing.T) {
 			d["implemented_by"].(map[string]any)["head"] = "sha256:" + strings.Repeat("1", 64)
 		})), ImplementationMismatch, ""},
 		{"implementation log truncated before its supersession", rewriteRun(t, fs, k, a, func(ev []eventlog.Event) []eventlog.Event { return ev[:len(ev)-1] }), ImplementationMismatch, ""},
+		{"an event appended after the supersession", rewriteRun(t, fs, k, a, func(ev []eventlog.Event) []eventlog.Event {
+			e := ev[len(ev)-1]
+			e.Type, e.Data = replay.TypeLockBroken, []byte(`{"actor":"x","owner_created":"2026-12-01T00:00:00Z","owner_host":"h","owner_pid":1}`)
+			return append(ev, e)
+		}), ImplementationMismatch, ""},
 		{"implementation log re-chained", rewriteRun(t, fs, k, a, editData(t, replay.TypeSessionEnded, 0, func(d map[string]any) { d["reason"] = "rewritten" })), ImplementationMismatch, ""},
 		{"implementation run missing", resign(t, without(fs, a), k, func(s *Statement) { s.Subject = subjectsFor(without(fs, a)) }), MissingFile, ""},
 		{"implementation events missing", resign(t, without(fs, a+EventsFile), k, func(s *Statement) { s.Subject = subjectsFor(without(fs, a+EventsFile)) }), MissingFile, ""},
