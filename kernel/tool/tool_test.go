@@ -348,3 +348,29 @@ func TestRenderHandMadeTool(t *testing.T) {
 	_, err = Render(tl, []byte(`{"p":1}`))
 	argErrOf(t, err, ReasonType, "p")
 }
+
+func TestInputSchema(t *testing.T) {
+	r := loadTools(t, tools)
+	s := InputSchema(mustTool(t, r, "scale"))
+	b, err := canon.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"additionalProperties":false,"properties":{"env":{"enum":["staging","production"],"maxLength":4096,"type":"string"},` +
+		`"force":{"type":"boolean"},"n":{"maximum":9007199254740991,"minimum":-9007199254740991,"type":"integer"},` +
+		`"note":{"maxLength":4096,"type":"string"}},"required":["force","n"],"type":"object"}`
+	if string(b) != want {
+		t.Fatalf("schema\n%s\nwant\n%s", b, want)
+	}
+	open := InputSchema(mustTool(t, r, "open"))
+	if d := open["properties"].(map[string]any)["file"].(map[string]any)["description"]; !strings.Contains(fmt.Sprint(d), "relative") {
+		t.Fatalf("path description %v", d)
+	}
+	if b, _ := canon.Marshal(InputSchema(contract.Tool{Name: "x"})); string(b) != `{"additionalProperties":false,"properties":{},"required":[],"type":"object"}` {
+		t.Fatalf("empty schema %s", b)
+	}
+}
+
+func contractFor(body string) (*contract.Resolved, error) {
+	return contract.Parse("contract.yaml", []byte(head+body), "")
+}
