@@ -37,6 +37,13 @@
 // "messages" not an array, an empty array) is one blob, its canonical bytes,
 // and its ref is that blob's digest.
 //
+// Store writes the blobs through blob.PutMany: each new blob fsynced, one
+// directory fsync for them all, every blob durable when Store returns (so
+// before any event names the ref). Stored.Written counts the bytes of the
+// blobs this call created; a blob another writer created first counts for
+// that writer. Before writing, Store checks that its blobs rebuild the
+// input.
+//
 // # Rebuild
 //
 // Rebuild reads a ref and returns the canonical input. A blob is a manifest

@@ -175,15 +175,29 @@ func TestSessionDedup(t *testing.T) {
 	if onDisk != written {
 		t.Fatalf("%d B on disk, %d B counted as written", onDisk, written)
 	}
+	// The blobs the rebuilds list (what a bundle carries) are exactly the
+	// blobs written.
+	listed := map[string]bool{}
 	for i, raw := range raws {
 		c, _ := input.Canonical(raw)
 		st, err := input.Store(bs, c)
 		if err != nil || st.Written != 0 {
 			t.Fatalf("turn %d stored again: %+v %v", i+1, st, err)
 		}
-		got, _, err := input.Rebuild(input.FromStore(bs), st.Ref)
+		got, blobs, err := input.Rebuild(input.FromStore(bs), st.Ref)
 		if err != nil || string(got) != string(c) {
 			t.Fatalf("turn %d rebuild: %v", i+1, err)
+		}
+		for _, d := range blobs {
+			listed[d] = true
+		}
+	}
+	if len(listed) != len(files) {
+		t.Fatalf("rebuilds list %d blobs, %d were written", len(listed), len(files))
+	}
+	for _, f := range files {
+		if !listed["sha256:"+filepath.Base(f)] {
+			t.Fatalf("blob %s written but listed by no rebuild", filepath.Base(f))
 		}
 	}
 }

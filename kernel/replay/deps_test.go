@@ -51,7 +51,8 @@ func TestVerifierImportsNoWriter(t *testing.T) {
 }
 
 // The replay itself stands on the event log, canonical JSON, the strict
-// decoder, the contract model, the approval tally, the exit classes and the
+// decoder, the contract model (with the printable-text check it loads
+// with), the approval tally, the exit classes and the
 // runtime seam's types only, and runs
 // no command.
 func TestReplayImports(t *testing.T) {

@@ -216,6 +216,7 @@ type ActionView struct {
 	InputHash string `json:"input_hash"`
 	InputRef  string `json:"input_ref"`
 	Manifest  bool   `json:"manifest,omitempty"`
+	Trace     *Span  `json:"trace,omitempty"`
 	Decision  string `json:"decision,omitempty"` // the policy's effect
 	RuleID    string `json:"rule_id,omitempty"`
 	Approval  string `json:"approval,omitempty"` // approve | reject

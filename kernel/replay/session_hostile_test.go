@@ -357,3 +357,13 @@ func TestSessionReplayRecovery(t *testing.T) {
 	b2.human(act2, "retry", "alice", "")
 	b2.fold(replay.ReasonApprovalBinding)
 }
+
+// A call while another action of the live session runs is not ambiguous:
+// calls may overlap.
+func TestSessionOverlappingCalls(t *testing.T) {
+	b := newLog(t, true).started()
+	b.request(act, "greet", inHash).policy(act, "allow", 1, "rule-1").start(act, rcpt, "greet", inHash, "allow", owner1)
+	b.request(act2, "greet", inHash2).policy(act2, "allow", 1, "rule-1").start(act2, rcpt2, "greet", inHash2, "allow", owner1)
+	b.finish(act2, rcpt2).finish(act, rcpt)
+	b.fold("")
+}

@@ -74,7 +74,7 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 		return nil
 	}
 	a := &actionState{session: d.Session, trace: d.Trace, v: ActionView{ID: d.Action, Tool: d.Tool, Turn: d.Turn,
-		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Status: ActionRequested, RetryOf: d.RetryOf}}
+		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Trace: d.Trace, Status: ActionRequested, RetryOf: d.RetryOf}}
 	sf.actions[d.Action] = a
 	s.actions = append(s.actions, d.Action)
 	f.blobs[d.InputRef] = true
@@ -84,10 +84,15 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 	return nil
 }
 
-// unresolved returns an action of s that started and is not resolved, or "".
+// unresolved returns an action of s that recovery closed as crashed and no
+// human has decided (retry or abandon), or "". An action that started and
+// has not finished in a live session is running, not ambiguous: calls may
+// overlap.
 func (f *Folder) unresolved(s *sessionState) string {
-	if amb := f.ambiguous(s); len(amb) > 0 {
-		return amb[0]
+	for _, id := range s.actions {
+		if a := f.s.actions[id]; a.v.Result == ResultCrashed && a.resolved == "" {
+			return id
+		}
 	}
 	return ""
 }

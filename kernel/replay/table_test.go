@@ -47,6 +47,11 @@ func TestEventTypeTable(t *testing.T) {
 		{TypeRecovered, WriterEventLog, true},
 		{TypePlanned, WriterKernel, true},
 		{"session.started", WriterAppend, false},
+		{TypeSessionStarted, WriterSession, true},
+		{TypeToolFinished, WriterSession, true},
+		{TypeToolDecided, WriterKernel, false},
+		{TypeState, WriterSession, false},
+		{TypeCheckpoint, WriterSession, false},
 	} {
 		if got := MayWrite(tc.typ, tc.w); got != tc.want {
 			t.Errorf("MayWrite(%s, %d) = %v, want %v", tc.typ, tc.w, got, tc.want)

@@ -116,3 +116,19 @@ func (f *Folder) Ambiguous(id string) []string {
 func (f *Folder) OpenTurn(id, turn string) bool {
 	return f.s != nil && f.s.sessions[id] != nil && f.s.sessions[id].turns[turn]
 }
+
+// Unresolved lists the actions of session id that recovery closed as
+// crashed and no human has decided yet (retry or abandon): while there is
+// one, the session takes no new call.
+func (f *Folder) Unresolved(id string) []string {
+	if f.s == nil || f.s.sessions[id] == nil {
+		return nil
+	}
+	var out []string
+	for _, a := range f.s.sessions[id].actions {
+		if x := f.s.actions[a]; x.v.Result == ResultCrashed && x.resolved == "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}

@@ -125,7 +125,7 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	r.Session(func(f *replay.Folder) {
 		v, ok := f.OpenSession()
 		open = ok && v.ID == s.id
-		amb = f.Ambiguous(s.id)
+		amb = f.Unresolved(s.id)
 		prev = repeated(v, p)
 	})
 	switch {
@@ -145,7 +145,15 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 			res.Status = Rejected
 			return nil, res, nil
 		}
-		return s.start(r, prev.ID, p, res, replay.DecisionApprove)
+		// the approved request's trace, not this poll's: the receipt
+		// repeats its request
+		q := *p
+		q.span, q.parent, q.state = prev.Trace, "", ""
+		if prev.Trace != nil {
+			q.parent = "00-" + prev.Trace.TraceID + "-" + prev.Trace.SpanID + "-" + prev.Trace.Flags
+			q.state = prev.Trace.State
+		}
+		return s.start(r, prev.ID, &q, res, replay.DecisionApprove)
 	}
 	retryOf := ""
 	if prev != nil {

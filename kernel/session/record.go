@@ -89,6 +89,19 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 	if err := checkAgent(o.Agent); err != nil {
 		return nil, err
 	}
+	s, err := start(o)
+	if broke, uerr := unlockDead(o, err, "session start"); uerr != nil {
+		return nil, uerr
+	} else if broke {
+		s, err = start(o)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func start(o Options) (*Session, error) {
 	var s *Session
 	err := withRun(o, func(r *run.Run) error {
 		if err := implementing(r); err != nil {
@@ -107,14 +120,26 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		_, err := r.AppendSession(replay.TypeSessionStarted, replay.SessionStartedData{Session: s.id, Agent: s.agent, Owner: s.owner})
 		return err
 	})
-	var held *lock.HeldError
-	if errors.As(err, &held) && held.Err == nil && !lock.Alive(held.Owner) {
-		return nil, fmt.Errorf("%w: the run's last writer died holding its lock; resume its session (proofgate session resume) or break the lock (proofgate events unlock)", err)
-	}
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// unlockDead breaks the run's writer lock when err says a provably dead
+// owner holds it (a recorder killed mid-append), as 'events unlock' does:
+// lock.broken is recorded and the tool processes it recorded are killed.
+// It reports whether it did; a live or foreign owner is never touched
+// (lock.Break refuses).
+func unlockDead(o Options, err error, actor string) (bool, error) {
+	var held *lock.HeldError
+	if !errors.As(err, &held) || held.Err != nil || lock.Alive(held.Owner) {
+		return false, nil
+	}
+	if _, uerr := run.Unlock(o.StateDir, o.Run, actor, 0, time.Now()); uerr != nil {
+		return false, errors.Join(err, uerr)
+	}
+	return true, nil
 }
 
 func checkAgent(agent string) error {
@@ -146,14 +171,9 @@ func (e *UnknownSessionError) Error() string {
 // (Retry, Abandon) before the session takes a new call.
 func Resume(ctx context.Context, o Options, id string) (*Session, []string, error) {
 	s, amb, err := resume(o, id)
-	var held *lock.HeldError
-	if errors.As(err, &held) && held.Err == nil && !lock.Alive(held.Owner) {
-		// The dead recorder died holding the run's lock (mid-append): break
-		// it as 'events unlock' does (lock.broken, its tool processes
-		// killed), then resume.
-		if _, uerr := run.Unlock(o.StateDir, o.Run, "session resume "+id, 0, time.Now()); uerr != nil {
-			return nil, nil, errors.Join(err, uerr)
-		}
+	if broke, uerr := unlockDead(o, err, "session resume"); uerr != nil {
+		return nil, nil, uerr
+	} else if broke {
 		s, amb, err = resume(o, id)
 	}
 	return s, amb, err

@@ -125,7 +125,7 @@ func TestAllowBlockApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := f.audit(t)
-	if len(rep.Sessions) != 1 || rep.Sessions[0].Open || len(rep.Sessions[0].Actions) != 6 {
+	if len(rep.Sessions) != 1 || rep.Sessions[0].Open || len(rep.Sessions[0].Actions) != 5 {
 		t.Fatalf("sessions: %+v", rep.Sessions)
 	}
 	for _, b := range []string{ran.InputHash, res.InputHash} {
@@ -224,6 +224,20 @@ func TestTrace(t *testing.T) {
 	if res2.InputHash != res.InputHash {
 		t.Fatal("the input hash depends on the trace")
 	}
+	// an approved call polled with another trace context starts under its
+	// request's
+	pend, err := s.Call(ctx, session.Call{Tool: "deploy", Args: []byte(`{"env":"prod"}`), TraceParent: tp})
+	if err != nil || pend.Status != session.PendingApproval {
+		t.Fatalf("deploy: %+v %v", pend, err)
+	}
+	if err := session.Approve(f.opts(""), pend.Action, "alice"); err != nil {
+		t.Fatal(err)
+	}
+	ran, err := s.Call(ctx, session.Call{Tool: "deploy", Args: []byte(`{"env":"prod"}`), TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-1111111111111111-01"})
+	if err != nil || ran.Action != pend.Action || ran.Result != "success" {
+		t.Fatalf("approved poll with another trace: %+v %v", ran, err)
+	}
+	f.audit(t)
 }
 
 // A tool that ignores SIGTERM is killed at its timeout and recorded; an
@@ -277,4 +291,32 @@ func TestNotImplementing(t *testing.T) {
 		t.Fatal(err)
 	}
 	start(t, f)
+}
+
+// Calls of one session from several goroutines (an MCP client calling
+// tools in parallel) each get their receipts; the run replays.
+func TestParallelCalls(t *testing.T) {
+	f := newFixture(t)
+	s := start(t, f)
+	errs := make(chan error, 6)
+	for i := range 6 {
+		go func() {
+			res, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(`{"name":"p` + string(rune('a'+i)) + `"}`)})
+			if err == nil && res.Result != "success" {
+				err = errors.New(res.Result)
+			}
+			errs <- err
+		}()
+	}
+	for range 6 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.End(""); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.audit(t).Sessions[0].Actions); n != 6 {
+		t.Fatalf("%d actions", n)
+	}
 }

@@ -185,6 +185,13 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 	if cacheProfile != nil {
 		p.profile["caches"] = cacheProfile
 	}
+	if spec.Stdin != nil {
+		// The container's stdin is attached once and closed after the
+		// bytes (StdinOnce); without Stdin it stays closed as before, and
+		// the profile (and its hash) is unchanged.
+		p.config.OpenStdin, p.config.AttachStdin, p.config.StdinOnce = true, true, true
+		p.profile["stdin"] = runtime.StdinProfile(spec.Stdin)
+	}
 	return p, nil
 }
 

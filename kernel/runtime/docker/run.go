@@ -89,6 +89,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		return fail("docker: start: %v", err)
 	}
 	res.Started = time.Now().UTC()
+	c.feedStdin(att)
 
 	c.supervise(ctx, att)
 	if c.stuck {
@@ -237,7 +238,7 @@ func (c *checkRun) attach(ctx, waitCtx context.Context) (client.ContainerAttachR
 	go func() {
 		waitReady <- c.r.cli.ContainerWait(waitCtx, c.id, client.ContainerWaitOptions{Condition: container.WaitConditionNextExit})
 	}()
-	att, err := c.r.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdout: true, Stderr: true})
+	att, err := c.r.cli.ContainerAttach(ctx, c.id, client.ContainerAttachOptions{Stream: true, Stdin: c.spec.Stdin != nil, Stdout: true, Stderr: true})
 	wait := <-waitReady
 	if err != nil {
 		return att, err
@@ -251,6 +252,21 @@ func (c *checkRun) attach(ctx, waitCtx context.Context) (client.ContainerAttachR
 		}
 	}()
 	return att, nil
+}
+
+// feedStdin writes the spec's stdin into the attach connection and then
+// half-closes it, which (StdinOnce) closes the container's stdin after the
+// bytes. A container that never reads cannot block Run: the deferred
+// att.Close ends a pending write.
+func (c *checkRun) feedStdin(att client.ContainerAttachResult) {
+	if c.spec.Stdin == nil {
+		return
+	}
+	go func() {
+		if _, err := att.Conn.Write(c.spec.Stdin); err == nil {
+			_ = att.CloseWrite()
+		}
+	}()
 }
 
 // supervise copies the output and kills the container on the first limit

@@ -19,6 +19,7 @@ import (
 	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -83,7 +84,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if !declared {
 		lookup = DefaultPath
 	}
-	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost)
+	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
 	fail := func(format string, args ...any) runtime.Result {
 		return res.Fail(oneLine(fmt.Sprintf(format, args...)))
 	}
@@ -114,7 +115,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	defer goruntime.UnlockOSThread()
 	res.Started = time.Now().UTC()
 	err = c.start(cmd)
-	res.Attestation = attestation(lookup, spec.Sandbox, c.ct.kind, fromHost)
+	res.Attestation = attestation(lookup, spec.Sandbox, c.ct.kind, fromHost, spec.Stdin)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -125,6 +126,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	// cgroup before reaping it, then reap.
 	killErr := c.ct.kill(c.pgid)
 	waitErr := c.waiter.reap()
+	c.closeIn()
 	// Finished is when the check ended, not when a leaked pipe let go.
 	res.Finished = time.Now().UTC()
 	held := c.drain(r.drainGrace)
@@ -190,6 +192,10 @@ type check struct {
 	waiter    *exitWaiter
 
 	outR, outW, errR, errW *os.File
+	// inR and inW are the stdin pipe when the spec has Stdin (else nil:
+	// the child reads /dev/null). closeIn closes inW once.
+	inR, inW *os.File
+	closeIn  func()
 
 	// events carries what the copiers, the exit waiter and the kill timer
 	// report; each sends at most once, so its buffer holds them all and no
@@ -229,13 +235,44 @@ func (r *Runtime) prepare(spec runtime.Spec, cmd command) (*check, error) {
 		outW.Close()
 		return nil, fmt.Errorf("stderr pipe: %w", err)
 	}
-	ct, err := r.contain(spec.CheckID, spec.ProcDir)
-	if err != nil {
+	c := &check{spec: spec, killGrace: r.killGrace, outR: outR, outW: outW, errR: errR, errW: errW,
+		events: make(chan event, 4), outPending: true, errPending: true, closeIn: func() {}}
+	if spec.Stdin != nil {
+		if c.inR, c.inW, err = os.Pipe(); err != nil {
+			closeAll(outR, outW, errR, errW)
+			return nil, fmt.Errorf("stdin pipe: %w", err)
+		}
+		c.closeIn = sync.OnceFunc(func() { c.inW.Close() })
+	}
+	if c.ct, err = r.contain(spec.CheckID, spec.ProcDir); err != nil {
 		closeAll(outR, outW, errR, errW)
+		c.closeStdinPipe()
 		return nil, err
 	}
-	return &check{spec: spec, killGrace: r.killGrace, ct: ct, outR: outR, outW: outW, errR: errR, errW: errW,
-		events: make(chan event, 4), outPending: true, errPending: true}, nil
+	return c, nil
+}
+
+// closeStdinPipe closes both ends of the stdin pipe, if there is one.
+func (c *check) closeStdinPipe() {
+	if c.inR != nil {
+		c.inR.Close()
+		c.closeIn()
+	}
+}
+
+// feedStdin writes the spec's stdin into the pipe, then closes it, so the
+// child reads the bytes and then end of file. A child that never reads
+// cannot block the harness: Run closes the write end after reaping, which
+// ends a pending write.
+func (c *check) feedStdin() {
+	if c.inR == nil {
+		return
+	}
+	c.inR.Close() // the child holds its own copy
+	go func() {
+		_, _ = c.inW.Write(c.spec.Stdin)
+		c.closeIn()
+	}()
 }
 
 // start starts the command in the check's containment and records its
@@ -243,8 +280,14 @@ func (r *Runtime) prepare(spec runtime.Spec, cmd command) (*check, error) {
 // pipes are closed.
 func (c *check) start(cmd command) error {
 	newCmd := func(attr *syscall.SysProcAttr) *exec.Cmd {
-		return &exec.Cmd{Path: cmd.bin, Args: slices.Clone(c.spec.Argv), Env: cmd.env, Dir: cmd.wd,
+		cmd := &exec.Cmd{Path: cmd.bin, Args: slices.Clone(c.spec.Argv), Env: cmd.env, Dir: cmd.wd,
 			Stdout: c.outW, Stderr: c.errW, SysProcAttr: attr}
+		if c.inR != nil {
+			// An *os.File: the child gets the descriptor itself, and
+			// exec starts no copying goroutine that Wait would wait for.
+			cmd.Stdin = c.inR
+		}
+		return cmd
 	}
 	started, err := c.ct.start(newCmd)
 	// The child holds its own copies of the write ends now (or never will).
@@ -253,8 +296,10 @@ func (c *check) start(cmd command) error {
 	if err != nil {
 		c.outR.Close()
 		c.errR.Close()
+		c.closeStdinPipe()
 		return fmt.Errorf("start %s: %w", c.spec.Argv[0], unwrapPath(err))
 	}
+	c.feedStdin()
 	c.cmd, c.pgid = started, started.Process.Pid
 	if err := c.ct.started(c.pgid); err != nil {
 		_ = c.ct.kill(c.pgid)
@@ -458,7 +503,7 @@ func overflowed(stdout, stderr *runtime.Capture) string {
 }
 
 // attestation records how the process runtime ran a check.
-func attestation(path string, sb runtime.Sandbox, containment string, fromHost map[string]any) runtime.Attestation {
+func attestation(path string, sb runtime.Sandbox, containment string, fromHost map[string]any, stdin []byte) runtime.Attestation {
 	profile := map[string]any{
 		"sandboxed":           false,
 		"path":                path,
@@ -470,6 +515,10 @@ func attestation(path string, sb runtime.Sandbox, containment string, fromHost m
 		// Absent when the contract takes nothing from the harness, so
 		// the profile (and its hash) of other checks is unchanged.
 		profile["env_from_host"] = fromHost
+	}
+	if stdin != nil {
+		// Likewise absent without stdin: digest and length, not the bytes.
+		profile["stdin"] = runtime.StdinProfile(stdin)
 	}
 	hash, err := canon.Digest(profile)
 	if err != nil {
