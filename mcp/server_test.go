@@ -50,12 +50,26 @@ tools:
     run: [/bin/sh, -c, "echo out; echo err >&2; exit 3"]
   - name: env
     run: [/usr/bin/env]
+  - name: stall
+    run: [/bin/sleep, "30"]
+    timeout: 1s
+  - name: await
+    run: [/bin/sh, -c, 'until [ -f "$0" ]; do /bin/sleep 0.05; done; echo seen', "{{flag}}"]
+    params:
+      flag: {type: string, required: true}
+  - name: touch
+    run: [/usr/bin/touch, "{{flag}}"]
+    params:
+      flag: {type: string, required: true}
 policy:
   - {id: no-wipe, tool: wipe, effect: block, reason: never delete the tree}
   - {tool: greet, effect: allow}
   - {tool: deploy, effect: require-approval}
   - {tool: fail, effect: allow}
   - {tool: env, effect: allow}
+  - {tool: await, effect: allow}
+  - {tool: stall, effect: allow}
+  - {tool: touch, effect: allow}
 `
 
 type fixture struct {
@@ -290,6 +304,10 @@ func TestCallResults(t *testing.T) {
 	if !res.IsError || o.Result != "failure" || *o.ExitCode != 3 || text != "out\n\nresult failure, exit code 3\nstderr:\nerr\n" {
 		t.Fatalf("fail: %v %q %+v", res.IsError, text, o)
 	}
+	res, text, o = callTool(t, cs, &sdk.CallToolParams{Name: "stall"})
+	if !res.IsError || o.Outcome != "timeout" || !strings.Contains(text, "result failure (timeout), exit code") {
+		t.Fatalf("stall: %v %q %+v", res.IsError, text, o)
+	}
 	res, text, o = callTool(t, cs, &sdk.CallToolParams{Name: "wipe", Arguments: map[string]any{"path": "README.md"}})
 	if !res.IsError || text != "blocked by policy rule no-wipe: never delete the tree" || o.Status != "blocked" {
 		t.Fatalf("wipe: %v %q %+v", res.IsError, text, o)
@@ -333,5 +351,52 @@ func checkTrace(t *testing.T, f *fixture, cs *sdk.ClientSession) {
 	res, text, _ = callTool(t, cs, &sdk.CallToolParams{Name: "env", Meta: sdk.Meta{"traceparent": "00-00000000000000000000000000000000-00f067aa0ba902b7-01"}})
 	if !res.IsError || !strings.Contains(text, "traceparent") {
 		t.Fatalf("an all-zero trace id: %v %q", res.IsError, text)
+	}
+}
+
+// A call whose tool waits does not hold up the next call: await returns
+// only once touch (called after it) ran. Served one at a time, await
+// would reach its timeout instead.
+func TestConcurrentCalls(t *testing.T) {
+	f := newFixture(t, true)
+	cs, stop, err := serve(t, mcp.Options{Name: "p", Version: "1", End: true, Open: startOpen(f, "agent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := filepath.Join(t.TempDir(), "flag")
+	type answer struct {
+		text string
+		o    mcp.Outcome
+	}
+	got := make(chan answer, 1)
+	go func() {
+		_, text, o := callTool(t, cs, &sdk.CallToolParams{Name: "await", Arguments: map[string]any{"flag": flag}})
+		got <- answer{text, o}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// touch only once await started (its receipt is in the log).
+		if has(f.types(t), "tool.started") == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res, _, o := callTool(t, cs, &sdk.CallToolParams{Name: "touch", Arguments: map[string]any{"flag": flag}}); res.IsError {
+		t.Fatalf("touch: %+v", o)
+	}
+	select {
+	case a := <-got:
+		if a.text != "seen\n" || a.o.Result != "success" {
+			t.Fatalf("await: %q %+v", a.text, a.o)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("await did not return after touch ran")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	types := f.types(t)
+	if has(types, "tool.finished") != 2 || types[len(types)-1] != "session.ended" {
+		t.Fatalf("events: %v", types)
 	}
 }
