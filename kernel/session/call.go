@@ -92,7 +92,13 @@ func (s *Session) Call(ctx context.Context, c Call) (Result, error) {
 	if err != nil || job == nil {
 		return res, err
 	}
-	fin := job.execute(ctx, s)
+	fin, err := job.execute(ctx, s)
+	if err != nil {
+		// The tool ran but its output could not be stored: no finish is
+		// recorded, so the action stays started and recovery reports it
+		// ambiguous, which it is.
+		return fin.result, err
+	}
 	err = withRun(s.o, func(r *run.Run) error {
 		_, e := r.AppendSession(replay.TypeToolFinished, fin.data)
 		return e
@@ -245,17 +251,16 @@ type finish struct {
 
 // execute runs the job's tool in its runtime, holding no lock, and stores
 // both streams as blobs.
-func (j *job) execute(ctx context.Context, s *Session) finish {
-	res := Result{Action: j.action, Status: Finished, Decision: j.dec, InputHash: j.p.hash}
+func (j *job) execute(ctx context.Context, s *Session) (finish, error) {
+	res := Result{Action: j.action, Decision: j.dec, InputHash: j.p.hash}
 	rr, err := j.invoke(ctx, s)
-	d := replay.ToolFinishedData{Action: j.action, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
-		DurationMS: rr.res.Finished.Sub(rr.res.Started).Milliseconds(), Attestation: &rr.res.Attestation}
-	if err == nil {
-		d.Stdout, d.Stderr = rr.stdout, rr.stderr
-	} else {
-		d.Outcome, d.ExitCode = runtime.Error, -1
-		d.Attestation = &runtime.Attestation{Provider: j.t.Runtime}
+	if err != nil {
+		return finish{result: res}, fmt.Errorf("action %s: %w", j.action, err)
 	}
+	res.Status = Finished
+	d := replay.ToolFinishedData{Action: j.action, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
+		DurationMS: rr.res.Finished.Sub(rr.res.Started).Milliseconds(), Attestation: &rr.res.Attestation,
+		Stdout: rr.stdout, Stderr: rr.stderr}
 	switch d.Outcome {
 	case runtime.Passed:
 		d.Result = replay.ResultSuccess
@@ -267,7 +272,7 @@ func (j *job) execute(ctx context.Context, s *Session) finish {
 	d.OutputHash, _ = replay.OutputHash(d.ExitCode, d.Outcome, d.Stdout, d.Stderr)
 	res.Result, res.Outcome, res.ExitCode, res.OutputHash = d.Result, d.Outcome, d.ExitCode, d.OutputHash
 	res.Stdout, res.Stderr = rr.out, rr.err
-	return finish{data: d, result: res}
+	return finish{data: d, result: res}, nil
 }
 
 type ran struct {

@@ -370,3 +370,7 @@ func TestInputSchema(t *testing.T) {
 		t.Fatalf("empty schema %s", b)
 	}
 }
+
+func contractFor(body string) (*contract.Resolved, error) {
+	return contract.Parse("contract.yaml", []byte(head+body), "")
+}
