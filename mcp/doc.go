@@ -22,19 +22,12 @@
 // # tools/list
 //
 // The tools are Session.Tools() (the tools some rule could allow, in
-// contract order), each with the contract's description and an inputSchema
-// generated from its params by [InputSchema]:
-//
-//	{"type":"object","additionalProperties":false,
-//	 "properties":{"name":{"type":"string","maxLength":64,"pattern":"^[A-Za-z ]+$"}},
-//	 "required":["name"]}
-//
-// string → {"type":"string","maxLength":N} (N = max_length, default 4096)
-// with "pattern" and "enum" when declared; integer → {"type":"integer"};
-// boolean → {"type":"boolean"}; path → {"type":"string","maxLength":4096}
-// with a description saying what the kernel accepts. "required" lists the
-// required params sorted. The schema is advisory for the client: the
-// session re-checks every argument (kernel/tool) and refuses what does not
+// contract order), each with the contract's description and the inputSchema
+// kernel/tool.InputSchema generates from its params: a closed object
+// ("additionalProperties": false) listing the required params, strings with
+// maxLength, pattern and enum, integers with their safe range, path rules in
+// the description. The schema is advisory for the client: the session
+// re-checks every argument (kernel/tool.Render) and refuses what does not
 // fit, whatever the client validated.
 //
 // # tools/call

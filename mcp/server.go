@@ -16,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/session"
+	"github.com/proofgate/proofgate/kernel/tool"
 )
 
 // Session is what the server needs of a *session.Session.
@@ -193,11 +194,7 @@ func (s *Server) listTools(ctx context.Context) (*sdk.ListToolsResult, error) {
 	}
 	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
 	for _, t := range sess.Tools() {
-		schema, err := InputSchema(t)
-		if err != nil {
-			return nil, err
-		}
-		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: tool.InputSchema(t)})
 	}
 	return res, nil
 }

@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -399,4 +401,77 @@ func TestConcurrentCalls(t *testing.T) {
 	if has(types, "tool.finished") != 2 || types[len(types)-1] != "session.ended" {
 		t.Fatalf("events: %v", types)
 	}
+}
+
+// tools/list: the tools some rule could allow, in contract order, each
+// with a schema that a JSON Schema implementation ProofGate did not write
+// compiles and that accepts and refuses what the params say.
+func TestToolsListSchemas(t *testing.T) {
+	f := newFixture(t, true)
+	cs, stop, err := serve(t, mcp.Options{Name: "p", Version: "1", End: true, Open: startOpen(f, "agent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Schema{}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+		schemas[tl.Name] = compileSchema(t, tl.Name, tl.InputSchema)
+	}
+	if strings.Join(names, " ") != "greet deploy fail env stall await touch" {
+		t.Fatalf("tools/list = %v (wipe is blocked by a rule: never listed)", names)
+	}
+	for _, c := range []struct {
+		tool, instance string
+		ok             bool
+	}{
+		{"greet", `{"name":"Ada"}`, true},
+		{"greet", `{}`, false},
+		{"greet", `{"name":"Ada","extra":1}`, false},
+		{"greet", `{"name":"Ada; rm -rf /"}`, false},
+		{"greet", `{"name":"` + strings.Repeat("A", 65) + `"}`, false},
+		{"greet", `{"name":7}`, false},
+		{"greet", `[]`, false},
+		{"deploy", `{"target":"staging"}`, true},
+		{"deploy", `{"target":"Staging"}`, false},
+		{"fail", `{}`, true},
+		{"fail", `{"x":1}`, false},
+	} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(c.instance))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas[c.tool].Validate(v); (err == nil) != c.ok {
+			t.Errorf("%s %s: valid %v, want %v (%v)", c.tool, c.instance, err == nil, c.ok, err)
+		}
+	}
+}
+
+func compileSchema(t *testing.T, name string, s any) *jsonschema.Schema {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("mem://"+name+".json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem://" + name + ".json")
+	if err != nil {
+		t.Fatalf("%s: the listed schema does not compile: %v\n%s", name, err, b)
+	}
+	return sch
 }
