@@ -14,26 +14,20 @@
 // that cannot be opened (the run is not IMPLEMENTING, another recorder owns
 // an open session) fails that request with a JSON-RPC error naming why.
 // When the transport closes (stdin reaches EOF) or the context is cancelled
-// (SIGTERM, SIGINT), [Server.Run] waits for the call in flight to finish
-// recording and, when Options.End is set, ends the session with
-// Options.EndReason or "client disconnected" / "interrupted".
+// (SIGTERM, SIGINT), [Server.Run] refuses new calls, waits for the calls
+// in flight to be recorded and, when Options.End is set, ends the session
+// with the reason "client disconnected" or "interrupted". Calls are served
+// concurrently: a tool that runs long does not hold up the next call.
 //
 // # tools/list
 //
 // The tools are Session.Tools() (the tools some rule could allow, in
-// contract order), each with the contract's description and an inputSchema
-// generated from its params by [InputSchema]:
-//
-//	{"type":"object","additionalProperties":false,
-//	 "properties":{"name":{"type":"string","maxLength":64,"pattern":"^[A-Za-z ]+$"}},
-//	 "required":["name"]}
-//
-// string → {"type":"string","maxLength":N} (N = max_length, default 4096)
-// with "pattern" and "enum" when declared; integer → {"type":"integer"};
-// boolean → {"type":"boolean"}; path → {"type":"string","maxLength":4096}
-// with a description saying what the kernel accepts. "required" lists the
-// required params sorted. The schema is advisory for the client: the
-// session re-checks every argument (kernel/tool) and refuses what does not
+// contract order), each with the contract's description and the inputSchema
+// kernel/tool.InputSchema generates from its params: a closed object
+// ("additionalProperties": false) listing the required params, strings with
+// maxLength, pattern and enum, integers with their safe range, path rules in
+// the description. The schema is advisory for the client: the session
+// re-checks every argument (kernel/tool.Render) and refuses what does not
 // fit, whatever the client validated.
 //
 // # tools/call
@@ -46,7 +40,8 @@
 //
 //	finished, result success   isError false, text: stdout
 //	finished, otherwise        isError true,  text: stdout, then
-//	                           "result R, exit code N" and stderr
+//	                           "result R, exit code N" (R (OUTCOME) for a
+//	                           timeout, output-limit, oom or error) and stderr
 //	blocked                    isError true,  "blocked by policy rule ID: REASON"
 //	pending approval           isError false, "waiting for approval of action A
 //	                           (proofgate tool approve RUN A --actor NAME); call
@@ -56,7 +51,7 @@
 //	ambiguous action, ...)                    \"name\": does not match pattern ..."
 //
 // and carries structuredContent {"action", "status", "rule_id", "result",
-// "exit_code", "input_hash", "output_hash"} (members empty for what does
+// "outcome", "exit_code", "input_hash", "output_hash", "error"} (members empty for what does
 // not apply are omitted) so that a program can branch without parsing text.
 // Tool output is passed as text with invalid UTF-8 replaced by U+FFFD.
 package mcp

@@ -8,6 +8,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/proofgate/proofgate/kernel/policy"
+	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/session"
 )
 
@@ -16,7 +17,8 @@ type Outcome struct {
 	Action     string `json:"action,omitempty"`
 	Status     string `json:"status"` // finished | blocked | pending-approval | rejected | refused
 	RuleID     string `json:"rule_id,omitempty"`
-	Result     string `json:"result,omitempty"` // success | failure | denied | crashed
+	Result     string `json:"result,omitempty"`  // success | failure | denied | crashed
+	Outcome    string `json:"outcome,omitempty"` // the runtime's: passed, failed, timeout, output-limit, oom, error
 	ExitCode   *int   `json:"exit_code,omitempty"`
 	InputHash  string `json:"input_hash,omitempty"`
 	OutputHash string `json:"output_hash,omitempty"`
@@ -56,11 +58,15 @@ func toResult(run string, r session.Result) *sdk.CallToolResult {
 		return answer(true, o, fmt.Sprintf("action %s was rejected by a human; do not repeat this call (a call with other arguments is a new action)", r.Action))
 	}
 	code := r.ExitCode
-	o.Result, o.ExitCode, o.OutputHash = r.Result, &code, r.OutputHash
+	o.Result, o.Outcome, o.ExitCode, o.OutputHash = r.Result, string(r.Outcome), &code, r.OutputHash
 	texts := []string{text(r.Stdout)}
 	failed := r.Result != "success"
 	if failed || len(r.Stderr) > 0 {
-		texts = append(texts, fmt.Sprintf("result %s, exit code %d", r.Result, r.ExitCode))
+		line := fmt.Sprintf("result %s, exit code %d", r.Result, r.ExitCode)
+		if r.Outcome != "" && r.Outcome != runtime.Passed && r.Outcome != runtime.Failed {
+			line = fmt.Sprintf("result %s (%s), exit code %d", r.Result, r.Outcome, r.ExitCode)
+		}
+		texts = append(texts, line)
 	}
 	if len(r.Stderr) > 0 {
 		texts = append(texts, "stderr:\n"+text(r.Stderr))

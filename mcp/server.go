@@ -16,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/session"
+	"github.com/proofgate/proofgate/kernel/tool"
 )
 
 // Session is what the server needs of a *session.Session.
@@ -56,9 +57,11 @@ type Server struct {
 	srv *sdk.Server
 	log *slog.Logger
 
-	mu     sync.Mutex // serializes opening, calls and ending
-	sess   Session
-	client string
+	mu       sync.Mutex // guards sess, client, closing
+	sess     Session
+	client   string
+	closing  bool
+	inflight sync.WaitGroup // calls being served
 }
 
 // New returns a server; Run serves it.
@@ -111,16 +114,20 @@ func (s *Server) Run(ctx context.Context, t sdk.Transport) error {
 	return errors.Join(runErr, s.end(reason))
 }
 
-// end waits for the call in flight (the lock) and ends the session.
+// end refuses new calls, waits for the calls in flight to be recorded,
+// and ends the session.
 func (s *Server) end(reason string) error {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.sess == nil || !s.o.End {
+	s.closing = true
+	sess := s.sess
+	s.mu.Unlock()
+	s.inflight.Wait()
+	if sess == nil || !s.o.End {
 		return nil
 	}
-	s.log.Info("ending session", "session", s.sess.ID(), "reason", reason)
-	if err := s.sess.End(reason); err != nil {
-		return fmt.Errorf("mcp: end session %s: %w", s.sess.ID(), err)
+	s.log.Info("ending session", "session", sess.ID(), "reason", reason)
+	if err := sess.End(reason); err != nil {
+		return fmt.Errorf("mcp: end session %s: %w", sess.ID(), err)
 	}
 	return nil
 }
@@ -187,22 +194,27 @@ func (s *Server) listTools(ctx context.Context) (*sdk.ListToolsResult, error) {
 	}
 	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
 	for _, t := range sess.Tools() {
-		schema, err := InputSchema(t)
-		if err != nil {
-			return nil, err
-		}
-		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: schema})
+		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: tool.InputSchema(t)})
 	}
 	return res, nil
 }
 
+// callTool passes one call to the session. Calls run concurrently (the
+// session records each under the run's lock and runs tools without it).
 func (s *Server) callTool(ctx context.Context, p *sdk.CallToolParamsRaw) (*sdk.CallToolResult, error) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
+	if s.closing {
+		s.mu.Unlock()
+		return refusal(errors.New("the session is ending")), nil
+	}
 	sess, err := s.open(ctx)
 	if err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
+	s.inflight.Add(1)
+	s.mu.Unlock()
+	defer s.inflight.Done()
 	c := session.Call{Tool: p.Name, Args: arguments(p.Arguments)}
 	c.TraceParent, c.TraceState = metaString(p.Meta, "traceparent"), metaString(p.Meta, "tracestate")
 	s.log.Info("tools/call", "tool", printable.Escape(p.Name))

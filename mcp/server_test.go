@@ -1,6 +1,7 @@
 package mcp_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -50,12 +52,26 @@ tools:
     run: [/bin/sh, -c, "echo out; echo err >&2; exit 3"]
   - name: env
     run: [/usr/bin/env]
+  - name: stall
+    run: [/bin/sleep, "30"]
+    timeout: 1s
+  - name: await
+    run: [/bin/sh, -c, 'until [ -f "$0" ]; do /bin/sleep 0.05; done; echo seen', "{{flag}}"]
+    params:
+      flag: {type: string, required: true}
+  - name: touch
+    run: [/usr/bin/touch, "{{flag}}"]
+    params:
+      flag: {type: string, required: true}
 policy:
   - {id: no-wipe, tool: wipe, effect: block, reason: never delete the tree}
   - {tool: greet, effect: allow}
   - {tool: deploy, effect: require-approval}
   - {tool: fail, effect: allow}
   - {tool: env, effect: allow}
+  - {tool: await, effect: allow}
+  - {tool: stall, effect: allow}
+  - {tool: touch, effect: allow}
 `
 
 type fixture struct {
@@ -290,6 +306,10 @@ func TestCallResults(t *testing.T) {
 	if !res.IsError || o.Result != "failure" || *o.ExitCode != 3 || text != "out\n\nresult failure, exit code 3\nstderr:\nerr\n" {
 		t.Fatalf("fail: %v %q %+v", res.IsError, text, o)
 	}
+	res, text, o = callTool(t, cs, &sdk.CallToolParams{Name: "stall"})
+	if !res.IsError || o.Outcome != "timeout" || !strings.Contains(text, "result failure (timeout), exit code") {
+		t.Fatalf("stall: %v %q %+v", res.IsError, text, o)
+	}
 	res, text, o = callTool(t, cs, &sdk.CallToolParams{Name: "wipe", Arguments: map[string]any{"path": "README.md"}})
 	if !res.IsError || text != "blocked by policy rule no-wipe: never delete the tree" || o.Status != "blocked" {
 		t.Fatalf("wipe: %v %q %+v", res.IsError, text, o)
@@ -334,4 +354,124 @@ func checkTrace(t *testing.T, f *fixture, cs *sdk.ClientSession) {
 	if !res.IsError || !strings.Contains(text, "traceparent") {
 		t.Fatalf("an all-zero trace id: %v %q", res.IsError, text)
 	}
+}
+
+// A call whose tool waits does not hold up the next call: await returns
+// only once touch (called after it) ran. Served one at a time, await
+// would reach its timeout instead.
+func TestConcurrentCalls(t *testing.T) {
+	f := newFixture(t, true)
+	cs, stop, err := serve(t, mcp.Options{Name: "p", Version: "1", End: true, Open: startOpen(f, "agent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flag := filepath.Join(t.TempDir(), "flag")
+	type answer struct {
+		text string
+		o    mcp.Outcome
+	}
+	got := make(chan answer, 1)
+	go func() {
+		_, text, o := callTool(t, cs, &sdk.CallToolParams{Name: "await", Arguments: map[string]any{"flag": flag}})
+		got <- answer{text, o}
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		// touch only once await started (its receipt is in the log).
+		if has(f.types(t), "tool.started") == 1 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if res, _, o := callTool(t, cs, &sdk.CallToolParams{Name: "touch", Arguments: map[string]any{"flag": flag}}); res.IsError {
+		t.Fatalf("touch: %+v", o)
+	}
+	select {
+	case a := <-got:
+		if a.text != "seen\n" || a.o.Result != "success" {
+			t.Fatalf("await: %q %+v", a.text, a.o)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("await did not return after touch ran")
+	}
+	if err := stop(); err != nil {
+		t.Fatal(err)
+	}
+	types := f.types(t)
+	if has(types, "tool.finished") != 2 || types[len(types)-1] != "session.ended" {
+		t.Fatalf("events: %v", types)
+	}
+}
+
+// tools/list: the tools some rule could allow, in contract order, each
+// with a schema that a JSON Schema implementation ProofGate did not write
+// compiles and that accepts and refuses what the params say.
+func TestToolsListSchemas(t *testing.T) {
+	f := newFixture(t, true)
+	cs, stop, err := serve(t, mcp.Options{Name: "p", Version: "1", End: true, Open: startOpen(f, "agent")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemas := map[string]*jsonschema.Schema{}
+	var names []string
+	for _, tl := range lt.Tools {
+		names = append(names, tl.Name)
+		schemas[tl.Name] = compileSchema(t, tl.Name, tl.InputSchema)
+	}
+	if strings.Join(names, " ") != "greet deploy fail env stall await touch" {
+		t.Fatalf("tools/list = %v (wipe is blocked by a rule: never listed)", names)
+	}
+	for _, c := range []struct {
+		tool, instance string
+		ok             bool
+	}{
+		{"greet", `{"name":"Ada"}`, true},
+		{"greet", `{}`, false},
+		{"greet", `{"name":"Ada","extra":1}`, false},
+		{"greet", `{"name":"Ada; rm -rf /"}`, false},
+		{"greet", `{"name":"` + strings.Repeat("A", 65) + `"}`, false},
+		{"greet", `{"name":7}`, false},
+		{"greet", `[]`, false},
+		{"deploy", `{"target":"staging"}`, true},
+		{"deploy", `{"target":"Staging"}`, false},
+		{"fail", `{}`, true},
+		{"fail", `{"x":1}`, false},
+	} {
+		v, err := jsonschema.UnmarshalJSON(strings.NewReader(c.instance))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := schemas[c.tool].Validate(v); (err == nil) != c.ok {
+			t.Errorf("%s %s: valid %v, want %v (%v)", c.tool, c.instance, err == nil, c.ok, err)
+		}
+	}
+}
+
+func compileSchema(t *testing.T, name string, s any) *jsonschema.Schema {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	if err := c.AddResource("mem://"+name+".json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("mem://" + name + ".json")
+	if err != nil {
+		t.Fatalf("%s: the listed schema does not compile: %v\n%s", name, err, b)
+	}
+	return sch
 }

@@ -20,23 +20,26 @@ func printSessions(w io.Writer, rep *run.Report, audit bool) {
 		}
 		fmt.Fprintf(w, "session %s (%s): %s, %d turns, %d actions\n", esc(s.ID), esc(s.Agent), state, s.Turns, len(s.Actions))
 		for _, a := range s.Actions {
-			printAction(w, rep.RunID, a, audit)
+			printAction(w, rep.RunID, a, s.Open, audit)
 		}
 	}
 }
 
-func printAction(w io.Writer, runID string, a replay.ActionView, audit bool) {
+func printAction(w io.Writer, runID string, a replay.ActionView, open, audit bool) {
 	id, tool := esc(a.ID), esc(a.Tool)
-	switch a.Status {
-	case replay.ActionPending:
+	switch {
+	case a.Status == replay.ActionPending && !open:
+		fmt.Fprintf(w, "never approved: action %s (%s) waited for approval when its session ended; it never ran\n", id, tool)
+		return
+	case a.Status == replay.ActionPending:
 		fmt.Fprintf(w, "pending approval: action %s (%s) input %s; a person decides: 'proofgate tool approve %s %s --actor NAME' or 'proofgate tool reject %s %s --actor NAME --reason TEXT'\n",
 			id, tool, a.InputHash, runID, id, runID, id)
 		return
-	case replay.ActionAmbiguous:
+	case a.Status == replay.ActionAmbiguous:
 		fmt.Fprintf(w, "ambiguous: action %s (%s) started and never finished (it may have had effects); a person decides: 'proofgate tool retry %s %s --actor NAME' or 'proofgate tool abandon %s %s --actor NAME --reason TEXT'\n",
 			id, tool, runID, id, runID, id)
 		return
-	case replay.ActionStarted:
+	case a.Status == replay.ActionStarted:
 		fmt.Fprintf(w, "running: action %s (%s) started and has not finished\n", id, tool)
 		return
 	}
@@ -68,7 +71,8 @@ type actionRef struct {
 }
 
 // statusDoc is what status and audit print with --json: the reconciled
-// status, and the actions that wait for a person (also in "sessions").
+// status, and the actions that wait for a person (also in "sessions"): a
+// pending approval of an open session, an ambiguous action.
 type statusDoc struct {
 	*run.Status
 	PendingApprovals []actionRef `json:"pending_approvals,omitempty"`
@@ -83,10 +87,10 @@ func withAgentNotes(st *run.Status) statusDoc {
 	for _, s := range st.Sessions {
 		for _, a := range s.Actions {
 			ref := actionRef{Session: s.ID, Action: a.ID, Tool: a.Tool, InputHash: a.InputHash}
-			switch a.Status {
-			case replay.ActionPending:
+			switch {
+			case a.Status == replay.ActionPending && s.Open:
 				d.PendingApprovals = append(d.PendingApprovals, ref)
-			case replay.ActionAmbiguous:
+			case a.Status == replay.ActionAmbiguous:
 				d.Ambiguous = append(d.Ambiguous, ref)
 			}
 		}

@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/session"
+	"github.com/proofgate/proofgate/kernel/tool"
 	"github.com/proofgate/proofgate/mcp"
 )
 
@@ -104,11 +105,7 @@ func toolRows(g *globals, runArg string) ([]toolRow, error) {
 	rows := []toolRow{}
 	for _, t := range gate.Visible() {
 		d := gate.Decide(t.Name)
-		s, err := mcp.InputSchema(t)
-		if err != nil {
-			return nil, refusedErr(err)
-		}
-		rows = append(rows, toolRow{Name: t.Name, Description: t.Description, Effect: d.Effect, RuleID: d.RuleID, Runtime: t.Runtime, InputSchema: s})
+		rows = append(rows, toolRow{Name: t.Name, Description: t.Description, Effect: d.Effect, RuleID: d.RuleID, Runtime: t.Runtime, InputSchema: tool.InputSchema(t)})
 	}
 	return rows, nil
 }
