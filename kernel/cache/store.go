@@ -290,7 +290,7 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 		}
 	}
 	if p.seed {
-		if _, err := s.tree(name, s.scope.Base, nil); err != nil {
+		if _, err := s.tree(name, s.scope.Base, false); err != nil {
 			return runtime.Cache{}, "", err
 		}
 		if err := s.seed(name); err != nil {
@@ -304,11 +304,7 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 	} else if !errors.Is(err, fs.ErrExist) {
 		return runtime.Cache{}, "", ioErr(name, scope, err)
 	}
-	var visit func(string, fs.FileInfo)
-	if !p.use.ReadOnly {
-		visit = openForSandbox
-	}
-	t, err := s.tree(name, scope, visit)
+	t, err := s.tree(name, scope, !p.use.ReadOnly)
 	if err != nil {
 		return runtime.Cache{}, "", err
 	}
@@ -335,19 +331,22 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 }
 
 // openForSandbox makes a directory the harness owns writable by the
-// sandbox user (a tree restored by actions/cache keeps its 0755 modes).
+// sandbox user (a tree restored by actions/cache keeps its 0755 modes);
+// the portable walk's visit (the Linux walk fchmods through its
+// descriptors).
 func openForSandbox(p string, fi fs.FileInfo) {
 	if fi.Mode().Perm() != 0o777 && ownedByMe(fi) {
 		_ = os.Chmod(p, 0o777)
 	}
 }
 
-// tree checks and digests one cache directory (and its parents).
-func (s *Store) tree(name, scope string, visit func(string, fs.FileInfo)) (Tree, error) {
+// tree checks and digests one cache directory (and its parents); with
+// openDirs its directories are made writable for the sandbox user.
+func (s *Store) tree(name, scope string, openDirs bool) (Tree, error) {
 	if err := s.checkDirs(name, scope); err != nil {
 		return Tree{}, err
 	}
-	t, err := walkTree(s.dir(scope, name), visit)
+	t, err := walkTree(s.dir(scope, name), openDirs)
 	if err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
@@ -418,7 +417,7 @@ func (l *Lease) Release() error {
 
 func (l *Lease) release(m runtime.Cache, before string) error {
 	s := l.store
-	t, err := s.tree(m.Name, m.Scope, nil)
+	t, err := s.tree(m.Name, m.Scope, false)
 	if err != nil {
 		return err
 	}
