@@ -88,3 +88,42 @@ func TestChangedBetweenChecksOfOneRun(t *testing.T) {
 	}
 	reason(t, l.Release(), ReasonChanged)
 }
+
+// TestWritableUseOpensRestoredTree: a tree as actions/cache restores it
+// and the workflow hands it to the harness (0755 directories, the cache
+// directory itself included, 0644 files) becomes writable by the sandbox
+// user at a writable use — 0777 directories, 0666 files, 0444 files kept
+// read-only — and is left as it is by a read-only use.
+func TestWritableUseOpensRestoredTree(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "local", "go-mod")
+	write(t, filepath.Join(dir, "top.txt"), "x")
+	write(t, filepath.Join(dir, "sub", "f"), "y")
+	write(t, filepath.Join(dir, "sub", "ro"), "z")
+	for p, m := range map[string]os.FileMode{dir: 0o755, filepath.Join(dir, "sub"): 0o755, filepath.Join(dir, "sub", "ro"): 0o444} {
+		if err := os.Chmod(p, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mode := func(p string) os.FileMode {
+		fi, err := os.Lstat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.Mode().Perm()
+	}
+	s := open(t, root, Local())
+	acquire(t, s, ro).Release()
+	if mode(".") != 0o755 || mode("top.txt") != 0o644 {
+		t.Fatalf("a read-only use changed modes: %v %v", mode("."), mode("top.txt"))
+	}
+	l := acquire(t, s, rw)
+	for p, want := range map[string]os.FileMode{".": 0o777, "sub": 0o777, "top.txt": 0o666, "sub/f": 0o666, "sub/ro": 0o444} {
+		if got := mode(p); got != want {
+			t.Errorf("%s: mode %v, want %v", p, got, want)
+		}
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+}

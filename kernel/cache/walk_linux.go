@@ -38,7 +38,8 @@ const direntBuf = 64 << 10
 // depth. The lines are hashed afterwards, sequentially, in the portable
 // walk's order (depth first, names in byte order). With openDirs, every
 // directory the harness owns that is not mode 0777 is fchmod'ed to 0777
-// first (the sandbox user writes the tree), as openForSandbox does.
+// first, and every regular file it owns that its owner may write gains
+// 0666 (the sandbox user writes the tree), as openForSandbox does.
 func walkTree(dir string, openDirs bool) (Tree, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -70,7 +71,7 @@ type wnode struct {
 	parent *wnode
 	depth  int
 	// from the entry's stat
-	mode               uint32
+	mode, uid          uint32
 	size, mtime, ctime int64
 	ino                uint64
 	target             string   // a symlink's target
@@ -232,6 +233,10 @@ func (w *walker) readEntries(n *wnode, buf []byte) error {
 	for _, k := range n.kids {
 		if !k.isDir {
 			statAt(n.fd, k)
+			if w.open && k.err == nil && k.mode&unix.S_IFMT == unix.S_IFREG && k.uid == w.uid &&
+				widen(k.mode&0o777, k.mode&(unix.S_ISUID|unix.S_ISGID) != 0) {
+				openFileAt(n.fd, k)
+			}
 			// d_type unknown (or changed): a directory is opened like the others.
 			k.isDir = k.err == nil && k.mode&unix.S_IFMT == unix.S_IFDIR
 		}
@@ -295,7 +300,27 @@ func statAt(dfd int, k *wnode) {
 	}
 }
 
+// openFileAt gives the sandbox user write access to regular file k of
+// directory dfd (openForSandbox): through a descriptor opened without
+// following a symlink (and without blocking on a FIFO swapped in), after
+// checking it is still the inode that was stat'ed.
+func openFileAt(dfd int, k *wnode) {
+	fd, err := unix.Openat(dfd, k.name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return
+	}
+	defer unix.Close(fd)
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Ino != k.ino || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return
+	}
+	if unix.Fchmod(fd, st.Mode&0o777|0o666) == nil && unix.Fstat(fd, &st) == nil {
+		k.setStat(&st)
+	}
+}
+
 func (k *wnode) setStat(st *unix.Stat_t) {
+	k.uid = st.Uid
 	k.mode = st.Mode
 	k.size = st.Size
 	k.mtime = st.Mtim.Sec*1e9 + st.Mtim.Nsec

@@ -99,8 +99,12 @@ func TestWalkMatchesPortable(t *testing.T) {
 		t.Fatalf("after the linux open: portable %+v %v, linux %+v", pb, err, lb)
 	}
 	filepath.WalkDir(b, func(p string, de fs.DirEntry, err error) error {
-		if fi, _ := de.Info(); p != b && de.IsDir() && fi.Mode().Perm() != 0o777 {
-			t.Errorf("%s left mode %v", p, fi.Mode())
+		fi, _ := de.Info()
+		switch m := fi.Mode(); {
+		case p != b && m.IsDir() && m.Perm() != 0o777:
+			t.Errorf("%s left mode %v", p, m)
+		case m.IsRegular() && m.Perm() != 0o666 && m.Perm() != 0o444:
+			t.Errorf("%s left mode %v (want 0666, or 0444 kept read-only)", p, m)
 		}
 		return err
 	})
