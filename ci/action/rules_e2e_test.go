@@ -57,6 +57,10 @@ func TestRulesEndToEnd(t *testing.T) {
 	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "waiting for: backend (0 of 1; @acme/backend), owners (0 of 1, code owners of feature.txt; @acme/backend)") || !strings.Contains(s, "not_credited") && !strings.Contains(s, "dave") {
 		t.Fatalf("summary does not say what waits:\n%s", s)
 	}
+	sts := fx.gh.Statuses(owner, repo, fx.head)
+	if len(sts) == 0 || sts[len(sts)-1].State != "pending" || !strings.Contains(sts[len(sts)-1].Description, "waiting for: backend (0 of 1") {
+		t.Fatalf("the pending status does not name the waiting rules: %+v", sts)
+	}
 
 	id = fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
 	fx.reviewEvent(id)
