@@ -83,7 +83,7 @@ step "cross-platform vet (darwin, windows)"
 # ci/action, through internal/sigstoretest), whose non-test code the
 # release snapshot below builds for windows.
 GOOS=darwin go vet ./...
-GOOS=windows go vet $(GOOS=windows go list ./bundle/... ./kernel/... ./ci/... | grep -v -e '/bundle/sigstore$' -e '/ci/action$')
+GOOS=windows go vet $(GOOS=windows go list ./bundle/... ./kernel/... ./ci/... ./mcp/... | grep -v -e '/bundle/sigstore$' -e '/ci/action$')
 GOOS=windows go build -o /dev/null ./cmd/proofgate
 
 step "kernel tests (race detector)"
