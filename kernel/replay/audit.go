@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -37,21 +38,19 @@ type AuditOption func(*auditConfig)
 
 type auditConfig struct {
 	blobsVerified bool
-	rebuild       Rebuilder
 }
 
-// Rebuilder rebuilds the canonical input a manifest blob ref stands for,
-// reading blobs through get, and returns the digests of every blob it read
-// (kernel/input's Rebuild has this signature).
+// Rebuilder is the signature of kernel/input's Rebuild.
+//
+// Deprecated: AuditFS rebuilds manifest inputs with kernel/input itself
+// (kernel/input no longer depends on the blob store).
 type Rebuilder func(get func(digest string) ([]byte, error), ref string) (canonical []byte, blobs []string, err error)
 
-// RebuildInputs gives AuditFS the function that rebuilds manifest inputs
-// (input.Rebuild). Without it a log naming a manifest input is refused
-// (ReasonBlob): its input hash could not be checked.
-func RebuildInputs(r Rebuilder) AuditOption { return func(c *auditConfig) { c.rebuild = r } }
-
-// DefaultRebuilder is the Rebuilder AuditFS uses when no RebuildInputs
-// option is given; the writer side (kernel/run) sets it to input.Rebuild.
+// DefaultRebuilder is ignored: AuditFS always rebuilds manifest inputs
+// with input.Rebuild.
+//
+// Deprecated: kept only so that kernel/run's init, which still assigns
+// it, compiles; remove both together.
 var DefaultRebuilder Rebuilder
 
 // BlobsVerified tells AuditFS that every blob's bytes were already checked
@@ -70,7 +69,7 @@ func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) {
 }
 
 func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
-	cfg := auditConfig{rebuild: DefaultRebuilder}
+	cfg := auditConfig{}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -116,7 +115,7 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 			return nil, nil, err
 		}
 	}
-	members, err := f.rebuildManifests(fsys, cfg.rebuild)
+	members, err := f.rebuildManifests(fsys)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,12 +129,9 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 
 // rebuildManifests rebuilds every manifest input the log names and checks
 // it hashes to its recorded input hash; it returns the member blobs read.
-func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, error) {
+func (f *Folder) rebuildManifests(fsys fs.FS) ([]string, error) {
 	if f.s == nil || len(f.s.manifests) == 0 {
 		return nil, nil
-	}
-	if rebuild == nil {
-		return nil, &AuditError{Reason: ReasonBlob, Detail: "the log names manifest inputs and no input rebuilder was given"}
 	}
 	get := func(d string) ([]byte, error) {
 		if !digestRE.MatchString(d) {
@@ -153,7 +149,7 @@ func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, erro
 	slices.Sort(refs)
 	var members []string
 	for _, ref := range refs {
-		canonical, read, err := rebuild(get, ref)
+		canonical, read, err := input.Rebuild(get, ref)
 		if err != nil {
 			return nil, &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("manifest input %s: %v", ref, err), Err: err}
 		}
@@ -165,9 +161,8 @@ func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, erro
 	return members, nil
 }
 
-// maxInputBlob bounds one blob a manifest rebuild reads (kernel/input's
-// MaxInput).
-const maxInputBlob = 8 << 20
+// maxInputBlob bounds one blob a manifest rebuild reads.
+const maxInputBlob = input.MaxInput
 
 // addBlobs adds digests to rep.Blobs, sorted, without duplicates.
 func addBlobs(rep *Report, digests []string) {
