@@ -38,6 +38,15 @@ type AuditOption func(*auditConfig)
 
 type auditConfig struct {
 	blobsVerified bool
+	get           func(digest string) ([]byte, error)
+}
+
+// ManifestBlobs makes AuditFS read the blobs of manifest inputs through get
+// instead of from fsys (a verifier that holds only some blobs' bytes: the
+// bundle verifier streams the others). input.Rebuild checks every blob get
+// returns against its digest.
+func ManifestBlobs(get func(digest string) ([]byte, error)) AuditOption {
+	return func(c *auditConfig) { c.get = get }
 }
 
 // Rebuilder is the signature of kernel/input's Rebuild.
@@ -115,7 +124,7 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 			return nil, nil, err
 		}
 	}
-	members, err := f.rebuildManifests(fsys)
+	members, err := f.rebuildManifests(fsys, cfg.get)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,18 +138,12 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 
 // rebuildManifests rebuilds every manifest input the log names and checks
 // it hashes to its recorded input hash; it returns the member blobs read.
-func (f *Folder) rebuildManifests(fsys fs.FS) ([]string, error) {
+func (f *Folder) rebuildManifests(fsys fs.FS, get func(string) ([]byte, error)) ([]string, error) {
 	if f.s == nil || len(f.s.manifests) == 0 {
 		return nil, nil
 	}
-	get := func(d string) ([]byte, error) {
-		if !digestRE.MatchString(d) {
-			return nil, fmt.Errorf("blob digest %q is not sha256:<64 hex>", d)
-		}
-		if err := checkBlob(fsys, d, false); err != nil {
-			return nil, err
-		}
-		return readBounded(fsys, path.Join(BlobDir, "sha256", d[len("sha256:"):]), maxInputBlob)
+	if get == nil {
+		get = fsysBlobs(fsys)
 	}
 	refs := make([]string, 0, len(f.s.manifests))
 	for ref := range f.s.manifests {
@@ -159,6 +162,19 @@ func (f *Folder) rebuildManifests(fsys fs.FS) ([]string, error) {
 		members = append(members, read...)
 	}
 	return members, nil
+}
+
+// fsysBlobs reads manifest blobs from fsys's blob directory, re-hashed.
+func fsysBlobs(fsys fs.FS) func(string) ([]byte, error) {
+	return func(d string) ([]byte, error) {
+		if !digestRE.MatchString(d) {
+			return nil, fmt.Errorf("blob digest %q is not sha256:<64 hex>", d)
+		}
+		if err := checkBlob(fsys, d, false); err != nil {
+			return nil, err
+		}
+		return readBounded(fsys, path.Join(BlobDir, "sha256", d[len("sha256:"):]), maxInputBlob)
+	}
 }
 
 // maxInputBlob bounds one blob a manifest rebuild reads.
