@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -370,5 +371,49 @@ func TestManifestSessionSuccessor(t *testing.T) {
 	}
 	if messages != 6 {
 		t.Fatalf("the bundle carries %d message blobs of the implementation run, want 6", messages)
+	}
+}
+
+// The verifier holds only blobs of at most maxKeptBlob bytes for the
+// rebuild: a run whose manifest names a larger message (one no tool call
+// can produce: arguments are at most 64 KiB) is refused, never accepted
+// unchecked; the same run's export itself audits fine.
+func TestManifestBlobTooLargeToHold(t *testing.T) {
+	r := newChatRepo(t)
+	dir := run.NewStore(r.state).Path(r.implID)
+	lg, err := eventlog.Open(filepath.Join(dir, replay.EventsFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := &sessionWriter{t: t, lg: lg, bs: blob.New(filepath.Join(dir, replay.BlobDir)),
+		owner: replay.Owner{PID: os.Getpid(), Start: 1, BootID: "boot-1", Host: "h", Created: time.Date(2026, 12, 1, 13, 0, 0, 0, time.UTC)}}
+	sess := w.id("s")
+	w.add(replay.TypeSessionStarted, replay.SessionStartedData{Session: sess, Agent: "claude-code", Owner: w.owner})
+	big := fmt.Sprintf(`{"messages":[{"content":"%s","role":"user"}],"model":"m"}`, strings.Repeat("x", maxKeptBlob))
+	w.call(sess, "", "chat", replay.DecisionAllow, 0, "rule-0", []byte(big), "")
+	w.add(replay.TypeSessionEnded, replay.SessionEndedData{Session: sess})
+	lg.Close()
+
+	ctx := context.Background()
+	a, err := run.Open(r.state, r.implID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Exec(ctx, run.ExecOptions{RepoDir: r.repo, StateDir: r.state, Runtimes: map[string]runtime.Runtime{"process": process.New()}, Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Decide(ctx, run.DecisionOptions{Actor: "bob", Fresh: run.Freshness{RepoDir: r.repo, StateDir: r.state}}); err != nil {
+		t.Fatal(err)
+	}
+	a.Close()
+	k := newKey(t)
+	var buf bytes.Buffer
+	if _, err := Export(dir, k.s, &buf, ExportOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Verify(bytes.NewReader(buf.Bytes()), storeWith(t, k), VerifyOptions{AnyContract: true, AnySource: true, RequireApprovals: 1})
+	var ie *input.Error
+	if reasonOf(err) != MissingFile || !errors.As(err, &ie) || ie.Reason != input.ReasonMissing || !strings.Contains(err.Error(), "the verifier holds for manifest inputs") {
+		t.Fatalf("refusal %v", err)
 	}
 }
