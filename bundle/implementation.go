@@ -24,11 +24,11 @@ import (
 // run and by nothing else, and summarises it in the predicate's
 // run.implemented_by.
 
-// Manifest inputs (conversations stored as message blobs) are rebuilt with
-// replay.DefaultRebuilder (kernel/input's Rebuild, which the writer side
-// registers): without one, a log naming a manifest input is refused, never
-// accepted unchecked. The verification side does not import kernel/input
-// itself, which depends on the writer's blob store.
+// Manifest inputs (conversations stored as message blobs) are rebuilt by
+// the replay with kernel/input's Rebuild, in the bundled run (from the
+// small blobs readArchive holds) and in the implementation run (whose
+// blobs are held): a manifest that does not rebuild its recorded input
+// hash is refused.
 
 // ImplementationPrefix is the directory of the implementation run's files.
 const ImplementationPrefix = "implementation/"

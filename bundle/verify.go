@@ -233,12 +233,25 @@ type unpacked struct {
 	wk envelope.WitnessedKey
 }
 
-// readArchive reads the archive safely. The run's blobs are only hashed,
-// never held: the audit needs their presence, the subjects their digests.
-// The implementation run's blobs are held (within the archive's bounds):
-// its message manifests are rebuilt from them.
+// readArchive reads the archive safely. The run's blobs are hashed; only
+// the small ones are held (keptBlob), for the rebuild of the log's message
+// manifests: every blob a manifest names is small (a tool call's arguments
+// are at most tool.MaxArgs, 64 KiB, in all). The implementation run's
+// blobs are held (within the archive's bounds): its manifests are rebuilt
+// from them.
 func readArchive(r io.Reader, lim archive.Limits) (*unpacked, error) {
-	list, err := archive.ReadKeep(r, lim, func(name string) bool { return !isBlobName(name) })
+	var held int64
+	keep := func(name string, size int64) bool {
+		if !isBlobName(name) {
+			return true
+		}
+		if size > maxKeptBlob || held+size > maxKeptBlobs {
+			return false
+		}
+		held += size
+		return true
+	}
+	list, err := archive.ReadKeepSized(r, lim, keep)
 	if err != nil {
 		return nil, refuse(archiveReason(err), err.Error(), "", err)
 	}
@@ -247,6 +260,39 @@ func readArchive(r io.Reader, lim archive.Limits) (*unpacked, error) {
 		files[f.Name] = f.Data
 	}
 	return &unpacked{list: list, files: files}, nil
+}
+
+// Bounds on the run's blobs Verify holds for manifest rebuilds: each at
+// most maxKeptBlob bytes, maxKeptBlobs in all (the rest are only hashed).
+const (
+	maxKeptBlob  = 64 << 10
+	maxKeptBlobs = 64 << 20
+)
+
+// manifestBlob returns the held bytes of the run's blob d, for
+// input.Rebuild (which checks them against d).
+func (b *unpacked) manifestBlob(d string) ([]byte, error) {
+	hexd, ok := strings.CutPrefix(d, "sha256:")
+	if !ok || !hex64.MatchString(hexd) {
+		return nil, fmt.Errorf("blob digest %q is not sha256:<64 hex>", clip(d))
+	}
+	data, ok := b.files[BlobPrefix+hexd]
+	switch {
+	case !ok:
+		return nil, fmt.Errorf("evidence %s is missing", d)
+	case data == nil && b.blobSize(BlobPrefix+hexd) > 0:
+		return nil, fmt.Errorf("blob %s is larger than the %d bytes (or past the %d bytes in all) the verifier holds for manifest inputs", d, maxKeptBlob, maxKeptBlobs)
+	}
+	return data, nil
+}
+
+func (b *unpacked) blobSize(name string) int64 {
+	for _, f := range b.list {
+		if f.Name == name {
+			return f.Size
+		}
+	}
+	return 0
 }
 
 // openEnvelope checks the DSSE signature of the attestation, before a byte
@@ -398,7 +444,7 @@ func (b *unpacked) audit() error {
 			mem[f.Name] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
 		}
 	}
-	rep, err := replay.AuditFS(mem, replay.BlobsVerified())
+	rep, err := replay.AuditFS(mem, replay.BlobsVerified(), replay.ManifestBlobs(b.manifestBlob))
 	if err != nil {
 		return refuseAudit(err, b.id)
 	}

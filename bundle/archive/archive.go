@@ -196,6 +196,15 @@ func Read(r io.Reader, lim Limits) ([]File, error) {
 // returns true (all when keep is nil); the others are only hashed, so
 // their size costs no memory.
 func ReadKeep(r io.Reader, lim Limits, keep func(name string) bool) ([]File, error) {
+	if keep == nil {
+		return ReadKeepSized(r, lim, nil)
+	}
+	return ReadKeepSized(r, lim, func(name string, _ int64) bool { return keep(name) })
+}
+
+// ReadKeepSized is ReadKeep with the entry's declared size (already checked
+// against lim) passed to keep, for a caller that holds only small files.
+func ReadKeepSized(r io.Reader, lim Limits, keep func(name string, size int64) bool) ([]File, error) {
 	raw := &countingReader{r: r}
 	br := bufio.NewReader(raw)
 	zr, err := gzip.NewReader(br)
@@ -236,7 +245,7 @@ func ReadKeep(r io.Reader, lim Limits, keep func(name string) bool) ([]File, err
 			return nil, err
 		}
 		total += hdr.Size
-		f, err := readFile(tr, hdr, keep == nil || keep(name))
+		f, err := readFile(tr, hdr, keep == nil || keep(name, hdr.Size))
 		if err != nil {
 			return nil, err
 		}

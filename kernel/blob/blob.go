@@ -16,7 +16,16 @@ import (
 )
 
 // ErrMismatch reports a stored blob whose content does not match its digest.
-var ErrMismatch = errors.New("blob: content does not match its digest")
+// It has a DigestMismatch method, so consumers that must not import this
+// package (kernel/input) recognise it through errors.As on an interface.
+var ErrMismatch error = mismatchError{}
+
+type mismatchError struct{}
+
+func (mismatchError) Error() string { return "blob: content does not match its digest" }
+
+// DigestMismatch reports true: the error is a digest mismatch.
+func (mismatchError) DigestMismatch() bool { return true }
 
 // Store is a blob directory (<run>/blobs).
 type Store struct{ dir string }

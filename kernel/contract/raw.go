@@ -120,6 +120,7 @@ type rawParam struct {
 	Required    *bool        `json:"required"`
 	Description *string      `json:"description"`
 	MaxLength   *json.Number `json:"max_length"`
+	MaxItems    *json.Number `json:"max_items"`
 	Pattern     *string      `json:"pattern"`
 	Enum        []string     `json:"enum"`
 }

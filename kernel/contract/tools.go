@@ -28,9 +28,10 @@ type Tool struct {
 
 // Param is one typed parameter of a tool.
 type Param struct {
-	Type        string   `json:"type"` // string | integer | boolean | path
+	Type        string   `json:"type"` // string | integer | boolean | path | array
 	Required    bool     `json:"required,omitempty"`
 	MaxLength   int      `json:"max_length,omitempty"`
+	MaxItems    int      `json:"max_items,omitempty"` // array only: most elements (effective value)
 	Pattern     string   `json:"pattern,omitempty"`
 	Enum        []string `json:"enum,omitempty"`
 	Description string   `json:"description,omitempty"`

@@ -17,7 +17,17 @@ const (
 	ParamInteger = "integer"
 	ParamBoolean = "boolean"
 	ParamPath    = "path"
+	// ParamArray is a JSON array of any JSON values (a conversation's
+	// messages). It reaches the tool only on stdin (stdin: json), never
+	// as an argv element.
+	ParamArray = "array"
 )
+
+// DefaultMaxItems bounds an array parameter that declares no max_items.
+const DefaultMaxItems = 1024
+
+// MaxParamItems is the largest max_items an array parameter may declare.
+const MaxParamItems = 65536
 
 // Policy effects, as the contract spells them (kernel/policy gives them a type).
 const (
@@ -134,6 +144,9 @@ func (p *parser) checkTemplate(t Tool, tp fieldPath) error {
 			if !prm.Required {
 				return p.errf(at, "%q names parameter %q, which is not required: a parameter in run must be required", a, name)
 			}
+			if prm.Type == ParamArray {
+				return p.errf(at, "%q names array parameter %q: an array reaches the tool only on stdin (stdin: json), never as an argv element", a, name)
+			}
 			used[name] = true
 		case strings.Contains(a, "{{"):
 			return p.errf(at, "%q interpolates partially: an element is either exactly \"{{param}}\" (replaced by the value as one whole element) or holds no \"{{\"", truncate(a, 64))
@@ -143,6 +156,9 @@ func (p *parser) checkTemplate(t Tool, tp fieldPath) error {
 		return nil
 	}
 	for _, name := range slices.Sorted(maps.Keys(t.Params)) {
+		if !used[name] && t.Params[name].Type == ParamArray {
+			return p.errf(tp.key("params").key(name), "array parameter %q reaches the tool only on stdin: set stdin: json", name)
+		}
 		if !used[name] {
 			return p.errf(tp.key("params").key(name), "parameter %q is not used: name it in run as \"{{%s}}\" or set stdin: json", name, name)
 		}
@@ -200,6 +216,19 @@ func (p *parser) resolveParam(rp rawParam, at fieldPath) (Param, error) {
 			return Param{}, err
 		}
 		prm.Description = *rp.Description
+	}
+	if rp.MaxItems != nil && prm.Type != ParamArray {
+		return Param{}, p.errf(at.key("max_items"), "applies to array parameters, not %s", prm.Type)
+	}
+	if prm.Type == ParamArray {
+		prm.MaxItems = DefaultMaxItems
+		if rp.MaxItems != nil {
+			n, err := strconv.Atoi(rp.MaxItems.String())
+			if err != nil || n < 1 || n > MaxParamItems {
+				return Param{}, p.errf(at.key("max_items"), "%s is not an integer from 1 to %d", rp.MaxItems.String(), MaxParamItems)
+			}
+			prm.MaxItems = n
+		}
 	}
 	textual := prm.Type == ParamString || prm.Type == ParamPath
 	if !textual {

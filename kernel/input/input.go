@@ -16,8 +16,10 @@
 //
 // # Storage
 //
-// Every blob is written through kernel/blob (blobs/sha256/<hex>, O_EXCL,
-// never overwritten); a blob that already exists is verified, not written.
+// Every blob is written through a Putter (kernel/blob's *Store:
+// blobs/sha256/<hex>, O_EXCL, never overwritten); a blob that already
+// exists is verified, not written. The package does not import kernel/blob,
+// so the verifier side (kernel/replay, bundle) rebuilds manifests with it.
 // An input whose top-level "messages" member is a non-empty array of at most
 // MaxMessages elements is stored as:
 //
@@ -37,7 +39,7 @@
 // "messages" not an array, an empty array) is one blob, its canonical bytes,
 // and its ref is that blob's digest.
 //
-// Store writes the blobs through blob.PutMany: each new blob fsynced, one
+// Store writes the blobs through Putter.PutMany: each new blob fsynced, one
 // directory fsync for them all, every blob durable when Store returns (so
 // before any event names the ref). Stored.Written counts the bytes of the
 // blobs this call created; a blob another writer created first counts for
@@ -66,9 +68,41 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/proofgate/proofgate/kernel/blob"
+	"os"
+	"regexp"
+
 	"github.com/proofgate/proofgate/kernel/canon"
 )
+
+// Putter is the blob store Store writes through (kernel/blob's *Store).
+// PutMany writes every bs[i] under digests[i] (sha256 of bs[i]) that is
+// not stored yet, makes all of them durable before it returns nil, and
+// returns the bytes it newly wrote. A stored blob that holds other bytes
+// is reported by an error that wraps a value with a DigestMismatch() bool
+// method returning true (kernel/blob's ErrMismatch).
+type Putter interface {
+	PutMany(digests []string, bs [][]byte) (int64, error)
+}
+
+// Opener opens a stored blob by digest (kernel/blob's *Store), for
+// FromStore.
+type Opener interface {
+	Open(digest string) (*os.File, error)
+}
+
+// digestMismatch is how a Putter or a get function marks a blob whose
+// bytes do not match its digest.
+type digestMismatch interface{ DigestMismatch() bool }
+
+func isMismatch(err error) bool {
+	var dm digestMismatch
+	return errors.As(err, &dm) && dm.DigestMismatch()
+}
+
+var digestRE = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
+
+// validDigest reports whether d has the form sha256:<64 lowercase hex>.
+func validDigest(d string) bool { return digestRE.MatchString(d) }
 
 // Bounds.
 const (
@@ -131,7 +165,7 @@ func Hash(canonical []byte) string { return canon.SumBytes(canonical) }
 // Store writes canonical (the output of Canonical) into bs, as one blob or
 // as messages, links, rest and manifest (see the package doc). It refuses
 // bytes that are not canonical.
-func Store(bs *blob.Store, canonical []byte) (Stored, error) {
+func Store(bs Putter, canonical []byte) (Stored, error) {
 	c, err := Canonical(canonical)
 	if err != nil {
 		return Stored{}, err
@@ -153,7 +187,7 @@ func Store(bs *blob.Store, canonical []byte) (Stored, error) {
 		digests[i] = canon.SumBytes(b)
 	}
 	n, err := bs.PutMany(digests, blobs)
-	if errors.Is(err, blob.ErrMismatch) {
+	if isMismatch(err) {
 		return Stored{}, &Error{Reason: ReasonDigest, Detail: "an existing blob does not hold its bytes", Err: err}
 	}
 	if err != nil {
@@ -165,7 +199,7 @@ func Store(bs *blob.Store, canonical []byte) (Stored, error) {
 
 // FromStore returns a get function for Rebuild that reads blobs from bs,
 // bounded by MaxInput; Rebuild checks the digests.
-func FromStore(bs *blob.Store) func(digest string) ([]byte, error) {
+func FromStore(bs Opener) func(digest string) ([]byte, error) {
 	return func(d string) ([]byte, error) {
 		f, err := bs.Open(d)
 		if err != nil {

@@ -3,11 +3,9 @@ package input
 import (
 	"bytes"
 	stdjson "encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 
-	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -207,12 +205,12 @@ type reader struct {
 
 // read gets blob d and checks its bytes against d.
 func (r *reader) read(d string) ([]byte, error) {
-	if !blob.ValidDigest(d) {
+	if !validDigest(d) {
 		return nil, fail(ReasonDigest, "%q is not a blob digest", d)
 	}
 	b, err := r.get(d)
 	if err != nil {
-		if errors.Is(err, blob.ErrMismatch) {
+		if isMismatch(err) {
 			return nil, &Error{Reason: ReasonDigest, Detail: "blob " + d + ": " + err.Error(), Err: err}
 		}
 		return nil, &Error{Reason: ReasonMissing, Detail: "blob " + d + ": " + err.Error(), Err: err}

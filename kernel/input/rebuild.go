@@ -2,8 +2,6 @@ package input
 
 import (
 	stdjson "encoding/json"
-
-	"github.com/proofgate/proofgate/kernel/blob"
 )
 
 // manifest rebuilds the input a manifest blob stands for.
@@ -65,7 +63,7 @@ func (m *manifest) check() error {
 		return fail(ReasonTooMany, "manifest: count %d is not between 1 and %d", *m.Count, MaxMessages)
 	}
 	for name, d := range map[string]string{"input_hash": *m.InputHash, "last": *m.Last, "rest": *m.Rest} {
-		if !blob.ValidDigest(d) {
+		if !validDigest(d) {
 			return fail(ReasonDigest, "manifest: %s is not a sha256 digest", name)
 		}
 	}
@@ -91,7 +89,7 @@ func (r *reader) link(d string, i int) (link, error) {
 		return link{}, fail(ReasonManifest, "link %s: index %d where %d was expected", d, *l.Index, i)
 	case (l.Prev != nil) != (i > 0):
 		return link{}, fail(ReasonManifest, "link %s: prev is required exactly when index is above 0", d)
-	case !blob.ValidDigest(*l.Message) || (l.Prev != nil && !blob.ValidDigest(*l.Prev)):
+	case !validDigest(*l.Message) || (l.Prev != nil && !validDigest(*l.Prev)):
 		return link{}, fail(ReasonDigest, "link %s: message or prev is not a sha256 digest", d)
 	}
 	return l, nil

@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -37,21 +38,28 @@ type AuditOption func(*auditConfig)
 
 type auditConfig struct {
 	blobsVerified bool
-	rebuild       Rebuilder
+	get           func(digest string) ([]byte, error)
 }
 
-// Rebuilder rebuilds the canonical input a manifest blob ref stands for,
-// reading blobs through get, and returns the digests of every blob it read
-// (kernel/input's Rebuild has this signature).
+// ManifestBlobs makes AuditFS read the blobs of manifest inputs through get
+// instead of from fsys (a verifier that holds only some blobs' bytes: the
+// bundle verifier streams the others). input.Rebuild checks every blob get
+// returns against its digest.
+func ManifestBlobs(get func(digest string) ([]byte, error)) AuditOption {
+	return func(c *auditConfig) { c.get = get }
+}
+
+// Rebuilder is the signature of kernel/input's Rebuild.
+//
+// Deprecated: AuditFS rebuilds manifest inputs with kernel/input itself
+// (kernel/input no longer depends on the blob store).
 type Rebuilder func(get func(digest string) ([]byte, error), ref string) (canonical []byte, blobs []string, err error)
 
-// RebuildInputs gives AuditFS the function that rebuilds manifest inputs
-// (input.Rebuild). Without it a log naming a manifest input is refused
-// (ReasonBlob): its input hash could not be checked.
-func RebuildInputs(r Rebuilder) AuditOption { return func(c *auditConfig) { c.rebuild = r } }
-
-// DefaultRebuilder is the Rebuilder AuditFS uses when no RebuildInputs
-// option is given; the writer side (kernel/run) sets it to input.Rebuild.
+// DefaultRebuilder is ignored: AuditFS always rebuilds manifest inputs
+// with input.Rebuild.
+//
+// Deprecated: kept only so that kernel/run's init, which still assigns
+// it, compiles; remove both together.
 var DefaultRebuilder Rebuilder
 
 // BlobsVerified tells AuditFS that every blob's bytes were already checked
@@ -70,7 +78,7 @@ func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) {
 }
 
 func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
-	cfg := auditConfig{rebuild: DefaultRebuilder}
+	cfg := auditConfig{}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -116,7 +124,7 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 			return nil, nil, err
 		}
 	}
-	members, err := f.rebuildManifests(fsys, cfg.rebuild)
+	members, err := f.rebuildManifests(fsys, cfg.get)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,21 +138,12 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 
 // rebuildManifests rebuilds every manifest input the log names and checks
 // it hashes to its recorded input hash; it returns the member blobs read.
-func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, error) {
+func (f *Folder) rebuildManifests(fsys fs.FS, get func(string) ([]byte, error)) ([]string, error) {
 	if f.s == nil || len(f.s.manifests) == 0 {
 		return nil, nil
 	}
-	if rebuild == nil {
-		return nil, &AuditError{Reason: ReasonBlob, Detail: "the log names manifest inputs and no input rebuilder was given"}
-	}
-	get := func(d string) ([]byte, error) {
-		if !digestRE.MatchString(d) {
-			return nil, fmt.Errorf("blob digest %q is not sha256:<64 hex>", d)
-		}
-		if err := checkBlob(fsys, d, false); err != nil {
-			return nil, err
-		}
-		return readBounded(fsys, path.Join(BlobDir, "sha256", d[len("sha256:"):]), maxInputBlob)
+	if get == nil {
+		get = fsysBlobs(fsys)
 	}
 	refs := make([]string, 0, len(f.s.manifests))
 	for ref := range f.s.manifests {
@@ -153,7 +152,7 @@ func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, erro
 	slices.Sort(refs)
 	var members []string
 	for _, ref := range refs {
-		canonical, read, err := rebuild(get, ref)
+		canonical, read, err := input.Rebuild(get, ref)
 		if err != nil {
 			return nil, &AuditError{Reason: ReasonBlob, Detail: fmt.Sprintf("manifest input %s: %v", ref, err), Err: err}
 		}
@@ -165,9 +164,21 @@ func (f *Folder) rebuildManifests(fsys fs.FS, rebuild Rebuilder) ([]string, erro
 	return members, nil
 }
 
-// maxInputBlob bounds one blob a manifest rebuild reads (kernel/input's
-// MaxInput).
-const maxInputBlob = 8 << 20
+// fsysBlobs reads manifest blobs from fsys's blob directory, re-hashed.
+func fsysBlobs(fsys fs.FS) func(string) ([]byte, error) {
+	return func(d string) ([]byte, error) {
+		if !digestRE.MatchString(d) {
+			return nil, fmt.Errorf("blob digest %q is not sha256:<64 hex>", d)
+		}
+		if err := checkBlob(fsys, d, false); err != nil {
+			return nil, err
+		}
+		return readBounded(fsys, path.Join(BlobDir, "sha256", d[len("sha256:"):]), maxInputBlob)
+	}
+}
+
+// maxInputBlob bounds one blob a manifest rebuild reads.
+const maxInputBlob = input.MaxInput
 
 // addBlobs adds digests to rep.Blobs, sorted, without duplicates.
 func addBlobs(rep *Report, digests []string) {

@@ -37,7 +37,7 @@ func goList(t *testing.T, args ...string) []string {
 // The verification side (this package, and the bundle verifier with its
 // checkpoint reader) imports nothing of the writer side.
 func TestVerifierImportsNoWriter(t *testing.T) {
-	for _, pkg := range []string{module + "kernel/replay", module + "bundle", module + "bundle/checkpoint"} {
+	for _, pkg := range []string{module + "kernel/replay", module + "kernel/input", module + "bundle", module + "bundle/checkpoint"} {
 		deps := goList(t, "-deps", pkg)
 		if !slices.Contains(deps, pkg) {
 			t.Fatalf("go list -deps %s does not list the package itself: %v", pkg, deps)
@@ -51,12 +51,13 @@ func TestVerifierImportsNoWriter(t *testing.T) {
 }
 
 // The replay itself stands on the event log, canonical JSON, the strict
-// decoder, the contract model (with the printable-text check it loads
+// decoder, the input rebuilder (kernel/input, which writes through an
+// interface and imports no blob store), the contract model (with the printable-text check it loads
 // with), the approval tally (with its pure rule evaluation: the CODEOWNERS
 // parser and path globs), the exit classes and the runtime seam's types
 // only, and runs no command.
 func TestReplayImports(t *testing.T) {
-	allowed := []string{"kernel/approval", "kernel/approval/codeowners", "kernel/pathglob", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/eventlog", "kernel/exit", "kernel/printable", "kernel/runtime", "kernel/strictjson"}
+	allowed := []string{"kernel/approval", "kernel/approval/codeowners", "kernel/pathglob", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/eventlog", "kernel/exit", "kernel/input", "kernel/printable", "kernel/runtime", "kernel/strictjson"}
 	for _, dep := range goList(t, "-deps", module+"kernel/replay") {
 		if dep == "os/exec" {
 			t.Errorf("kernel/replay depends on os/exec")

@@ -11,7 +11,8 @@ import (
 // clients that show tools to agents (MCP's inputSchema). It describes what
 // Render accepts as far as JSON Schema can: the object is closed, required
 // parameters are listed, strings carry maxLength, pattern and enum,
-// integers their safe range. Render stays the authority: the path rules
+// integers their safe range, arrays maxItems (their depth bound is
+// Render's). Render stays the authority: the path rules
 // (relative, clean, no "..", no leading "-") are stated in the
 // description only.
 func InputSchema(t contract.Tool) map[string]any {
@@ -40,6 +41,12 @@ func paramSchema(p contract.Param) map[string]any {
 		s["type"], s["minimum"], s["maximum"] = "integer", -MaxSafeInteger, MaxSafeInteger
 	case contract.ParamBoolean:
 		s["type"] = "boolean"
+	case contract.ParamArray:
+		s["type"] = "array"
+		s["maxItems"] = p.MaxItems
+		if p.MaxItems <= 0 {
+			s["maxItems"] = contract.DefaultMaxItems
+		}
 	case contract.ParamString, contract.ParamPath:
 		s["type"] = "string"
 		if p.MaxLength > 0 {

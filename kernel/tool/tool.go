@@ -23,7 +23,11 @@
 //     exponent, no "-0") within ±(2^53−1), the range in which the RFC 8785
 //     canonical form that the input hash is computed over is exact: two
 //     different integers beyond it would hash alike;
-//   - boolean: true or false.
+//   - boolean: true or false;
+//   - array: a JSON array of at most max_items elements, each any JSON
+//     value, nested at most MaxArrayDepth levels below the array (so a
+//     conversation's messages can be passed). An array never becomes an
+//     argv element: it reaches the tool only in the stdin JSON.
 //
 // Every refusal is an *ArgError with a Reason.
 //
@@ -75,7 +79,14 @@ const (
 	ReasonPattern   Reason = "pattern"   // does not match pattern
 	ReasonEnum      Reason = "enum"      // not one of enum
 	ReasonPath      Reason = "path"      // not a clean relative path
+	ReasonTooMany   Reason = "too-many"  // an array with more than max_items elements
+	ReasonTooDeep   Reason = "too-deep"  // an array nested deeper than MaxArrayDepth
+	ReasonArgv      Reason = "argv"      // an array parameter named as an argv element
 )
+
+// MaxArrayDepth bounds the nesting of an array argument's elements: an
+// element that is an object holding an array is two levels deep.
+const MaxArrayDepth = 32
 
 // ArgError is a refused argument. Param is "" when the arguments object as
 // a whole is refused.
@@ -135,6 +146,10 @@ func Render(t contract.Tool, args []byte) (Call, error) {
 	for i, a := range t.Run {
 		c.Argv[i] = a
 		if name, ok := contract.TemplateParam(a); ok && i > 0 {
+			if t.Params[name].Type == contract.ParamArray {
+				// The loader refuses this; a hand-made tool is refused too.
+				return Call{}, argErr(name, ReasonArgv, "an array parameter cannot be an argv element")
+			}
 			v, ok := rendered[name]
 			if !ok {
 				// The loader makes a template parameter required; a
@@ -192,6 +207,8 @@ func value(name string, p contract.Param, raw []byte) (string, error) {
 		return integer(name, raw)
 	case contract.ParamString, contract.ParamPath:
 		return text(name, p, raw)
+	case contract.ParamArray:
+		return "", array(name, p, raw)
 	}
 	return "", argErr(name, ReasonType, "parameter type %q is not supported", p.Type)
 }
