@@ -81,6 +81,9 @@ type Identity struct {
 	// SourceRef is the Source Repository Ref (…57264.1.14) exactly, e.g.
 	// "refs/heads/main".
 	SourceRef string
+	// SourceDigest is the Source Repository Digest (…57264.1.13) exactly:
+	// the commit the workflow ran on (GitHub's sha claim).
+	SourceDigest string
 	// Valid, when non-nil, refuses the identity for a signature witnessed
 	// at t (a trust store's status and window; returns e.g. *trust.KeyError).
 	Valid func(witnessed time.Time) error
@@ -184,6 +187,9 @@ func (id *Identity) match(s *certificate.Summary, issuer, host string) error {
 	}
 	if ref := id.SourceRef; ref != "" && s.SourceRepositoryRef != ref {
 		return fmt.Errorf("source ref %q, want %q", clip(s.SourceRepositoryRef), ref)
+	}
+	if d := id.SourceDigest; d != "" && s.SourceRepositoryDigest != d {
+		return fmt.Errorf("source digest %q, want %q", clip(s.SourceRepositoryDigest), d)
 	}
 	return nil
 }

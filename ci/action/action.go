@@ -174,6 +174,7 @@ type inputs struct {
 	contract, profile, signingKey, token, artifactName, onPending, stateDir string
 	jobs                                                                    int
 	signing                                                                 signingInputs
+	trustedRoot                                                             string // keyless hand-off: trusted root path at the base commit
 }
 
 func readInputs(f *workflow) (inputs, error) {
@@ -185,6 +186,7 @@ func readInputs(f *workflow) (inputs, error) {
 		artifactName: f.input("artifact-name"),
 		onPending:    strings.ToLower(f.input("on-pending")),
 		stateDir:     f.input("state-dir"),
+		trustedRoot:  f.input("trusted-root"),
 	}
 	// Mask before anything else can print them.
 	f.mask(in.signingKey)
@@ -605,11 +607,16 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget) int {
 	tree := commitTree(ctx, j.ws, j.gh, j.owner, j.name, t.head)
 	fresh := run.Freshness{RepoDir: j.ws, StateDir: j.stateDir}
-	for _, a := range dec.Counted {
+	// With approval rules every credited approval is recorded (held until
+	// the last): the decision then proves each rule the evaluation found
+	// satisfied, even when approval.required is lower than the approvers.
+	all := dec.Rules != nil
+	for i, a := range dec.Counted {
 		if j.r.State() != run.AwaitingApproval {
 			break
 		}
 		err := j.r.Decide(ctx, run.DecisionOptions{
+			Hold:  all && i < len(dec.Counted)-1,
 			Actor: a.Login,
 			GitHub: &run.GitHubReview{
 				Login: a.Login, UserID: a.UserID, ReviewID: a.ReviewID, Commit: a.Commit, Tree: tree,

@@ -17,6 +17,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/kernel/canon"
@@ -32,7 +33,7 @@ type FastPathReason string
 
 // Reasons of a refused hand-off.
 const (
-	FastNoKey         FastPathReason = "no-signing-key"       // keyless or no key: nothing to verify the hand-off with
+	FastNoKey         FastPathReason = "no-signing-key"       // key mode without a key: nothing to verify the hand-off with
 	FastNotFound      FastPathReason = "run-not-found"        // no unexpired hand-off for the head
 	FastFork          FastPathReason = "run-from-fork"        // the artifact's workflow run came from another repository
 	FastAPI           FastPathReason = "github-api"           // listing or downloading failed
@@ -102,8 +103,15 @@ func (j *job) tryFastPath(ctx context.Context) bool {
 // importRun finds, verifies and imports the hand-off; it returns the
 // artifact's name.
 func (j *job) importRun(ctx context.Context) (string, error) {
-	if j.keyless || j.signer == nil {
-		return "", refuse(FastNoKey, "the hand-off is verified with the job's signing key (input signing: key)")
+	var kv *sigstore.Verifiers
+	switch {
+	case j.keyless:
+		var err error
+		if kv, err = j.keylessVerifiers(ctx); err != nil {
+			return "", err
+		}
+	case j.signer == nil:
+		return "", refuse(FastNoKey, "the hand-off is verified with the job's signing key, and there is none")
 	}
 	name := RunArtifactPrefix + j.ev.HeadSHA
 	a, err := j.findRun(ctx, name)
@@ -114,7 +122,7 @@ func (j *job) importRun(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", refuse(FastAPI, "download %s: %v", name, err)
 	}
-	files, st, err := j.openRun(zipData)
+	files, st, err := j.openRun(zipData, kv)
 	if err != nil {
 		return "", err
 	}
@@ -168,7 +176,7 @@ func (j *job) findRun(ctx context.Context, name string) (*listedArtifact, error)
 
 // openRun unpacks the hand-off, verifies its signature with the job's key,
 // its statement and subjects, and replays the run from its files.
-func (j *job) openRun(zipData []byte) (map[string][]byte, *RunStatement, error) {
+func (j *job) openRun(zipData []byte, kv *sigstore.Verifiers) (map[string][]byte, *RunStatement, error) {
 	zfiles, err := artifact.Unzip(zipData, MaxRunArtifactBytes, MaxRunArtifactBytes)
 	if err != nil {
 		return nil, nil, refuse(FastMalformed, "%v", err)
@@ -193,20 +201,46 @@ func (j *job) openRun(zipData []byte) (map[string][]byte, *RunStatement, error) 
 	}
 	att := files[bundle.AttestationFile]
 	delete(files, bundle.AttestationFile)
-	ks, ok := j.signer.(*key.Signer)
-	if !ok {
-		return nil, nil, refuse(FastNoKey, "the signer is not an Ed25519 key")
-	}
-	vs := keyVerifiers{id: ks.KeyID(), pub: ks.Public}
-	payload, _, err := envelope.Open(att, bundle.PayloadType, bundle.AttestationFile, vs)
-	if err != nil {
-		return nil, nil, refuse(FastBadSignature, "%v", err)
+	material, hasMaterial := files[envelope.MaterialFile]
+	delete(files, envelope.MaterialFile)
+	var payload []byte
+	var wk envelope.WitnessedKey
+	if kv != nil {
+		if payload, wk, err = openKeyless(att, material, kv); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		if hasMaterial {
+			return nil, nil, refuse(FastMalformed, "a key-signed hand-off carries %s", envelope.MaterialFile)
+		}
+		if payload, err = j.openKeyed(att); err != nil {
+			return nil, nil, err
+		}
 	}
 	st, err := checkStatement(payload, files)
 	if err != nil {
 		return nil, nil, err
 	}
+	if wk != nil {
+		if err := checkKeylessTime(wk, st); err != nil {
+			return nil, nil, err
+		}
+	}
 	return files, st, nil
+}
+
+// openKeyed opens a hand-off envelope with the job's own Ed25519 key.
+func (j *job) openKeyed(att []byte) ([]byte, error) {
+	ks, ok := j.signer.(*key.Signer)
+	if !ok {
+		return nil, refuse(FastNoKey, "the signer is not an Ed25519 key")
+	}
+	vs := keyVerifiers{id: ks.KeyID(), pub: ks.Public}
+	payload, _, err := envelope.Open(att, bundle.PayloadType, bundle.AttestationFile, vs)
+	if err != nil {
+		return nil, refuse(FastBadSignature, "%v", err)
+	}
+	return payload, nil
 }
 
 // checkStatement decodes the canonical statement, requires the hand-off

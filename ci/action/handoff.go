@@ -136,19 +136,22 @@ func subjectsOf(files map[string][]byte) []bundle.Subject {
 // handoff uploads the job's AWAITING_APPROVAL run for the review job. A
 // failure is a warning: the review job then re-runs the checks.
 func (j *job) handoff(ctx context.Context) {
-	if j.ev.Name != "pull_request" || j.ev.Fork || j.keyless || j.signer == nil {
+	if j.ev.Name != "pull_request" || j.ev.Fork || (!j.keyless && j.signer == nil) {
 		return
 	}
-	s := j.signer
-	data, err := exportRun(ctx, j.r.Dir, HandoffPR{Number: j.ev.PR, HeadSHA: j.ev.HeadSHA, BaseSHA: j.ev.BaseSHA}, s.KeyID(),
-		func(p []byte) ([]byte, []byte, error) {
-			env, err := envelope.SignContext(ctx, s, bundle.PayloadType, p)
-			return env, nil, err
-		})
-	if err != nil {
-		j.f.annotate("warning", "ProofGate run hand-off", "the run was not handed off to the review job (it will re-run the checks): "+err.Error())
-		return
+	keyID, sign, err := j.handoffSigner(ctx)
+	if err == nil {
+		var data []byte
+		if data, err = exportRun(ctx, j.r.Dir, HandoffPR{Number: j.ev.PR, HeadSHA: j.ev.HeadSHA, BaseSHA: j.ev.BaseSHA}, keyID, sign); err == nil {
+			j.uploadHandoff(ctx, data)
+			return
+		}
 	}
+	j.f.annotate("warning", "ProofGate run hand-off", "the run was not handed off to the review job (it will re-run the checks): "+err.Error())
+}
+
+// uploadHandoff uploads the signed hand-off archive as the run artifact.
+func (j *job) uploadHandoff(ctx context.Context, data []byte) {
 	tok, results := j.o.Getenv("ACTIONS_RUNTIME_TOKEN"), j.o.Getenv("ACTIONS_RESULTS_URL")
 	if tok == "" || results == "" {
 		return

@@ -103,3 +103,70 @@ func TestRulesEndToEnd(t *testing.T) {
 		t.Fatalf("a bad rule name was accepted: %+v", vr)
 	}
 }
+
+const twoRulesContract = `version: 1
+name: widget
+defaults:
+  runtime: process
+  timeout: 30s
+checks:
+  - id: readme
+    run: [test, -f, README.md]
+approval:
+  required: 1
+  roles: [write, maintain, admin]
+  rules:
+    - name: backend
+      requires: {teams: [acme/backend]}
+    - name: design
+      requires: {users: [dave]}
+    - name: security
+      if: {changed_files: {paths: ["secret/**"]}}
+      requires: {users: [nobody]}
+`
+
+// Two rules satisfied by two different people while approval.required is
+// 1: both approvals are recorded (the first held, the second completes),
+// so the release gate accepts --require-rule of either rule and of both,
+// and still refuses the rule nobody satisfied.
+func TestRulesEveryCreditRecorded(t *testing.T) {
+	fx := newFixtureBase(t, twoRulesContract, nil, nil)
+	fx.gh.AddFile(owner, repo, prNum, githubtest.File{Filename: "feature.txt", Status: "added", SHA: "f1"})
+	fx.gh.AddTeam("acme", "backend")
+	fx.gh.SetTeamMember("acme", "backend", "bob", "active")
+	fx.gh.SetPermission(owner, repo, "dave", githubtest.Permission{Permission: "write"})
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	id := fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: githubtest.User{Login: "dave", ID: 44}, State: "APPROVED", CommitID: fx.head})
+	fx.reviewEvent(id)
+	res, err := fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	if res.State != run.Complete || res.Recorded != 2 {
+		t.Fatalf("want both credited approvals recorded: %+v\n%s", res, fx.log.String())
+	}
+	rep, err := run.Audit(filepath.Join(fx.ws, ".proofgate", "runs", res.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	credited := map[string]string{}
+	for _, d := range rep.Decisions {
+		for _, c := range d.GitHub.Rules {
+			credited[c.Rule] = d.GitHub.Login
+		}
+	}
+	if len(rep.Decisions) != 2 || credited["backend"] != "bob" || credited["design"] != "dave" || len(credited) != 2 {
+		t.Fatalf("decisions credit %v", credited)
+	}
+	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", fx.release()
+	fx.env["INPUT_TRUST-STORE"] = fx.trust
+	for _, rules := range []string{"backend", "design", "backend, design"} {
+		fx.env["INPUT_REQUIRE-RULE"] = rules
+		vr, err := fx.verify()
+		mustCode(t, vr.Code, ExitOK, err, fx.log.String())
+	}
+	fx.env["INPUT_REQUIRE-RULE"] = "security"
+	vr, err := fx.verify()
+	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
+	if vr.Reason != "rule-not-satisfied" {
+		t.Fatalf("require-rule security: %+v", vr)
+	}
+}

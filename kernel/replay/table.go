@@ -261,8 +261,16 @@ func (f *Folder) applyApproval(line int, e eventlog.Event, d ApprovalData) error
 	case f.verdict().Decision == approval.Approved:
 		next = Complete
 	}
-	if d.State != next {
+	// A held approval (run.DecisionOptions.Hold) stays AWAITING_APPROVAL
+	// although the approvals reach approval.required: more approvals of the
+	// same evaluation follow, and the last one completes the run. Holding
+	// never completes or rejects anything.
+	held := v == approval.Approved && next == Complete && d.State == AwaitingApproval
+	if d.State != next && !held {
 		return bad(line, ReasonDecision, "decision says it moves the run to %s, the replay says %s", d.State, next)
+	}
+	if held {
+		next = AwaitingApproval
 	}
 	f.r.Decisions = append(f.r.Decisions, Decision{Decision: d.Decision, Actor: d.Actor, Time: e.Time, Reason: d.Reason, GitHub: d.GitHub})
 	f.due = nil

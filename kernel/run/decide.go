@@ -109,6 +109,12 @@ type DecisionOptions struct {
 	Reason string
 	GitHub *GitHubReview
 	Fresh  Freshness
+	// Hold records an approval without completing the run even when it
+	// reaches approval.required: more approvals of the same evaluation
+	// follow (every approval the approval rules credited is evidence of the
+	// rules it satisfied), and the last of them, recorded without Hold,
+	// completes the run once the approvals number at least approval.required.
+	Hold bool
 }
 
 // RefusedError is a decision the kernel refused and why.
@@ -135,7 +141,8 @@ func (e *DecidedError) Error() string {
 // the one this process holds, run.json agrees with it, the verification
 // digest recomputed from run.json equals the last verification.completed,
 // and neither the source nor the contract changed (else the run moves to
-// STALE). An approval that reaches approval.required completes the run.
+// STALE). An approval that brings the approvals to at least
+// approval.required completes the run, unless o.Hold.
 // Re-issuing a decision that is already the run's outcome returns a
 // *DecidedError. A damaged log tail (a writer killed mid-append) does not
 // refuse: the decision's append records its recovery.
@@ -172,7 +179,7 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	req := approval.Requirement{Required: r.Contract.Approval.Required}
 	if o.Reject {
 		next, decision = Rejected, approval.Rejected
-	} else if req.Verdict(f.Approvers()+1, false).Decision == approval.Approved {
+	} else if !o.Hold && req.Verdict(f.Approvers()+1, false).Decision == approval.Approved {
 		next = Complete
 	}
 	d := ApprovalData{
