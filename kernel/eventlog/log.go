@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // Log is an open writer on one run's events.ndjson. Its methods are safe
@@ -43,7 +44,7 @@ func Create(path string, b Binding) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create events: %w", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := durable.Sync(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create events: %w", err)
 	}
@@ -75,7 +76,7 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return durable.Sync(d)
 }
 
 // Open opens an existing log for appending. It reads and verifies the
@@ -184,7 +185,7 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 		die()
 	case crashTorn:
 		l.f.Write(buf[:start+(len(buf)-start)/2])
-		l.f.Sync()
+		durable.Sync(l.f)
 		die()
 	case crashAfter:
 		defer die()
@@ -193,7 +194,7 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 		l.err = err
 		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := durable.Sync(l.f); err != nil {
 		l.err = err
 		return Event{}, fmt.Errorf("append %s to %s: fsync: %w", typ, l.path, err)
 	}
