@@ -25,7 +25,10 @@
 // the witness time (key-revoked, key-not-valid-at-signing-time,
 // identity-mismatch); the subjects, exactly the files (missing-file,
 // extra-file, subject-mismatch); a full replay of the run from the bundled
-// files (chain-broken, audit-failed); the predicate against that replay
+// files (chain-broken, audit-failed); the implementation run a successor
+// carries under implementation/<id>/ (implementation.go, ADR 0017: replayed
+// fully, then bound to the run's implemented_by: extra-file, missing-file,
+// audit-failed, implementation-mismatch); the predicate against that replay
 // (chain-mismatch, not-complete, predicate-mismatch); a plausible signing
 // time (signing-time-implausible); the carried checkpoint; the policy's
 // bindings (commit-mismatch, tree-mismatch, dirty-source, repo-mismatch,

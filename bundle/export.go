@@ -116,6 +116,10 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 	if err != nil {
 		return nil, err
 	}
+	impl, entries, err := packImplementation(runDir, rep, subjects, entries)
+	if err != nil {
+		return nil, err
+	}
 	signedAt := opts.SignedAt
 	if signedAt.IsZero() {
 		signedAt, err = time.Parse(time.RFC3339Nano, events[len(events)-1].Time)
@@ -133,6 +137,7 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 			Run:      Summarize(rep),
 		},
 	}
+	st.Predicate.Run.ImplementedBy = impl
 	payload, err := canon.Marshal(&st)
 	if err != nil {
 		return nil, err

@@ -31,6 +31,8 @@ type runOpts struct {
 	required int
 	profile  string // the contract profile the run is planned with ("" = base)
 	dirty    bool   // plan on a work tree with an uncommitted file (--allow-dirty)
+	// reviews are the GitHub reviews the approvals come from, by actor.
+	reviews map[string]*run.GitHubReview
 }
 
 // anyRun verifies integrity only: any source, any contract.
@@ -102,7 +104,7 @@ profiles:
 	}
 	fresh := run.Freshness{RepoDir: repo, StateDir: state}
 	for _, a := range o.approve {
-		if err := r.Decide(ctx, run.DecisionOptions{Actor: a, Fresh: fresh}); err != nil {
+		if err := r.Decide(ctx, run.DecisionOptions{Actor: a, Fresh: fresh, GitHub: o.reviews[a]}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -32,6 +32,8 @@ type Policy struct {
 	witnessed  time.Time
 	// requireSandbox is WithRequireSandbox (bundle/sandbox.go).
 	requireSandbox bool
+	// requireRules is WithRequireRule (bundle/rules.go).
+	requireRules []string
 }
 
 // SourcePolicy says which source the run must have verified. It is
@@ -205,6 +207,8 @@ type VerifyOptions struct {
 	RequireApprovals int
 	// RequireSandbox is WithRequireSandbox.
 	RequireSandbox bool
+	// RequireRules are WithRequireRule, one per name.
+	RequireRules []string
 	// Limits, when non-nil, is WithLimits (nil: archive.DefaultLimits).
 	Limits *archive.Limits
 	// Material, when non-nil, is WithMaterialVerifiers: keyless bundles
@@ -244,6 +248,9 @@ func (o VerifyOptions) Policy() (*Policy, error) {
 	}
 	if o.RequireSandbox {
 		opts = append(opts, WithRequireSandbox())
+	}
+	for _, r := range o.RequireRules {
+		opts = append(opts, WithRequireRule(r))
 	}
 	return NewPolicy(src, c, opts...)
 }

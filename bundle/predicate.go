@@ -64,6 +64,9 @@ type RunSummary struct {
 	Chain              Chain             `json:"chain"`
 	Checks             []CheckSummary    `json:"checks"`
 	Decisions          []replay.Decision `json:"decisions"`
+	// ImplementedBy summarises the implementation run the bundle carries
+	// (ADR 0017), when the run was planned with implemented_by.
+	ImplementedBy *ImplementationSummary `json:"implemented_by,omitempty"`
 }
 
 // Chain is the event chain's head hash and length.

@@ -85,6 +85,35 @@ func loadVectorBase(t *testing.T, name string, o runOpts, s *key.Signer) *vector
 	return b
 }
 
+// loadImplementedBase is loadVectorBase for a successor run and its
+// implementation run (makeImplemented).
+func loadImplementedBase(t *testing.T, name string, s *key.Signer) *vectorBase {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(vectorDir, name)); os.IsNotExist(err) {
+		var buf bytes.Buffer
+		if _, err := Export(makeImplemented(t).runDir, s, &buf, ExportOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		vc := map[string]string{"expect": "accepted", "now": "2000-01-01T00:00:00Z"}
+		if err := os.WriteFile(filepath.Join(vectorDir, name), formatVector(vc, nil, files(t, buf.Bytes()), nil), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return loadVectorBase(t, name, runOpts{}, s)
+}
+
+// implementationPrefixOf is the implementation/<id>/ directory of members.
+func implementationPrefixOf(t *testing.T, members []archive.File) string {
+	t.Helper()
+	for _, m := range members {
+		if id, _, ok := splitImplementation(m.Name); ok {
+			return ImplementationPrefix + id + "/"
+		}
+	}
+	t.Fatal("no implementation run among the members")
+	return ""
+}
+
 // signed returns members with an attestation over payload.
 func (b *vectorBase) signed(t *testing.T, members []archive.File, payload []byte) []archive.File {
 	t.Helper()
@@ -275,6 +304,16 @@ func TestWriteFailureVectors(t *testing.T) {
 		dirty.resigned(t, dirty.members, nil), nil)
 	write("signing-time-implausible", string(SigningTimeImplausible), with(b.policy("verified an hour before signed_at"), "now", stamp(at.Add(-time.Hour))), trusted, good, nil)
 	write("insufficient-approvals", string(InsufficientApprovals), with(b.policy("one approval, the gate requires two"), "require-approvals", "2"), trusted, good, nil)
+
+	// A successor run carrying its implementation run (ADR 0017): a third
+	// real run, with a recorded agent session (a manifest input among its
+	// calls, so a verifier must rebuild it).
+	impl := loadImplementedBase(t, "implementation-accepted.txtar", s)
+	write("implementation-accepted", "accepted", impl.policy("a COMPLETE successor run carrying its implementation run and its session (allow, approval, a manifest input, block) under implementation/<id>/"), trusted,
+		impl.resigned(t, impl.members, nil), nil)
+	rechained, _ := rewriteMembers(t, impl.members, implementationPrefixOf(t, impl.members), editData(t, "session.ended", 0, func(d map[string]any) { d["reason"] = "rewritten" }))
+	write("implementation-mismatch", string(ImplementationMismatch), impl.policy("the implementation run's log edited and re-chained (its run.json rewritten to match) and signed over: it replays, but its chain is not the one implemented_by binds"), trusted,
+		impl.resigned(t, rechained, nil), nil)
 
 	// Keyless bundles (ADR 0010), decided before any material is checked:
 	// the material is the test pair's (bundle/internal/sigtest), not a

@@ -41,6 +41,9 @@ type Verdict struct {
 	// Unsandboxed lists the checks that did not run in the docker sandbox
 	// (Unsandboxed), set when accepted; absent when every check did.
 	Unsandboxed []string `json:"unsandboxed,omitempty"`
+	// ImplementedBy summarises the implementation run a successor's
+	// bundle carries (ADR 0017), set when accepted; absent otherwise.
+	ImplementedBy *ImplementationSummary `json:"implemented_by,omitempty"`
 }
 
 // Verdict returns the acceptance of r.
@@ -54,6 +57,7 @@ func (r *Result) Verdict() Verdict {
 		v.Checkpoint = r.Checkpoint.Length
 	}
 	v.Unsandboxed = Unsandboxed(&r.Run)
+	v.ImplementedBy = r.Run.ImplementedBy
 	if !r.Witnessed.IsZero() {
 		v.Signer, v.WitnessedAt = r.Signer, r.Witnessed.Format(time.RFC3339Nano)
 	}

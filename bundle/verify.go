@@ -209,6 +209,9 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if res.Approvals < p.approvals {
 		return nil, refuse(InsufficientApprovals, fmt.Sprintf("%d distinct approvals, %d required", res.Approvals, p.approvals), b.id, nil)
 	}
+	if err := p.checkRules(b.rep.Decisions, b.id); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -223,13 +226,17 @@ type unpacked struct {
 	subj     map[string]string // subject name -> sha256 hex
 	rep      *replay.Report
 	summary  RunSummary // Summarize(rep)
+	// impl summarises the carried implementation run, once audited.
+	impl *ImplementationSummary
 	// wk is a keyless bundle's key, vouched for by its verification
 	// material (envelope.MaterialFile); nil for a key-signed bundle.
 	wk envelope.WitnessedKey
 }
 
-// readArchive reads the archive safely. Blobs are only hashed, never held:
-// the audit needs their presence, the subjects their digests.
+// readArchive reads the archive safely. The run's blobs are only hashed,
+// never held: the audit needs their presence, the subjects their digests.
+// The implementation run's blobs are held (within the archive's bounds):
+// its message manifests are rebuilt from them.
 func readArchive(r io.Reader, lim archive.Limits) (*unpacked, error) {
 	list, err := archive.ReadKeep(r, lim, func(name string) bool { return !isBlobName(name) })
 	if err != nil {
@@ -338,7 +345,7 @@ func (b *unpacked) checkSubjects() error {
 		if _, ok := subj[f.Name]; !ok {
 			return refuse(ExtraFile, f.Name+" is in the archive but not a subject", b.id, nil)
 		}
-		if f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
+		if _, _, impl := splitImplementation(f.Name); !impl && f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
 			return refuse(ExtraFile, f.Name+" is not a bundle file", b.id, nil)
 		}
 	}
@@ -350,7 +357,7 @@ func (b *unpacked) checkSubjects() error {
 		if got != subj[f.Name] {
 			return refuse(SubjectMismatch, fmt.Sprintf("%s hashes to %s, the statement says %s", f.Name, got, subj[f.Name]), b.id, nil)
 		}
-		if isBlobName(f.Name) && got != strings.TrimPrefix(f.Name, BlobPrefix) {
+		if (isBlobName(f.Name) || isImplementationBlob(f.Name)) && got != f.Name[len(f.Name)-64:] {
 			return refuse(SubjectMismatch, f.Name+" is not named by its digest", b.id, nil)
 		}
 	}
@@ -387,7 +394,7 @@ func (b *unpacked) subjects() (map[string]string, error) {
 func (b *unpacked) audit() error {
 	mem := fstest.MapFS{}
 	for _, f := range b.list {
-		if !b.unsigned(f.Name) && f.Name != CheckpointFile {
+		if _, _, impl := splitImplementation(f.Name); !b.unsigned(f.Name) && f.Name != CheckpointFile && !impl {
 			mem[f.Name] = &fstest.MapFile{Data: f.Data, Mode: 0o444}
 		}
 	}
@@ -405,7 +412,7 @@ func (b *unpacked) audit() error {
 		}
 	}
 	b.rep = rep
-	return nil
+	return b.auditImplementation()
 }
 
 // refuseAudit refuses a run that does not reconcile, with the bundle
@@ -435,6 +442,7 @@ func (b *unpacked) checkPredicate(now, witnessed time.Time) error {
 		return refuse(NotComplete, fmt.Sprintf("the log says the run is %s", rep.State), b.id, nil)
 	}
 	b.summary = Summarize(rep)
+	b.summary.ImplementedBy = b.impl
 	if field := diffSummary(&b.summary, &pred.Run); field != "" {
 		return refuse(PredicateMismatch, fmt.Sprintf("predicate field %q disagrees with the audited run", field), b.id, nil)
 	}
@@ -560,8 +568,9 @@ func diffSummary(a, b *RunSummary) string {
 		"contract_hash":       func(s *RunSummary) any { return s.ContractHash },
 		"verification_digest": func(s *RunSummary) any { return s.VerificationDigest },
 		"checks":              func(s *RunSummary) any { return s.Checks }, "decisions": func(s *RunSummary) any { return s.Decisions },
+		"implemented_by": func(s *RunSummary) any { return s.ImplementedBy },
 	}
-	for _, name := range []string{"state", "source", "worktree", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions"} {
+	for _, name := range []string{"state", "source", "worktree", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions", "implemented_by"} {
 		x, _ := canon.Marshal(fields[name](a))
 		y, _ := canon.Marshal(fields[name](b))
 		if !bytes.Equal(x, y) {

@@ -10,11 +10,18 @@
 #   7. (warm only) this repository's vet, test and build as three sandboxed
 #      checks with warm caches vs the same commands bare on the host with a
 #      warm GOCACHE/GOMODCACHE; cold vs cold; the cache mount cost per check
+#   8. (agent only, scripts/bench-agent.sh) a governed tool call vs the same
+#      argv run directly; the manifest dedup ratio of a 28-turn session
 # Usage: bash scripts/bench.sh [ROUNDS]        (default 5; needs root for Docker)
 #        bash scripts/bench.sh warm [ROUNDS]   (only 7; COLD_ROUNDS, default 1,
 #        sets its cold rounds: each takes minutes)
+#        bash scripts/bench.sh agent [COUNT]  (only 8; no Docker)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+if [ "${1:-}" = agent ]; then
+	shift
+	exec bash scripts/bench-agent.sh "$@"
+fi
 MODE=all
 if [ "${1:-}" = warm ]; then
 	MODE=warm

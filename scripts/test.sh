@@ -42,6 +42,14 @@ PROOFGATE_ACT_ARTIFACTS="$(bash scripts/act-artifacts-up.sh)"
 export PROOFGATE_ACT_ARTIFACTS PROOFGATE_REQUIRE_ACT=1
 echo "act artifact server: $PROOFGATE_ACT_ARTIFACTS"
 
+step "MCP inspector CLI (npm)"
+# @modelcontextprotocol/inspector-cli from scripts/mcp-inspector's lock file
+# (npm ci); cmd/proofgate's inspector tests drive `proofgate mcp` with it and
+# fail, not skip, when it is missing.
+PROOFGATE_INSPECTOR="$(bash scripts/inspector-up.sh)"
+export PROOFGATE_INSPECTOR PROOFGATE_REQUIRE_INSPECTOR=1
+echo "inspector-cli: $PROOFGATE_INSPECTOR"
+
 step "install staticcheck"
 if ! command -v staticcheck >/dev/null 2>&1; then
   export PATH="$(go env GOPATH)/bin:$PATH"
@@ -75,7 +83,7 @@ step "cross-platform vet (darwin, windows)"
 # ci/action, through internal/sigstoretest), whose non-test code the
 # release snapshot below builds for windows.
 GOOS=darwin go vet ./...
-GOOS=windows go vet $(GOOS=windows go list ./bundle/... ./kernel/... ./ci/... | grep -v -e '/bundle/sigstore$' -e '/ci/action$')
+GOOS=windows go vet $(GOOS=windows go list ./bundle/... ./kernel/... ./ci/... ./mcp/... | grep -v -e '/bundle/sigstore$' -e '/ci/action$')
 GOOS=windows go build -o /dev/null ./cmd/proofgate
 
 step "kernel tests (race detector)"

@@ -614,6 +614,7 @@ func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget)
 			GitHub: &run.GitHubReview{
 				Login: a.Login, UserID: a.UserID, ReviewID: a.ReviewID, Commit: a.Commit, Tree: tree,
 				Permission: a.Permission, SubmittedAt: a.SubmittedAt.UTC().Format("2006-01-02T15:04:05Z"), PullRequest: t.pr,
+				Rules: a.Rules,
 			},
 			Fresh: fresh,
 		})

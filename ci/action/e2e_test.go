@@ -62,6 +62,9 @@ func (fx *fixture) dockerRun(image string, args ...string) int {
 		"-v", fx.ws + ":/github/workspace",
 		"-v", fx.fc + ":/github/file_commands",
 		"-v", fx.wf + ":/github/workflow"}
+	if fx.runnerTemp != "" {
+		cmdArgs = append(cmdArgs, "-v", fx.runnerTemp+":/github/runner_temp")
+	}
 	rewrite := strings.NewReplacer(fx.ws, "/github/workspace", fx.fc, "/github/file_commands", fx.wf, "/github/workflow")
 	keys := make([]string, 0, len(fx.env))
 	for k := range fx.env {

@@ -66,6 +66,9 @@ type fixture struct {
 	trust  string // trust.json path
 	env    map[string]string
 	log    bytes.Buffer
+	// runnerTemp, when set, is the host's RUNNER_TEMP directory: dockerRun
+	// mounts it at /github/runner_temp, as the runner does.
+	runnerTemp string
 }
 
 func git(t testing.TB, dir string, args ...string) string {

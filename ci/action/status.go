@@ -222,6 +222,11 @@ func (j *job) reportFinal(ctx context.Context) {
 	if j.c != nil {
 		waiting = WaitingFor(j.c.Approval)
 	}
+	if d := j.res.Decision; d != nil && d.Rules != nil {
+		if p := d.Rules.Pending(); p != "" {
+			waiting = p
+		}
+	}
 	st, desc := StatusFor(j.res.State, waiting)
 	if j.res.State == run.Complete && j.res.Code != ExitOK {
 		st, desc = StatusError, "COMPLETE, but the bundle was not published: see the job summary"

@@ -102,6 +102,7 @@ type verifyInputs struct {
 	commit, match, trustStore, artifactName, bundle, token, profile, contract string
 	approvals                                                                 int
 	requireSandbox                                                            bool
+	requireRules                                                              []string // verify_rules.go
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
@@ -265,6 +266,9 @@ func (g *gate) readInputs() *refusal {
 	default:
 		return refuseUsage("input require-sandbox: %q is not true or false", v)
 	}
+	if r := readRequireRules(f, &in); r != nil {
+		return r
+	}
 	g.in = in
 	g.ids = readIdentityInputs(f)
 	return g.checkPaths()
@@ -332,7 +336,7 @@ func (g *gate) abs(p string) string {
 func (g *gate) policy(ctx context.Context) *refusal {
 	in := &g.in
 	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile,
-		RequireSandbox: in.requireSandbox}
+		RequireSandbox: in.requireSandbox, RequireRules: in.requireRules}
 	hash, r := releaseContract(ctx, g.ws, g.gh, g.owner, g.name, *in)
 	if r != nil {
 		return r

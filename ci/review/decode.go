@@ -32,7 +32,16 @@ type ghPR struct {
 	Head   struct {
 		SHA string `json:"sha"`
 	} `json:"head"`
-	Commits int `json:"commits"`
+	Base struct {
+		Ref string `json:"ref"`
+		SHA string `json:"sha"`
+	} `json:"base"`
+	Title  string `json:"title"`
+	Labels []struct {
+		Name string `json:"name"`
+	} `json:"labels"`
+	ChangedFiles int `json:"changed_files"`
+	Commits      int `json:"commits"`
 	// MergedAt and MergeCommitSHA are set once the pull request merged.
 	MergedAt       *string `json:"merged_at"`
 	MergeCommitSHA *string `json:"merge_commit_sha"`
@@ -47,6 +56,7 @@ type ghReview struct {
 }
 
 type ghCommit struct {
+	SHA       string  `json:"sha"`
 	Author    *ghUser `json:"author"`
 	Committer *ghUser `json:"committer"`
 }

@@ -2,6 +2,19 @@
 // review state, binding every counted approval to the exact verified head
 // commit. Evaluate is a pure function of the facts; Fetch reads the facts
 // from the API; Decide does both and refuses if the head moved meanwhile.
+//
+// When the contract has approval rules (docs/SPEC.md §1 "Approval
+// rules"), Decide also reads, through FetchRuleFacts: the pull request's
+// files (GET pulls/{n}/files, paginated, previous_filename for renames),
+// CODEOWNERS at the base commit (contents API, GitHub's three locations),
+// the membership of the author and every decisive reviewer in every team
+// the rules need (GET orgs/{org}/teams/{slug}, then
+// .../memberships/{user}: state active only; a missing team or a failed
+// lookup is a *TeamError, failing closed), and for ignore_update_merges
+// the commit comparisons that prove an older approved head only gained
+// update merges (rules_merges.go). kernel/approval.EvaluateRules then
+// decides; its credits travel with each counted Approval into
+// approval.recorded (github.rules).
 package review
 
 import (
@@ -89,6 +102,10 @@ type Input struct {
 	Reviews     []Review             // all submitted reviews
 	Permissions map[int64]Permission // by reviewer user id
 	Rule        contract.Approval
+	// RuleFacts are what approval rules read (rules.go); FetchRuleFacts
+	// fills them when the contract has rules.
+	RuleFacts    RuleFacts
+	changedFiles int // the PR's changed_files count, to check the listing
 }
 
 // Approval is one counted approval.
@@ -99,6 +116,9 @@ type Approval struct {
 	SubmittedAt time.Time `json:"submitted_at"`
 	Commit      string    `json:"commit"`
 	Permission  string    `json:"permission"` // the role that qualified it
+	// Rules are how the approval satisfied the contract's approval rules
+	// (absent without rules, or when no rule applies).
+	Rules []approval.Credit `json:"rules,omitempty"`
 }
 
 // Reason says why a review did not count.
@@ -118,6 +138,8 @@ const (
 	ReasonPermission   Reason = "permission"
 	ReasonNoPermission Reason = "permission_unknown"
 	ReasonUnknownState Reason = "unknown_state"
+	// ReasonNotCredited: approval rules apply and none credited the review.
+	ReasonNotCredited Reason = "not_credited"
 )
 
 // Ignored is a review that did not count, and why.
@@ -151,6 +173,13 @@ type Decision struct {
 	Satisfied bool       `json:"satisfied"`
 	Missing   int        `json:"missing"`
 	Summary   string     `json:"summary"`
+	// Rules is the approval-rule evaluation (nil without rules);
+	// RulesError says why it was refused (fail closed).
+	Rules      *approval.RulesDecision `json:"rules,omitempty"`
+	RulesError string                  `json:"rules_error,omitempty"`
+	// NotKept are older approved commits whose approvals were not kept
+	// under ignore_update_merges, and why.
+	NotKept map[string]string `json:"not_kept,omitempty"`
 }
 
 func decisive(state string) bool {
@@ -185,6 +214,9 @@ func Evaluate(in Input) Decision {
 	d.Missing = v.Missing()
 	d.Satisfied = in.Head != "" && in.Rule.Required >= 0 && v.Decision == approval.Approved
 	d.Summary = summary(*d, in.Rule)
+	if hasRules(in) {
+		applyRules(d, in)
+	}
 	return *d
 }
 

@@ -53,6 +53,11 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 		return in, &HeadMovedError{PR: pr, Want: head, Got: got}
 	}
 	in.Author = p.User.user()
+	in.RuleFacts = RuleFacts{BaseBranch: p.Base.Ref, BaseSHA: p.Base.SHA, Title: p.Title}
+	for _, l := range p.Labels {
+		in.RuleFacts.Labels = append(in.RuleFacts.Labels, l.Name)
+	}
+	in.changedFiles = p.ChangedFiles
 
 	prURL := fmt.Sprintf("repos/%s/%s/pulls/%d", url.PathEscape(owner), url.PathEscape(repo), pr)
 	for page := 1; page != 0; {
@@ -83,6 +88,7 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 		}
 		for _, c := range cs {
 			listed++
+			in.RuleFacts.PRCommits = append(in.RuleFacts.PRCommits, c.SHA)
 			for _, u := range []*ghUser{c.Author, c.Committer} {
 				if u != nil && (u.ID != 0 || u.Login != "") {
 					in.CommitUsers = append(in.CommitUsers, u.user())
@@ -157,6 +163,12 @@ func Decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, 
 			Summary: "approval state could not be read: " + err.Error()}, err
 	}
 	in.Rule = rule
+	if len(rule.Rules) > 0 {
+		if err := FetchRuleFacts(ctx, gh, owner, repo, pr, &in); err != nil {
+			return Decision{Head: head, Required: rule.Required, Missing: rule.Required,
+				Summary: "approval rules could not be evaluated: " + err.Error()}, err
+		}
+	}
 	d := Evaluate(in)
 	p, err := getPR(ctx, gh, owner, repo, pr)
 	if err != nil {

@@ -472,6 +472,7 @@ type verifyFlags struct {
 	approvals                                                   int
 	anySource, anyContract, allowDirty, asJSON                  bool
 	requireSandbox                                              bool
+	requireRules                                                []string
 	keyless                                                     keylessVerifyFlags
 }
 
@@ -490,6 +491,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.witnessed, "witnessed-at", "", "a time the bundle existed by, from a witness the signer does not control (RFC 3339, e.g. the artifact's created_at)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.BoolVar(&f.requireSandbox, "require-sandbox", false, "refuse a run with a check that did not run in the docker sandbox (runtime: docker)")
+	fl.StringArrayVar(&f.requireRules, "require-rule", nil, "refuse a run whose approval did not satisfy this approval rule of the contract (repeatable; see approval.rules)")
 	f.keyless.register(c)
 }
 
@@ -517,6 +519,12 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	o.Commit, o.Tree, o.AnySource, o.Repo = strings.ToLower(f.commit), strings.ToLower(f.tree), f.anySource, f.repo
 	o.RequireApprovals, o.AllowDirty, o.AnyContract, o.ContractHash = f.approvals, f.allowDirty, f.anyContract, f.contractHash
 	o.RequireSandbox = f.requireSandbox
+	for _, r := range f.requireRules {
+		if r == "" {
+			return o, usageErr(errors.New("--require-rule is empty"))
+		}
+	}
+	o.RequireRules = f.requireRules
 	if changed("profile") {
 		o.Profile = &f.profile
 	}
@@ -571,7 +579,7 @@ func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
 	var vf vsaFlags
 	c := &cobra.Command{
-		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--allow-dirty] [--require-sandbox] [--json]",
+		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--require-rule NAME]... [--allow-dirty] [--require-sandbox] [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
@@ -585,7 +593,9 @@ minutes); the carried checkpoint; --commit or --tree; --repo; a clean source
 here); --profile (exact; --profile "" requires the base contract); the
 contract; with --require-sandbox, that every check ran with runtime: docker
 (refused as unsandboxed-check naming the others); and at least
---require-approvals distinct approvals (default 1). An accepted verdict
+--require-approvals distinct approvals (default 1); with --require-rule
+NAME (repeatable), that an approval was credited to the contract's
+approval rule NAME (refused as rule-not-satisfied). An accepted verdict
 lists the checks that did not run sandboxed ("unsandboxed" in --json).
 
 The gate must say what it accepts. The source: --commit SHA, --tree SHA (a
@@ -676,6 +686,7 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 	fmt.Fprintf(w, "accepted: run %s, commit %s, tree %s, %s, contract %s, %d approval(s), signed by %s at %s\n",
 		v.RunID, v.Commit, v.Tree, src, v.ContractHash, v.Approvals, signer, v.SignedAt)
 	printUnsandboxed(w, v)
+	printImplementedBy(w, v)
 }
 
 func checkpointCmd(g *globals) *cobra.Command {

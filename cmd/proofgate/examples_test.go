@@ -69,6 +69,7 @@ func TestExampleContractsValidate(t *testing.T) {
 		"../../examples/quickstart/.proofgate/contract.yaml",
 		"../../examples/docker/contract.yaml",
 		"../../examples/go-repo/contract.yaml",
+		"../../examples/agent/.proofgate/contract.yaml",
 	} {
 		var out, errb bytes.Buffer
 		if code := Main([]string{"contract", "check", "--contract", f, "--json"}, &out, &errb); code != exitOK {

@@ -145,12 +145,16 @@ type planFlags struct {
 	profile     string
 	allowDirty  bool
 	contextFile string
+	// implementedBy is the implementation run this plan verifies
+	// (implemented.go).
+	implementedBy string
 }
 
 func (p *planFlags) register(c *cobra.Command) {
 	c.Flags().StringVar(&p.profile, "profile", "", "contract profile to resolve")
 	c.Flags().BoolVar(&p.allowDirty, "allow-dirty", false, "plan on a work tree with uncommitted changes (recorded in the run)")
 	c.Flags().StringVar(&p.contextFile, "context-file", "", "JSON context snapshot(s) to verify and attach")
+	registerImplementedBy(c, p)
 }
 
 func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
@@ -196,7 +200,7 @@ func (p *planFlags) options(ctx context.Context, g *globals, c *contract.Resolve
 		return run.PlanOptions{}, err
 	}
 	return run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
-		AllowDirty: p.allowDirty, Context: snaps}, nil
+		AllowDirty: p.allowDirty, Context: snaps, ImplementedBy: p.implementedBy}, nil
 }
 
 // planConnected loads the contract, connects its runtimes (a missing Docker
@@ -320,7 +324,7 @@ func stateExit(s run.State) error {
 		return nil
 	case run.AwaitingApproval:
 		return silent(exit.Awaiting)
-	case run.Planned:
+	case run.Planned, run.Implementing:
 		return nil
 	}
 	return silent(exit.Refused)
@@ -352,17 +356,26 @@ func printReport(w io.Writer, rep *run.Report) {
 
 func planCmd(g *globals) *cobra.Command {
 	var pf planFlags
-	var asJSON bool
+	var asJSON, implement bool
 	c := &cobra.Command{
 		Use:   "plan",
 		Short: "Plan a run: freeze the contract and bind the source",
 		Long: `Plan a run without executing it: resolve the contract, bind the commit, its
 tree and the work-tree state (a dirty tree is refused unless --allow-dirty),
-freeze contract.json and record run.planned. Execute it with 'proofgate exec'.`,
+freeze contract.json and record run.planned. Execute it with 'proofgate exec'.
+With --implement the run then enters IMPLEMENTING, where an agent works
+through the contract's tools ('proofgate mcp RUN', 'proofgate tool exec');
+'proofgate exec RUN' verifies it after its sessions ended.
+
+  proofgate plan
+  RUN=$(proofgate plan --implement)`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if implement {
+				return planImplementCmd(ctx, g, &pf, asJSON)
+			}
 			c, err := pf.load(g)
 			if err != nil {
 				return err
@@ -381,6 +394,7 @@ freeze contract.json and record run.planned. Execute it with 'proofgate exec'.`,
 	}
 	pf.register(c)
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	c.Flags().BoolVar(&implement, "implement", false, "enter IMPLEMENTING: an agent session works on the run before verification")
 	return c
 }
 
@@ -478,7 +492,7 @@ STALE. RUN is a run id or "latest".`,
 				return classify(err)
 			}
 			if asJSON {
-				if err := writeJSON(g.stdout, st); err != nil {
+				if err := writeJSON(g.stdout, withAgentNotes(st)); err != nil {
 					return err
 				}
 			} else {
@@ -506,6 +520,7 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 	for _, r := range st.StaleReasons {
 		fmt.Fprintf(w, "stale: %s\n", esc(r))
 	}
+	printSessions(w, st.Report, audit)
 	if st.Writer != nil {
 		state := "dead"
 		if st.Writer.Alive {

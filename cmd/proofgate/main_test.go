@@ -64,6 +64,7 @@ func TestScripts(t *testing.T) {
 			"buildhelper":  cmdBuildhelper,
 			"procgone":     cmdProcgone,
 			"stopsgrowing": cmdStopsgrowing,
+			"grab":         cmdGrab,
 		},
 	})
 }

@@ -64,6 +64,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	addBundleCommands(root, g)
 	addActionCommands(root, g)
 	addInitCommands(root, g)
+	addAgentCommands(root, g)
 	setVersionFlag(root)
 
 	cmd, err := root.ExecuteC()

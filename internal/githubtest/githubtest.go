@@ -47,6 +47,8 @@ type PR struct {
 	// MergeCommitSHA, when set, makes the PR closed and merged into that
 	// commit (merged_at set, merge_commit_sha), as GitHub shows a merged PR.
 	MergeCommitSHA string
+	Title          string
+	Labels         []string
 }
 
 // Review is a pull-request review. State is upper case as in REST
@@ -109,6 +111,7 @@ type repoState struct {
 
 type prState struct {
 	pr       PR
+	files    []File
 	reviews  []*Review
 	commits  []Commit
 	gets     int
@@ -138,6 +141,7 @@ type Server struct {
 	Faults ArtifactFaults
 
 	mu       sync.Mutex
+	rules    rulesState // teams and comparisons (rules.go)
 	repos    map[string]*repoState
 	fails    []*failure
 	requests []Request
@@ -381,6 +385,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	path = strings.TrimPrefix(path, "/api/v3")
 	if !s.authorized(r) {
 		writeJSON(w, http.StatusUnauthorized, map[string]string{"message": "Bad credentials"})
+		return
+	}
+	if s.serveRules(w, r, path) {
 		return
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
@@ -662,6 +669,9 @@ func (s *Server) prJSON(p *prState) map[string]any {
 		"head":             map[string]any{"ref": p.pr.HeadRef, "sha": p.pr.HeadSHA, "repo": repoJSON(p.pr.HeadRepo), "user": userJSON(p.pr.Author)},
 		"base":             map[string]any{"ref": p.pr.BaseRef, "sha": p.pr.BaseSHA, "repo": repoJSON(p.pr.BaseRepo)},
 		"commits":          len(p.commits),
+		"title":            p.pr.Title,
+		"labels":           labelsJSON(p.pr.Labels),
+		"changed_files":    len(p.files),
 		"merged":           false,
 		"merged_at":        nil,
 		"merge_commit_sha": nil,

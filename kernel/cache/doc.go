@@ -49,8 +49,17 @@
 // followed. It then takes the tree digest, recorded in check.started and in
 // the runtime profile:
 //
-//	digest = "sha256:" + hex(SHA-256 of one line per entry, in lexical path order:
+//	digest = "sha256:" + hex(SHA-256 of one line per entry, in walk order:
 //	         "<d|f|l> <perm octal> <size> <mtime unix ns> <slash path>[ -> <link target>]\n")
+//
+// Walk order is depth first, a directory's line before its entries, each
+// directory's names in byte order ("a/x" precedes "a-b").
+//
+// On Linux the walk resolves no path (openat/fstat per directory,
+// getdents64, fstatat per entry, on several workers) and produces the same
+// lines as the portable walk. A writable use first opens the tree for the
+// sandbox user: the cache directory and its directories the harness owns
+// become 0777, its owner-writable files 0666 (read-only ones stay so).
 //
 // It covers names, types, modes, sizes and modification times, not file
 // bytes (hashing a build cache before every check would cost more than the

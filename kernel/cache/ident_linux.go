@@ -21,3 +21,6 @@ func ownedByMe(fi os.FileInfo) bool {
 
 // noFollow makes an open fail on a symlink.
 const noFollow = syscall.O_NOFOLLOW
+
+// nonBlock keeps an open from waiting on a FIFO swapped in for a file.
+const nonBlock = syscall.O_NONBLOCK

@@ -9,3 +9,5 @@ func fileIdentity(os.FileInfo) (uint64, int64) { return 0, 0 }
 func ownedByMe(os.FileInfo) bool { return false }
 
 const noFollow = 0
+
+const nonBlock = 0

@@ -290,7 +290,7 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 		}
 	}
 	if p.seed {
-		if _, err := s.tree(name, s.scope.Base, nil); err != nil {
+		if _, err := s.tree(name, s.scope.Base, false); err != nil {
 			return runtime.Cache{}, "", err
 		}
 		if err := s.seed(name); err != nil {
@@ -304,11 +304,13 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 	} else if !errors.Is(err, fs.ErrExist) {
 		return runtime.Cache{}, "", ioErr(name, scope, err)
 	}
-	var visit func(string, fs.FileInfo)
 	if !p.use.ReadOnly {
-		visit = openForSandbox
+		// The cache directory itself too: the sandbox writes its top level.
+		if fi, err := os.Lstat(dir); err == nil && fi.IsDir() {
+			openForSandbox(dir, fi)
+		}
 	}
-	t, err := s.tree(name, scope, visit)
+	t, err := s.tree(name, scope, !p.use.ReadOnly)
 	if err != nil {
 		return runtime.Cache{}, "", err
 	}
@@ -334,20 +336,47 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 		Generation: st.Generation, Provenance: provenance, WrittenBy: st.WrittenBy}, t.Stamp, nil
 }
 
-// openForSandbox makes a directory the harness owns writable by the
-// sandbox user (a tree restored by actions/cache keeps its 0755 modes).
+// openForSandbox makes an entry the harness owns writable by the sandbox
+// user, as seeding does: a directory becomes 0777, a regular file its
+// owner could write (and not setuid or setgid) gains 0666. A tree restored
+// by actions/cache and handed to root by the workflow's chown has 0755
+// directories and 0644 files the sandbox user could not write. The
+// portable walk's visit; the Linux walk does the same through descriptors.
+// A file is changed through a descriptor opened without following a
+// symlink and checked to be the entry walked, so a swap cannot redirect
+// the chmod.
 func openForSandbox(p string, fi fs.FileInfo) {
-	if fi.Mode().Perm() != 0o777 && ownedByMe(fi) {
+	m := fi.Mode()
+	switch {
+	case !ownedByMe(fi):
+	case m.IsDir() && m.Perm() != 0o777:
 		_ = os.Chmod(p, 0o777)
+	case m.IsRegular() && widen(uint32(m.Perm()), m&(fs.ModeSetuid|fs.ModeSetgid) != 0):
+		f, err := os.OpenFile(p, os.O_RDONLY|noFollow|nonBlock, 0)
+		if err != nil {
+			return
+		}
+		defer f.Close()
+		if now, err := f.Stat(); err == nil && os.SameFile(now, fi) && now.Mode().IsRegular() {
+			_ = f.Chmod(m.Perm() | 0o666)
+		}
 	}
 }
 
-// tree checks and digests one cache directory (and its parents).
-func (s *Store) tree(name, scope string, visit func(string, fs.FileInfo)) (Tree, error) {
+// widen reports whether a regular file of permission bits perm is one the
+// sandbox user should be given write access to: owner-writable, not yet
+// 0666, not setuid or setgid.
+func widen(perm uint32, setid bool) bool {
+	return !setid && perm&0o200 != 0 && perm&0o666 != 0o666
+}
+
+// tree checks and digests one cache directory (and its parents); with
+// openDirs its directories are made writable for the sandbox user.
+func (s *Store) tree(name, scope string, openDirs bool) (Tree, error) {
 	if err := s.checkDirs(name, scope); err != nil {
 		return Tree{}, err
 	}
-	t, err := walkTree(s.dir(scope, name), visit)
+	t, err := walkTree(s.dir(scope, name), openDirs)
 	if err != nil {
 		var ce *Error
 		if errors.As(err, &ce) {
@@ -418,7 +447,7 @@ func (l *Lease) Release() error {
 
 func (l *Lease) release(m runtime.Cache, before string) error {
 	s := l.store
-	t, err := s.tree(m.Name, m.Scope, nil)
+	t, err := s.tree(m.Name, m.Scope, false)
 	if err != nil {
 		return err
 	}

@@ -89,7 +89,7 @@ func TestPullRequestNeverWritesDefault(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	defTree, err := walkTree(filepath.Join(root, "default", "go-mod"), nil)
+	defTree, err := walkTree(filepath.Join(root, "default", "go-mod"), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestPullRequestNeverWritesDefault(t *testing.T) {
 	if err := l.Release(); err != nil {
 		t.Fatal(err)
 	}
-	after, err := walkTree(filepath.Join(root, "default", "go-mod"), nil)
+	after, err := walkTree(filepath.Join(root, "default", "go-mod"), false)
 	if err != nil || after.Stamp != defTree.Stamp {
 		t.Fatalf("the PR changed the default scope: %v", err)
 	}

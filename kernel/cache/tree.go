@@ -27,13 +27,15 @@ type Tree struct {
 	Bytes   int64
 }
 
-// walkTree checks and digests the tree under dir (dir itself excluded).
-// It never follows a symlink, and refuses absolute symlinks, relative ones
-// that leave dir, and special files. visit, if set, sees every directory
-// (and may change its mode) before it is digested. The names come from
-// one sequential walk; the per-entry lstat calls, which are most of the
-// cost, run on several goroutines.
-func walkTree(dir string, visit func(p string, fi fs.FileInfo)) (Tree, error) {
+// walkTreePortable checks and digests the tree under dir (dir itself
+// excluded). It never follows a symlink, and refuses absolute symlinks,
+// relative ones that leave dir, and special files. visit, if set, sees
+// every directory and regular file (and may change its mode) before it is
+// digested. The
+// names come from one sequential walk; the per-entry lstat calls run on
+// several goroutines. It is the walk on systems other than Linux, and the
+// reference the Linux walk (walk_linux.go) is tested against.
+func walkTreePortable(dir string, visit func(p string, fi fs.FileInfo)) (Tree, error) {
 	type entry struct{ path, rel string }
 	var ents []entry
 	err := filepath.WalkDir(dir, func(p string, de fs.DirEntry, err error) error {
@@ -66,7 +68,7 @@ func walkTree(dir string, visit func(p string, fi fs.FileInfo)) (Tree, error) {
 			return Tree{}, asCacheError(errs[i])
 		}
 		fi := infos[i]
-		if fi.IsDir() && visit != nil {
+		if visit != nil && (fi.IsDir() || fi.Mode().IsRegular()) {
 			visit(e.path, fi)
 			if fi, err = os.Lstat(e.path); err != nil {
 				return Tree{}, asCacheError(err)

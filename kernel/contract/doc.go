@@ -100,7 +100,14 @@
 //
 // Approval: required is 0..10; roles are distinct values of read, triage,
 // write, maintain, admin (stored in that order); allow_commit_authors is a
-// bool.
+// bool. approval.rules (rules.go; docs/SPEC.md §1 "Approval rules") are
+// named rules with if/requires/options, combined by approval.mode (and,
+// the default, or or), plus approval.disapproval teams; path globs are
+// kernel/pathglob's and refused at load when they could leave the
+// repository (a ".." segment, a leading "/"); team slugs are org/slug,
+// title_matches is RE2, rule names are unique. A profile cannot set them.
+// Without rules the resolved approval has none of these members, so the
+// hash is unchanged. kernel/approval evaluates them.
 //
 // # Caches
 //

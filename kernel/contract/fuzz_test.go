@@ -15,7 +15,7 @@ import (
 // round trip of contract.json unchanged, and respect the invariants
 // (argv, image, no Docker socket).
 func FuzzParse(f *testing.F) {
-	for _, seed := range []string{"testdata/valid.yaml", "testdata/valid.json", "testdata/minimal.yaml", "testdata/process.yaml", "testdata/tools.yaml"} {
+	for _, seed := range []string{"testdata/valid.yaml", "testdata/valid.json", "testdata/minimal.yaml", "testdata/process.yaml", "testdata/tools.yaml", "testdata/rules.yaml"} {
 		b, err := os.ReadFile(seed)
 		if err != nil {
 			f.Fatal(err)

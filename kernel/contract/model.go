@@ -84,6 +84,11 @@ type Approval struct {
 	Required           int      `json:"required"`
 	Roles              []string `json:"roles"`
 	AllowCommitAuthors bool     `json:"allow_commit_authors"`
+	// Mode, Rules and Disapproval are the approval rules (rules.go);
+	// absent when the contract has none, so its hash is unchanged.
+	Mode        string         `json:"mode,omitempty"`
+	Rules       []ApprovalRule `json:"rules,omitempty"`
+	Disapproval *Disapproval   `json:"disapproval,omitempty"`
 }
 
 // Budget bounds the whole run.

@@ -79,9 +79,12 @@ type rawProfileCheck struct {
 }
 
 type rawApproval struct {
-	Required           *json.Number `json:"required"`
-	Roles              []string     `json:"roles"`
-	AllowCommitAuthors *bool        `json:"allow_commit_authors"`
+	Required           *json.Number      `json:"required"`
+	Roles              []string          `json:"roles"`
+	AllowCommitAuthors *bool             `json:"allow_commit_authors"`
+	Mode               *string           `json:"mode"`
+	Rules              []rawApprovalRule `json:"rules"`
+	Disapproval        *Disapproval      `json:"disapproval"`
 }
 
 type rawBudget struct {

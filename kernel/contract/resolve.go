@@ -536,7 +536,7 @@ func (p *parser) applyApproval(a *Approval, ra *rawApproval, at fieldPath, base 
 		}
 		a.AllowCommitAuthors = *ra.AllowCommitAuthors
 	}
-	return nil
+	return p.applyRules(a, ra, at, base)
 }
 
 func (p *parser) applyBudget(b *Budget, rb *rawBudget, at fieldPath) error {

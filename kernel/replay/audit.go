@@ -291,7 +291,7 @@ func describeDiff(got, want *Report) string {
 	wb, _ := json.Marshal(want)
 	_ = strictjson.Decode(gb, &g)
 	_ = strictjson.Decode(wb, &w)
-	for _, k := range []string{"run_id", "state", "source", "worktree", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "sessions", "repo", "profile"} {
+	for _, k := range []string{"run_id", "state", "source", "worktree", "contract_hash", "verification_digest", "checks", "decisions", "chain_head", "chain_length", "pending", "blobs", "sessions", "repo", "profile", "implemented_by"} {
 		if !bytes.Equal(canonOrRaw(g[k]), canonOrRaw(w[k])) {
 			return fmt.Sprintf("field %q disagrees with the event log", k)
 		}

@@ -26,6 +26,9 @@ type PlannedData struct {
 	Repo       string        `json:"repo,omitempty"`
 	Supersedes string        `json:"supersedes,omitempty"`
 	Planner    string        `json:"planner"`
+	// ImplementedBy names the implementation run whose agent sessions
+	// produced the tree this run verifies (ADR 0017); absent otherwise.
+	ImplementedBy *ImplementedBy `json:"implemented_by,omitempty"`
 }
 
 // WorktreeState is the observed state of the repository's work tree as

@@ -6,7 +6,7 @@ import "fmt"
 var transitions = map[State][]State{
 	"":               {Planned},
 	Planned:          {Implementing, Verifying, Blocked, Stale, Cancelled},
-	Implementing:     {Verifying, Blocked, Stale, Cancelled},
+	Implementing:     {Verifying, Blocked, Stale, Cancelled, Superseded},
 	Verifying:        {AwaitingApproval, Blocked, Stale, Cancelled, Superseded},
 	AwaitingApproval: {Complete, Rejected, Stale, Cancelled},
 	Blocked:          {Superseded, Cancelled},

@@ -36,13 +36,16 @@ type Report struct {
 	// (planned with --allow-dirty, so its checks ran on content that no
 	// commit names), with its digest. Absent only in run.json files
 	// written before it was added (ADR 0005).
-	Worktree           *Worktree     `json:"worktree,omitempty"`
-	ContractHash       string        `json:"contract_hash"`
-	VerificationDigest string        `json:"verification_digest,omitempty"`
-	ChainHead          string        `json:"chain_head"`
-	ChainLength        int           `json:"chain_length"`
-	Checks             []CheckReport `json:"checks"`
-	Decisions          []Decision    `json:"decisions,omitempty"`
+	Worktree *Worktree `json:"worktree,omitempty"`
+	// ImplementedBy is run.planned's implemented_by: the implementation
+	// run whose sessions produced the tree this run verifies (ADR 0017).
+	ImplementedBy      *ImplementedBy `json:"implemented_by,omitempty"`
+	ContractHash       string         `json:"contract_hash"`
+	VerificationDigest string         `json:"verification_digest,omitempty"`
+	ChainHead          string         `json:"chain_head"`
+	ChainLength        int            `json:"chain_length"`
+	Checks             []CheckReport  `json:"checks"`
+	Decisions          []Decision     `json:"decisions,omitempty"`
 	// LastEventTime is the time of the log's last event (RFC 3339). It is
 	// not part of the projection.
 	LastEventTime string `json:"-"`
@@ -94,6 +97,9 @@ type GitHubReview struct {
 	Permission  string `json:"permission"`
 	SubmittedAt string `json:"submitted_at,omitempty"`
 	PullRequest int    `json:"pull_request,omitempty"`
+	// Rules are how the approval satisfied the contract's approval rules
+	// (docs/SPEC.md §1 Approval rules): absent without rules.
+	Rules []approval.Credit `json:"rules,omitempty"`
 }
 
 // Identity is who decision d speaks for.

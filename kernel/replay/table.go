@@ -113,6 +113,9 @@ func (f *Folder) applyPlanned(line int, e eventlog.Event, d PlannedData) error {
 	if f.planned.Worktree.Dirty && !f.planned.AllowDirty {
 		return bad(line, ReasonBadEvent, "run.planned on a dirty work tree without allow_dirty")
 	}
+	if err := checkImplementedBy(line, e, d); err != nil {
+		return err
+	}
 	if f.planned.Contract.Profile != f.c.Profile {
 		return bad(line, ReasonContract, "run.planned names profile %q, contract.json is profile %q", f.planned.Contract.Profile, f.c.Profile)
 	}
@@ -125,12 +128,16 @@ func (f *Folder) applyPlanned(line int, e eventlog.Event, d PlannedData) error {
 	}
 	f.r.Repo, f.r.Profile = f.planned.Repo, f.planned.Contract.Profile
 	f.r.Worktree = &Worktree{Dirty: f.planned.Worktree.Dirty, Digest: f.planned.Worktree.Digest}
+	f.r.ImplementedBy = f.planned.ImplementedBy
 	return f.move(line, Planned)
 }
 
 func (f *Folder) applyState(line int, _ eventlog.Event, d StateData) error {
 	if d.From != f.state {
 		return bad(line, ReasonIllegalTransition, "state.changed from %s, but the run is %s", d.From, f.state)
+	}
+	if err := f.checkImplementingSupersede(line, d); err != nil {
+		return err
 	}
 	if err := f.move(line, d.To); err != nil {
 		return err

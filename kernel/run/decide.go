@@ -83,7 +83,7 @@ func checkFresh(ctx context.Context, planned PlannedData, f Freshness) error {
 // finds a change, and returns that *StaleError (nil when fresh).
 func (r *Run) MarkStaleIfChanged(ctx context.Context, f Freshness) error {
 	st := r.State()
-	if st.Terminal() || st == Stale || st == Blocked {
+	if st.Terminal() || st == Stale || st == Blocked || st == Implementing {
 		return nil
 	}
 	err := r.CheckFresh(ctx, f)
@@ -274,14 +274,16 @@ func (r *Run) Cancel(actor, reason string) error {
 // Supersede marks the run SUPERSEDED by run id by.
 func (r *Run) Supersede(by, actor string) error {
 	st := r.State()
-	if !CanTransition(st, Superseded) {
+	if !Retryable(st) {
 		return &StateError{State: st, Action: "supersede"}
 	}
 	return r.transition(Superseded, StateData{By: by, Actor: actor, Reason: "retried as " + by})
 }
 
 // Retryable reports whether retry may supersede a run in state st.
-func Retryable(st State) bool { return CanTransition(st, Superseded) }
+// An IMPLEMENTING run is superseded only by its successor (planned with
+// PlanOptions.ImplementedBy), never by a retry.
+func Retryable(st State) bool { return st != Implementing && CanTransition(st, Superseded) }
 
 // RetryOptions describe a retry of run ID.
 type RetryOptions struct {

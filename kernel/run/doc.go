@@ -18,7 +18,12 @@
 // run on disk, refuses a stale one and appends one approval.recorded (a
 // writer killed before its state.changed leaves it for the next writer,
 // ADR 0006); Inspect (status, audit) reconciles before it reports and moves
-// a run whose source or contract changed to STALE.
+// a run whose source or contract changed to STALE (never an IMPLEMENTING
+// one: its agent changes the tree by design). A run that an agent's
+// sessions changed is verified by a successor (PlanOptions.ImplementedBy,
+// ADR 0017): planned on the tree the agent left, with the implementation
+// run's contract, recording its chain head in run.planned's implemented_by
+// and superseding it; ImplementedByError says why one is refused.
 //
 // The typical sequence, as `proofgate run` does it:
 //

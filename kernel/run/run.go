@@ -95,11 +95,19 @@ type PlanOptions struct {
 	Repo       string // owner/name when known
 	Context    []Snapshot
 	Supersedes string
-	Now        func() time.Time
+	// ImplementedBy, when set, is the implementation run (IMPLEMENTING,
+	// every session ended, the same contract) this run verifies: the run
+	// records it in run.planned's implemented_by and supersedes it
+	// (ADR 0017).
+	ImplementedBy string
+	Now           func() time.Time
 	// Implement moves the run to IMPLEMENTING right after planning (one
 	// state.changed), for an agent session (kernel/session) to record into
 	// before verification.
 	Implement bool
+
+	// implemented is the implemented_by record planImplemented made.
+	implemented *ImplementedBy
 
 	// id, when set, is the new run's id (Retry re-planning a run that an
 	// interrupted retry named but never published).
@@ -120,6 +128,9 @@ const planningPrefix = ".plan-"
 // fully planned or absent, even after a kill. The returned run holds its
 // lock. On failure nothing is left behind.
 func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
+	if opts.ImplementedBy != "" && opts.implemented == nil {
+		return planImplemented(ctx, opts)
+	}
 	now := opts.Now
 	if now == nil {
 		now = time.Now
@@ -424,13 +435,14 @@ func (r *Run) recordPlan(opts PlanOptions, st source.State, hash string) error {
 		ids[i] = c.ID
 	}
 	r.Planned = PlannedData{
-		Contract:   ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
-		Worktree:   replay.WorktreeState(st),
-		AllowDirty: opts.AllowDirty,
-		Checks:     ids,
-		Repo:       opts.Repo,
-		Supersedes: opts.Supersedes,
-		Planner:    Version,
+		Contract:      ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
+		Worktree:      replay.WorktreeState(st),
+		AllowDirty:    opts.AllowDirty,
+		Checks:        ids,
+		Repo:          opts.Repo,
+		Supersedes:    opts.Supersedes,
+		Planner:       Version,
+		ImplementedBy: opts.implemented,
 	}
 	if err := r.append(TypePlanned, r.Planned); err != nil {
 		return err

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// printSessions is the agent part of status and audit: one line per
+// session, every pending approval and every ambiguous action with the
+// command that decides it, and (audit) one line per action. --json
+// carries the same as the report's "sessions".
+func printSessions(w io.Writer, rep *run.Report, audit bool) {
+	for _, s := range rep.Sessions {
+		state := "ended"
+		if s.Open {
+			state = "open"
+		}
+		fmt.Fprintf(w, "session %s (%s): %s, %d turns, %d actions\n", esc(s.ID), esc(s.Agent), state, s.Turns, len(s.Actions))
+		for _, a := range s.Actions {
+			printAction(w, rep.RunID, a, s.Open, audit)
+		}
+	}
+}
+
+func printAction(w io.Writer, runID string, a replay.ActionView, open, audit bool) {
+	id, tool := esc(a.ID), esc(a.Tool)
+	switch {
+	case a.Status == replay.ActionPending && !open:
+		fmt.Fprintf(w, "never approved: action %s (%s) waited for approval when its session ended; it never ran\n", id, tool)
+		return
+	case a.Status == replay.ActionPending:
+		fmt.Fprintf(w, "pending approval: action %s (%s) input %s; a person decides: 'proofgate tool approve %s %s --actor NAME' or 'proofgate tool reject %s %s --actor NAME --reason TEXT'\n",
+			id, tool, a.InputHash, runID, id, runID, id)
+		return
+	case a.Status == replay.ActionAmbiguous:
+		fmt.Fprintf(w, "ambiguous: action %s (%s) started and never finished (it may have had effects); a person decides: 'proofgate tool retry %s %s --actor NAME' or 'proofgate tool abandon %s %s --actor NAME --reason TEXT'\n",
+			id, tool, runID, id, runID, id)
+		return
+	case a.Status == replay.ActionStarted:
+		fmt.Fprintf(w, "running: action %s (%s) started and has not finished\n", id, tool)
+		return
+	}
+	if !audit {
+		return
+	}
+	line := fmt.Sprintf("  action %s %s: %s", id, tool, esc(a.Status))
+	if a.Result != "" {
+		line += fmt.Sprintf(" %s (exit %d)", esc(a.Result), a.ExitCode)
+	}
+	if a.Decision != "" {
+		line += fmt.Sprintf(", policy %s by rule %s", esc(a.Decision), esc(a.RuleID))
+	}
+	if a.Approval != "" {
+		line += fmt.Sprintf(", %s by %s", esc(a.Approval), esc(a.Approver))
+	}
+	if a.RetryOf != "" {
+		line += ", retry of " + esc(a.RetryOf)
+	}
+	fmt.Fprintf(w, "%s, input %s\n", line, a.InputHash)
+}
+
+// actionRef names one action that waits for a person.
+type actionRef struct {
+	Session   string `json:"session"`
+	Action    string `json:"action"`
+	Tool      string `json:"tool"`
+	InputHash string `json:"input_hash"`
+}
+
+// statusDoc is what status and audit print with --json: the reconciled
+// status, and the actions that wait for a person (also in "sessions"): a
+// pending approval of an open session, an ambiguous action.
+type statusDoc struct {
+	*run.Status
+	PendingApprovals []actionRef `json:"pending_approvals,omitempty"`
+	Ambiguous        []actionRef `json:"ambiguous,omitempty"`
+}
+
+func withAgentNotes(st *run.Status) statusDoc {
+	d := statusDoc{Status: st}
+	if st.Report == nil {
+		return d
+	}
+	for _, s := range st.Sessions {
+		for _, a := range s.Actions {
+			ref := actionRef{Session: s.ID, Action: a.ID, Tool: a.Tool, InputHash: a.InputHash}
+			switch {
+			case a.Status == replay.ActionPending && s.Open:
+				d.PendingApprovals = append(d.PendingApprovals, ref)
+			case a.Status == replay.ActionAmbiguous:
+				d.Ambiguous = append(d.Ambiguous, ref)
+			}
+		}
+	}
+	return d
+}

@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/session"
+)
+
+// sessionDoc is what 'session start|resume|end --json' prints.
+type sessionDoc struct {
+	RunID     string   `json:"run_id"`
+	Session   string   `json:"session"`
+	Agent     string   `json:"agent,omitempty"`
+	Open      bool     `json:"open"`
+	Ambiguous []string `json:"ambiguous"`
+}
+
+func sessionCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{
+		Use:   "session",
+		Short: "Start, resume or end an agent session on an IMPLEMENTING run",
+		Long: `An agent session records an agent's tool calls in the run's event log
+(session.started … session.ended). 'proofgate mcp' starts and ends its own;
+these verbs serve shell-based agents, and MCP clients that reconnect
+('proofgate mcp RUN --session S' joins a session started here).
+
+  RUN=$(proofgate plan --implement)
+  S=$(proofgate session start "$RUN" --agent my-agent)
+  proofgate tool exec "$RUN" greet --session "$S" --input args.json
+  proofgate session end "$RUN" --session "$S"
+
+One session is open on a run at a time. A session whose process died is
+taken over only when its owner is provably dead (same host, pid gone);
+actions it started and never finished are then ambiguous and block the
+session until a human decides each ('proofgate tool retry|abandon').`,
+	}
+	c.AddCommand(sessionStartCmd(g), sessionResumeCmd(g), sessionEndCmd(g))
+	return c
+}
+
+func sessionStartCmd(g *globals) *cobra.Command {
+	var agent string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "start RUN [--agent ID] [--json]",
+		Short: "Start a session and print its id",
+		Long: `Start an agent session on RUN (IMPLEMENTING; a run id or "latest") and print
+its id (s-<12 hex>) alone on stdout. The session stays open after this
+command exits: pass --session to 'tool exec' and 'mcp', and end it with
+'proofgate session end'. Exit 1 when the run is not IMPLEMENTING or
+another live recorder owns an open session.
+
+  S=$(proofgate session start latest --agent ci-agent)`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkAgent(agent); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			o, rt, err := sessionOptions(ctx, g, args[0], agent)
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			s, err := session.Start(ctx, o)
+			if err != nil {
+				return classifySession(err)
+			}
+			if asJSON {
+				return writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Agent: agent, Open: true, Ambiguous: []string{}})
+			}
+			fmt.Fprintln(g.stdout, s.ID())
+			return nil
+		},
+	}
+	c.Flags().StringVar(&agent, "agent", "agent", "agent identity recorded in session.started")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func sessionResumeCmd(g *globals) *cobra.Command {
+	var sess string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "resume RUN --session S [--json]",
+		Short: "Take over a session whose recorder died and list its ambiguous actions",
+		Long: `Take over session S of RUN after its recorder died (recorded as
+session.resumed). Refused (exit 1) while the recorded owner is alive, on
+another host, or unknown. Actions that started and never finished are closed
+as crashed and listed as ambiguous: each may have reached the outside world,
+nothing is re-run automatically, and the session refuses new calls (exit 1
+here) until a human decides each:
+
+  proofgate session resume latest --session s-0123456789ab
+  proofgate tool retry latest a-0123456789ab --actor alice     # may run again
+  proofgate tool abandon latest a-0123456789ab --actor alice --reason "done by hand"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if sess == "" {
+				return usageErr(errors.New("--session is required"))
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			o, rt, err := sessionOptions(ctx, g, args[0], "")
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			s, amb, err := session.Resume(ctx, o, sess)
+			if err != nil {
+				return classifySession(err)
+			}
+			if amb == nil {
+				amb = []string{}
+			}
+			if asJSON {
+				if err := writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: true, Ambiguous: amb}); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(g.stdout, "session %s resumed on run %s\n", s.ID(), s.Run())
+				for _, a := range amb {
+					fmt.Fprintf(g.stdout, "ambiguous: action %s started and never finished; decide: 'proofgate tool retry %s %s --actor NAME' or 'proofgate tool abandon %s %s --actor NAME --reason TEXT'\n", a, s.Run(), a, s.Run(), a)
+				}
+			}
+			if len(amb) > 0 {
+				return silent(exit.Refused)
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&sess, "session", "", "the session to resume (required)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func sessionEndCmd(g *globals) *cobra.Command {
+	var sess, reason string
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "end RUN --session S [--reason TEXT] [--json]",
+		Short: "End a session (session.ended)",
+		Long: `End session S of RUN. Refused (exit 1) while one of its actions started and
+never finished, or is ambiguous and undecided, and while another live
+recorder owns it. After the last session ends the run can be verified:
+'proofgate exec RUN'.
+
+  proofgate session end latest --session s-0123456789ab --reason "work done"`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if sess == "" {
+				return usageErr(errors.New("--session is required"))
+			}
+			if err := printable.CheckText("--reason", reason); err != nil {
+				return usageErr(err)
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			o, rt, err := sessionOptions(ctx, g, args[0], "")
+			if err != nil {
+				return err
+			}
+			defer rt.Close()
+			s, amb, err := session.Resume(ctx, o, sess)
+			if err != nil {
+				return classifySession(err)
+			}
+			if err := s.End(reason); err != nil {
+				return classifySession(err)
+			}
+			if amb == nil {
+				amb = []string{}
+			}
+			if asJSON {
+				return writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: false, Ambiguous: amb})
+			}
+			fmt.Fprintf(g.stdout, "session %s ended\nnext: proofgate exec %s (verify the run)\n", s.ID(), s.Run())
+			return nil
+		},
+	}
+	c.Flags().StringVar(&sess, "session", "", "the session to end (required)")
+	c.Flags().StringVar(&reason, "reason", "", "why (recorded)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}

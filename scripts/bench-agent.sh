@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# bench-agent.sh: the agent-session figures, run by `bash scripts/bench.sh
+# agent [COUNT]` (COUNT: go test -count, default 5; the median is reported).
+#
+#   governed call ratio: a governed tool call (policy gate, receipts with
+#     their fsyncs, process runtime) over executing the same argv directly:
+#     kernel/session's BenchmarkGovernedCall over BenchmarkDirectExec (ns/op);
+#     the fsyncs one call costs (TestFsyncsPerCall, strace) and the price of
+#     one (BenchmarkFsync);
+#   manifest dedup ratio: bytes a 28-turn conversation writes as whole
+#     inputs over what it writes with message manifests: kernel/input's
+#     BenchmarkStoreTurn/whole and /manifest (written-B/turn).
+#
+# Both benchmarks belong to their packages; this script only runs and
+# reads them, and fails naming the one it cannot find.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+COUNT=${1:-5}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+
+# bench PKG PATTERN: go test -bench output of PKG's benchmarks, into $out.
+bench() {
+	if ! go test -run '^$' -bench "$2" -benchtime "${BENCHTIME:-1x}" -count "$COUNT" "$1" >>"$out" 2>&1; then
+		cat "$out" >&2
+		echo "bench agent: go test -bench '$2' $1 failed" >&2
+		exit 1
+	fi
+}
+# metric NAME-REGEX UNIT: the median of UNIT over the benchmark lines whose
+# name matches NAME-REGEX; empty when there is none.
+metric() {
+	awk -v re="$1" -v unit="$2" '$1 ~ re { for (i = 2; i < NF; i++) if ($(i+1) == unit) print $i }' "$out" |
+		sort -g | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]}'
+}
+need() { # need VALUE WHAT
+	if [ -z "$1" ]; then
+		echo "bench agent: no $2 in the benchmark output (see above); the benchmark is missing or was renamed" >&2
+		cat "$out" >&2
+		exit 1
+	fi
+}
+
+BENCHTIME=${BENCHTIME:-20x} bench ./kernel/session '^(BenchmarkGovernedCall|BenchmarkDirectExec|BenchmarkFsync)$'
+governed=$(metric '^BenchmarkGovernedCall(-[0-9]+)?$' ns/op)
+direct=$(metric '^BenchmarkDirectExec(-[0-9]+)?$' ns/op)
+fsync=$(metric '^BenchmarkFsync(-[0-9]+)?$' ns/op)
+need "$governed" "kernel/session BenchmarkGovernedCall (ns/op)"
+need "$direct" "kernel/session BenchmarkDirectExec (ns/op)"
+fsyncs=$(go test -run '^TestFsyncsPerCall$' -count 1 -v ./kernel/session 2>&1 | sed -n 's/.*: \([0-9.]*\) per call$/\1/p' | head -1)
+
+BENCHTIME=${BENCHTIME:-3x} bench ./kernel/input 'StoreTurn'
+whole=$(metric 'StoreTurn/whole(-[0-9]+)?$' written-B/turn)
+manifest=$(metric 'StoreTurn/manifest(-[0-9]+)?$' written-B/turn)
+need "$whole" "kernel/input BenchmarkStoreTurn/whole (written-B/turn)"
+need "$manifest" "kernel/input BenchmarkStoreTurn/manifest (written-B/turn)"
+
+awk -v g="$governed" -v d="$direct" 'BEGIN {printf "governed call: %.2f ms, direct: %.2f ms\n", g / 1e6, d / 1e6}'
+awk -v g="$governed" -v d="$direct" 'BEGIN {printf "governed call ratio: %.2f\n", g / d}'
+if [ -n "$fsyncs" ]; then
+	echo "fsyncs per governed call: $fsyncs"
+else
+	echo "fsyncs per governed call: not measured (TestFsyncsPerCall needs strace)"
+fi
+if [ -n "$fsync" ]; then
+	awk -v f="$fsync" 'BEGIN {printf "one fsync: %.2f ms\n", f / 1e6}'
+fi
+awk -v w="$whole" -v m="$manifest" 'BEGIN {printf "bytes per turn: %.0f whole, %.0f with manifests\n", w, m}'
+awk -v w="$whole" -v m="$manifest" 'BEGIN {printf "manifest dedup ratio: %.1f\n", w / m}'
