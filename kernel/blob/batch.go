@@ -8,6 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // PutMany stores every blob of bs that is not stored yet, with one
@@ -64,7 +66,7 @@ func (s *Store) putOne(d string, b []byte) (bool, error) {
 		return false, fmt.Errorf("blob: %w", err)
 	}
 	tmp := w.f.Name()
-	if err := w.f.Sync(); err != nil {
+	if err := durable.Sync(w.f); err != nil {
 		return false, fmt.Errorf("blob: %w", err)
 	}
 	if err := w.f.Close(); err != nil {

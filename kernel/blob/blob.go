@@ -13,6 +13,8 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // ErrMismatch reports a stored blob whose content does not match its digest.
@@ -95,7 +97,7 @@ func (w *Writer) Commit() (digest string, size int64, err error) {
 		}
 		return digest, w.n, nil
 	}
-	if err := w.f.Sync(); err != nil {
+	if err := durable.Sync(w.f); err != nil {
 		w.f.Close()
 		return "", 0, fmt.Errorf("blob: %w", err)
 	}
@@ -192,7 +194,7 @@ func syncDir(dir string) error {
 		return fmt.Errorf("blob: %w", err)
 	}
 	defer d.Close()
-	if err := d.Sync(); err != nil {
+	if err := durable.Sync(d); err != nil {
 		return fmt.Errorf("blob: %w", err)
 	}
 	return nil

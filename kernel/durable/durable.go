@@ -9,7 +9,38 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 )
+
+// syncs counts every fsync made through Sync (and so SyncDir and every
+// writer here): the kernel's durable writes all go through it, so tests
+// can assert what an operation costs (ADR 0019).
+var syncs atomic.Int64
+
+// Sync fsyncs f and counts it. Every fsync the kernel makes goes through
+// Sync, so Syncs is the number of fsyncs this process made.
+func Sync(f *os.File) error {
+	syncs.Add(1)
+	return f.Sync()
+}
+
+// Syncs is the number of fsyncs made through Sync so far by this process.
+func Syncs() int64 { return syncs.Load() }
+
+// ReplaceVolatile replaces path with b (mode applied) by rename, with no
+// fsync at all: readers never see a partial file while the machine runs,
+// but after a power loss or kernel crash the file may be the old one,
+// missing, empty or torn. Only for files that describe live processes
+// (process records), which no power loss leaves alive: their readers must
+// treat an unreadable file from before the current boot as stale.
+func ReplaceVolatile(path string, b []byte, mode os.FileMode) error {
+	tmp, err := stageWith(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err }, false)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	return os.Rename(tmp, path)
+}
 
 // WriteFile replaces path with b (mode applied) and fsyncs the directory,
 // so the new content survives a crash once WriteFile returns.
@@ -73,11 +104,16 @@ func SyncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return Sync(d)
 }
 
 // stage writes a fsynced temporary file next to path and returns its name.
 func stage(path string, mode os.FileMode, write func(io.Writer) error) (string, error) {
+	return stageWith(path, mode, write, true)
+}
+
+// stageWith is stage; without fsync it only writes the temporary file.
+func stageWith(path string, mode os.FileMode, write func(io.Writer) error, fsync bool) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return "", err
@@ -91,8 +127,8 @@ func stage(path string, mode os.FileMode, write func(io.Writer) error) (string, 
 	if err == nil {
 		err = f.Chmod(mode)
 	}
-	if err == nil {
-		err = f.Sync()
+	if err == nil && fsync {
+		err = Sync(f)
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr

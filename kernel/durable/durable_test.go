@@ -93,3 +93,37 @@ func TestReplaceFileAndMissingDir(t *testing.T) {
 		t.Fatal("write into a missing directory succeeded")
 	}
 }
+
+// Every writer here counts its fsyncs: WriteFile two (file, directory),
+// ReplaceFile one (file), ReplaceVolatile none; each leaves the content.
+func TestSyncsCounted(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		write func(string, []byte, os.FileMode) error
+		want  int64
+	}{{"WriteFile", WriteFile, 2}, {"ReplaceFile", ReplaceFile, 1}, {"ReplaceVolatile", ReplaceVolatile, 0}} {
+		p := filepath.Join(dir, tc.name)
+		before := Syncs()
+		if err := tc.write(p, []byte(tc.name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := Syncs() - before; got != tc.want {
+			t.Errorf("%s: %d fsyncs, want %d", tc.name, got, tc.want)
+		}
+		if b, err := os.ReadFile(p); err != nil || string(b) != tc.name {
+			t.Errorf("%s: content %q %v", tc.name, b, err)
+		}
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: mode %v %v", tc.name, fi.Mode(), err)
+		}
+		if sub := filepath.Join(dir, tc.name+".d"); os.Mkdir(sub, 0o755) == nil {
+			if err := tc.write(filepath.Join(sub, "f"), []byte("x"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if names := leftovers(t, sub); len(names) != 1 || names[0] != "f" {
+				t.Errorf("%s: left %v", tc.name, names)
+			}
+		}
+	}
+}

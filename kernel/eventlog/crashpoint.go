@@ -10,10 +10,12 @@ import (
 )
 
 // CrashEnv names the crash-test hook: PROOFGATE_TEST_CRASH=<when>:<n> makes
-// the process kill itself (SIGKILL) at its n-th Append, counted from 1
-// across every log it writes. <when> is "before" (nothing written),
-// "torn" (the first half of the last line written and fsynced, no '\n') or
-// "after" (the whole write fsynced, before Append returns). It exists so
+// the process kill itself (SIGKILL) at its n-th event (Append, or Stage
+// when its batch is flushed), counted from 1 across every log it writes.
+// <when> is "before" (nothing of it written; the events staged before it
+// in the same batch written and fsynced), "torn" (and the first half of
+// its line, no '\n') or "after" (through its line, fsynced, before Append
+// or Flush returns). It exists so
 // that tests can kill real processes at every append boundary
 // deterministically; it grants nothing a process's environment could not
 // do anyway (kill it, write the file).

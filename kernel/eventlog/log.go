@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/durable"
 )
 
 // Log is an open writer on one run's events.ndjson. Its methods are safe
@@ -24,9 +25,12 @@ type Log struct {
 	lines  int    // physical lines in the file
 	repair *tail  // damage at the end, repaired by the next Append
 	err    error  // a failed write: the file may hold a torn line
-	buf    []byte // reused line buffer
-	p      lineParser
-	now    func() time.Time
+	buf    []byte // staged lines, written by Flush
+	segs   []segment
+	// repairStaged: the repair of the damaged tail is in buf
+	repairStaged bool
+	p            lineParser
+	now          func() time.Time
 }
 
 // ErrNoBinding is returned by Open for a log without a complete event: its
@@ -43,7 +47,7 @@ func Create(path string, b Binding) (*Log, error) {
 	if err != nil {
 		return nil, fmt.Errorf("create events: %w", err)
 	}
-	if err := f.Sync(); err != nil {
+	if err := durable.Sync(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("create events: %w", err)
 	}
@@ -75,7 +79,7 @@ func syncDir(dir string) error {
 		return err
 	}
 	defer d.Close()
-	return d.Sync()
+	return durable.Sync(d)
 }
 
 // Open opens an existing log for appending. It reads and verifies the
@@ -129,9 +133,31 @@ func open(path string, want *Binding) (*Log, error) {
 }
 
 // Append writes one event of type typ with data (any value that encodes as
-// a JSON object; nil means {}) and fsyncs it before returning it. After a
+// a JSON object; nil means {}) and fsyncs it before returning it: Stage
+// then Flush (events staged before are written with it, first). After a
 // failed write the Log refuses further appends: reopen it.
 func (l *Log) Append(typ string, data any) (Event, error) {
+	ev, err := l.Stage(typ, data)
+	if err != nil {
+		return Event{}, err
+	}
+	if err := l.Flush(); err != nil {
+		return Event{}, err
+	}
+	return ev, nil
+}
+
+// segment is one Stage in the pending buffer: its bytes [start, end), the
+// staged event's own line beginning at ev (a recovery line may precede).
+type segment struct{ start, ev, end int }
+
+// Stage builds the next event of type typ, chained to the last one, and
+// keeps it pending: Events, Len and Head include it at once, the file only
+// after Flush, which writes every staged event with one write and one
+// fsync (ADR 0019). Close flushes what is still staged. The crash hook
+// counts staged events, so a test still kills the process at each event
+// boundary of a batch (see CrashEnv).
+func (l *Log) Stage(typ string, data any) (Event, error) {
 	if !validType([]byte(typ)) {
 		return Event{}, fmt.Errorf("append %q: type must be 1-%d characters of [A-Za-z0-9._-]", typ, maxType)
 	}
@@ -149,7 +175,8 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 	case len(l.events)+2 > MaxEvents:
 		return Event{}, fmt.Errorf("append %s: log holds %d events, the limit", typ, MaxEvents)
 	}
-	buf := l.buf[:0]
+	buf := l.buf
+	seg := segment{start: len(buf)}
 	var added []Event
 	seq, prev := uint64(len(l.events)), l.head()
 	if len(l.events) > 0 {
@@ -157,7 +184,7 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 	}
 	lines := l.lines
 	tm := formatTime(l.now())
-	if t := l.repair; t != nil {
+	if t := l.repair; t != nil && !l.repairStaged {
 		if t.newline {
 			buf = append(buf, '\n')
 		}
@@ -172,36 +199,78 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 			lines++
 		}
 	}
-	start := len(buf) // where the requested event's line begins
+	seg.ev = len(buf)
 	buf, ev, err := l.appendLine(buf, seq+1, typ, tm, d, prev)
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s: %w", typ, err)
 	}
+	seg.end = len(buf)
 	added = append(added, ev)
-	lines++
-	switch crashPoint() {
-	case crashBefore:
-		die()
-	case crashTorn:
-		l.f.Write(buf[:start+(len(buf)-start)/2])
-		l.f.Sync()
-		die()
-	case crashAfter:
-		defer die()
+	l.buf = buf
+	l.segs = append(l.segs, seg)
+	l.repairStaged = l.repair != nil
+	l.events = append(l.events, added...)
+	l.lines = lines + 1
+	return ev, nil
+}
+
+// Flush writes every staged event with one write and fsyncs the file once.
+// With nothing staged it does nothing. A torn batch (a crash in the write)
+// recovers as a torn line does: Open keeps and verifies every complete
+// line before the tear and the next append records the tail.
+func (l *Log) Flush() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	if len(l.segs) == 0 {
+		return nil
+	}
+	switch {
+	case l.f == nil:
+		return fmt.Errorf("flush %s: log is closed", l.path)
+	case l.err != nil:
+		return fmt.Errorf("flush %s: an earlier write failed, reopen the log: %w", l.path, l.err)
+	}
+	buf := l.buf
+	for _, seg := range l.segs {
+		crashAt(l.f, buf, seg)
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.err = err
-		return Event{}, fmt.Errorf("append %s to %s: %w", typ, l.path, err)
+		return fmt.Errorf("append to %s: %w", l.path, err)
 	}
-	if err := l.f.Sync(); err != nil {
+	if err := durable.Sync(l.f); err != nil {
 		l.err = err
-		return Event{}, fmt.Errorf("append %s to %s: fsync: %w", typ, l.path, err)
+		return fmt.Errorf("append to %s: fsync: %w", l.path, err)
 	}
-	l.buf = buf[:0]
-	l.events = append(l.events, added...)
-	l.lines = lines
-	l.repair = nil
-	return ev, nil
+	l.buf, l.segs = buf[:0], l.segs[:0]
+	l.repair, l.repairStaged = nil, false
+	return nil
+}
+
+// crashAt kills the process at the staged event seg when the crash hook
+// says so: before it (the batch's earlier events written and fsynced),
+// torn (and the first half of its line), or after it (through its line).
+func crashAt(f *os.File, buf []byte, seg segment) {
+	var upto int
+	switch crashPoint() {
+	case crashNone:
+		return
+	case crashBefore:
+		upto = seg.start
+	case crashTorn:
+		upto = seg.ev + (seg.end-seg.ev)/2
+	case crashAfter:
+		upto = seg.end
+	}
+	if upto > 0 {
+		f.Write(buf[:upto])
+		durable.Sync(f)
+	}
+	die()
 }
 
 // appendLine builds, self-checks and appends one line plus '\n' to buf.
@@ -287,14 +356,19 @@ func (l *Log) Damaged() bool {
 	return l.repair != nil
 }
 
-// Close closes the file.
+// Close flushes what is staged and closes the file.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.f == nil {
 		return nil
 	}
+	ferr := l.flushLocked()
 	err := l.f.Close()
+	if ferr != nil {
+		l.f = nil
+		return ferr
+	}
 	l.f = nil
 	if err != nil {
 		return fmt.Errorf("close %s: %w", l.path, err)

@@ -104,7 +104,10 @@ func NewGroupPath(dir string) string {
 	return filepath.Join(dir, "proc-"+hex.EncodeToString(b[:])+".json")
 }
 
-// WriteGroup durably writes the record g at path, creating its directory.
+// WriteGroup writes the record g at path, creating its directory. It is
+// not fsynced (ADR 0019): a record names live processes, which a power
+// loss or kernel crash kills; Reap drops a record from before the current
+// boot that such a crash left unreadable.
 func WriteGroup(path string, g Group) error {
 	raw, err := json.Marshal(g)
 	if err != nil {
@@ -113,7 +116,7 @@ func WriteGroup(path string, g Group) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("process record: %w", err)
 	}
-	if err := durable.WriteFile(path, append(raw, '\n'), 0o644); err != nil {
+	if err := durable.ReplaceVolatile(path, append(raw, '\n'), 0o644); err != nil {
 		return fmt.Errorf("process record %s: %w", path, err)
 	}
 	return nil
@@ -191,7 +194,9 @@ func GroupPaths(dir string) ([]string, error) {
 // marks each record with who reaped it (by) and the result, and, with
 // remove, deletes the records it handled. Records of a live owner (or one
 // on another host) are reported as owner-alive and left alone. An
-// unreadable record is an error: what it names cannot be judged.
+// unreadable record is an error: what it names cannot be judged; unless it
+// was last modified before the current boot (a record torn by a crash),
+// whose processes cannot be alive: it is removed.
 func Reap(dir, by string, now time.Time, remove bool) ([]Killed, error) {
 	paths, err := GroupPaths(dir)
 	if err != nil {
@@ -201,6 +206,12 @@ func Reap(dir, by string, now time.Time, remove bool) ([]Killed, error) {
 	for _, p := range paths {
 		g, err := ReadGroup(p)
 		if err != nil {
+			if fi, serr := os.Lstat(p); serr == nil && fi.Mode().IsRegular() && BeforeBoot(fi.ModTime()) {
+				if err := RemoveGroup(p); err != nil {
+					return out, err
+				}
+				continue
+			}
 			return out, err
 		}
 		k := Killed{Check: g.Check, PGID: g.PGID, Cgroup: g.Cgroup}

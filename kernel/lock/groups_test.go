@@ -4,6 +4,7 @@ package lock
 
 import (
 	"bufio"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -182,5 +183,39 @@ func TestReadGroupRefusesBadRecords(t *testing.T) {
 	os.WriteFile(p, []byte(`{"check":"a","Check":"b"}`), 0o644)
 	if _, err := ReadGroup(p); err == nil {
 		t.Error("unknown member accepted")
+	}
+}
+
+// Process records are not fsynced (ADR 0019). A record a crash left torn
+// (last modified before this boot) names processes that cannot be alive:
+// Reap removes it and goes on. A torn record from this boot is still an
+// error: what it names cannot be judged.
+func TestReapTornRecords(t *testing.T) {
+	dir := t.TempDir()
+	torn := filepath.Join(dir, "proc-torn.json")
+	os.WriteFile(torn, []byte(`{"check":"a","own`), 0o644)
+	old := preBoot(t)
+	if err := os.Chtimes(torn, old, old); err != nil {
+		t.Fatal(err)
+	}
+	kept := writeRecord(t, dir, Group{Check: "b", Owner: deadOwner(t)})
+	ks, err := Reap(dir, "test", time.Now(), true)
+	if err != nil {
+		t.Fatalf("reap beside a record torn before boot: %v", err)
+	}
+	if len(ks) != 1 || ks[0].Check != "b" {
+		t.Fatalf("reaped %+v, want only check b", ks)
+	}
+	for _, p := range []string{torn, kept} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s left: %v", p, err)
+		}
+	}
+	os.WriteFile(torn, []byte(`{"check":"a","own`), 0o644)
+	if _, err := Reap(dir, "test", time.Now(), true); err == nil {
+		t.Fatal("a torn record of this boot was reaped")
+	}
+	if _, err := os.Stat(torn); err != nil {
+		t.Fatalf("torn record of this boot removed: %v", err)
 	}
 }

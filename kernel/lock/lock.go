@@ -2,9 +2,15 @@
 //
 // The lock file holds its owner as JSON: pid, the process start time in
 // clock ticks since boot (/proc/<pid>/stat field 22), the boot id, the host
-// and the creation time. It is written to a temporary file, fsynced, and
-// hard-linked into place, so it is never seen half-written and only one of
-// several racing processes wins. A lock is broken only when its owner is
+// and the creation time. It is written to a temporary file and hard-linked
+// into place, so it is never seen half-written and only one of several
+// racing processes wins. Nothing here is fsynced (ADR 0019): a lock
+// describes a live process, and no process survives the power loss or
+// kernel crash an fsync protects against. After one, the lock file may be
+// missing (no lock), hold a dead owner (another boot id: breakable), or be
+// empty or torn: an unreadable lock file last modified before the current
+// boot is stale and Acquire and Break remove it; one modified since is
+// refused as unreadable, as no crash of this boot can have torn it. A lock is broken only when its owner is
 // provably dead — the pid is gone, or it was reused (another start time or
 // another boot) — on this host, and the lock is older than the caller says.
 // Liveness is read from /proc (Linux).
@@ -18,7 +24,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -135,17 +140,16 @@ func Acquire(path string) (*Lock, error) {
 			return nil, &HeldError{Owner: held, Path: path}
 		case errors.Is(rerr, os.ErrNotExist) && attempt < 3:
 			continue // released meanwhile: try again
+		case attempt < 3 && removeTorn(path):
+			continue // torn by a crash before this boot: stale
 		}
 		return nil, &HeldError{Path: path, Err: rerr}
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
-		os.Remove(path)
-		return nil, fmt.Errorf("acquire %s: %w", path, err)
 	}
 	return &Lock{path: path, raw: raw, owner: o}, nil
 }
 
-// writeTemp writes raw to a new fsynced file next to path.
+// writeTemp writes raw to a new file next to path (not fsynced: a lock
+// needs no durability, see the package documentation).
 func writeTemp(path string, raw []byte) (string, error) {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
@@ -157,22 +161,68 @@ func writeTemp(path string, raw []byte) (string, error) {
 		return "", err
 	}
 	_, werr := f.Write(raw)
-	serr := f.Sync()
 	cerr := f.Close()
-	if err := errors.Join(werr, serr, cerr); err != nil {
+	if err := errors.Join(werr, cerr); err != nil {
 		os.Remove(tmp)
 		return "", err
 	}
 	return tmp, nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
+// removeTorn removes the lock file at path when it is unreadable (empty,
+// torn, not an owner) and was last modified before the current boot: what
+// a power loss or kernel crash leaves of an unsynced lock, whose owner
+// cannot be alive. The judged file is moved aside and compared first, so a
+// lock taken meanwhile is put back. It reports whether it removed it.
+func removeTorn(path string) bool {
+	raw, err := readBounded(path)
 	if err != nil {
-		return err
+		return false
 	}
-	defer d.Close()
-	return d.Sync()
+	if _, err := parse(path, raw); err == nil {
+		return false
+	}
+	fi, err := os.Lstat(path)
+	if err != nil || !fi.Mode().IsRegular() || !BeforeBoot(fi.ModTime()) {
+		return false
+	}
+	aside := path + ".torn." + strconv.Itoa(os.Getpid())
+	if err := os.Rename(path, aside); err != nil {
+		return false
+	}
+	moved, err := os.ReadFile(aside)
+	if err != nil || !bytes.Equal(moved, raw) {
+		if lerr := os.Link(aside, path); lerr == nil {
+			os.Remove(aside)
+		}
+		return false
+	}
+	return os.Remove(aside) == nil
+}
+
+// BeforeBoot reports whether t is before the current boot (/proc/stat
+// btime): a file last modified then was written by a process that no
+// longer runs. When the boot time cannot be read it reports false.
+func BeforeBoot(t time.Time) bool {
+	b, err := bootTime()
+	return err == nil && t.Before(b)
+}
+
+func bootTime() (time.Time, error) {
+	raw, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, ln := range strings.Split(string(raw), "\n") {
+		if v, ok := strings.CutPrefix(ln, "btime "); ok {
+			sec, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("/proc/stat: btime: %w", err)
+			}
+			return time.Unix(sec, 0), nil
+		}
+	}
+	return time.Time{}, errors.New("/proc/stat: no btime")
 }
 
 // Moved records that the directory holding the lock was renamed, so that
@@ -199,9 +249,6 @@ func (l *Lock) Release() error {
 		return fmt.Errorf("release %s: the lock was replaced by another owner", l.path)
 	}
 	if err := os.Remove(l.path); err != nil {
-		return fmt.Errorf("release %s: %w", l.path, err)
-	}
-	if err := syncDir(filepath.Dir(l.path)); err != nil {
 		return fmt.Errorf("release %s: %w", l.path, err)
 	}
 	return nil
@@ -285,16 +332,24 @@ func Running(pid int) bool {
 // the owner it removed; otherwise a *BreakRefused.
 func Break(path string, olderThan time.Duration, now time.Time) (Owner, error) {
 	raw, err := readBounded(path)
-	if err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return Owner{}, err
+	if err == nil {
+		var o Owner
+		if o, err = parse(path, raw); err == nil {
+			return breakOwned(path, raw, o, olderThan, now)
 		}
-		return Owner{}, &BreakRefused{Reason: RefusedUnreadable, Detail: err.Error()}
 	}
-	o, err := parse(path, raw)
-	if err != nil {
-		return Owner{}, &BreakRefused{Reason: RefusedUnreadable, Detail: err.Error()}
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return Owner{}, err
+	case removeTorn(path):
+		// torn by a crash before this boot: stale, and now gone
+		return Owner{}, fmt.Errorf("break %s: a lock torn before this boot was removed: %w", path, os.ErrNotExist)
 	}
+	return Owner{}, &BreakRefused{Reason: RefusedUnreadable, Detail: err.Error()}
+}
+
+// breakOwned is Break for the readable lock raw of owner o.
+func breakOwned(path string, raw []byte, o Owner, olderThan time.Duration, now time.Time) (Owner, error) {
 	if host, err := os.Hostname(); err != nil || host != o.Host {
 		return o, &BreakRefused{Reason: RefusedForeignHost, Owner: o, Detail: fmt.Sprintf("owner pid %d is on host %q", o.PID, o.Host)}
 	}
@@ -318,9 +373,6 @@ func Break(path string, olderThan time.Duration, now time.Time) (Owner, error) {
 		return o, fmt.Errorf("break %s: the lock changed while it was being broken", path)
 	}
 	if err := os.Remove(aside); err != nil {
-		return o, fmt.Errorf("break %s: %w", path, err)
-	}
-	if err := syncDir(filepath.Dir(path)); err != nil {
 		return o, fmt.Errorf("break %s: %w", path, err)
 	}
 	return o, nil

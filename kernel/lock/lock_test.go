@@ -393,3 +393,72 @@ func TestRaceTwoProcesses(t *testing.T) {
 		}
 	}
 }
+
+// preBoot is a time before this machine's boot (/proc/stat btime).
+func preBoot(t *testing.T) time.Time {
+	t.Helper()
+	b, err := bootTime()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.Add(-time.Hour)
+}
+
+// A lock file is not fsynced (ADR 0019): a power loss or kernel crash may
+// leave it empty or torn. Such a file last modified before this boot is
+// stale: Acquire takes the lock over it, Break removes it (reported as no
+// lock). The same bytes written since this boot stay refused (TestUnreadable).
+func TestTornBeforeBoot(t *testing.T) {
+	self, _ := Self(time.Now().Add(-time.Hour))
+	good, _ := json.Marshal(self)
+	for name, content := range map[string]string{
+		"empty":     "",
+		"truncated": string(good[:len(good)/2]),
+		"zeros":     string(make([]byte, len(good))),
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "events.lock")
+			os.WriteFile(path, []byte(content), 0o644)
+			old := preBoot(t)
+			if err := os.Chtimes(path, old, old); err != nil {
+				t.Fatal(err)
+			}
+			l, err := Acquire(path)
+			if err != nil {
+				t.Fatalf("Acquire over a lock torn before boot: %v", err)
+			}
+			if o, err := Read(path); err != nil || o.PID != os.Getpid() {
+				t.Fatalf("the lock is not ours: %+v %v", o, err)
+			}
+			if err := l.Release(); err != nil {
+				t.Fatal(err)
+			}
+			os.WriteFile(path, []byte(content), 0o644)
+			os.Chtimes(path, old, old)
+			if _, err := Break(path, 0, time.Now()); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("Break of a lock torn before boot: %v", err)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, os.ErrNotExist) {
+				t.Fatalf("torn lock left: %v", err)
+			}
+		})
+	}
+}
+
+// Modified before boot is not enough on its own: a readable lock of a live
+// owner (this process) is held whatever its mtime says.
+func TestReadableBeforeBootIsJudgedByOwner(t *testing.T) {
+	self, _ := Self(time.Now())
+	good, _ := json.Marshal(self)
+	path := filepath.Join(t.TempDir(), "events.lock")
+	os.WriteFile(path, good, 0o644)
+	old := preBoot(t)
+	os.Chtimes(path, old, old)
+	_, err := Acquire(path)
+	var held *HeldError
+	if !errors.As(err, &held) || held.Err != nil || held.Owner.PID != os.Getpid() {
+		t.Fatalf("Acquire over a live readable lock: %v", err)
+	}
+	_, err = Break(path, 0, time.Now())
+	refusal(t, err, RefusedAlive)
+}

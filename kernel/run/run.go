@@ -310,8 +310,12 @@ func Open(stateDir, id string) (r *Run, err error) {
 	switch err := replay.CompareProjection(os.DirFS(dir), c, events, rep); {
 	case err == nil:
 	case isReason(err, ReasonProjectionLag):
-		if err := r.writeProjection(); err != nil {
-			return nil, err
+		// While a session is open its events are not projected (ADR
+		// 0019): the lag is expected, and repaired when it ends.
+		if _, open := r.fold.OpenSession(); !open {
+			if err := r.writeProjection(); err != nil {
+				return nil, err
+			}
 		}
 	default:
 		return nil, err
@@ -336,11 +340,16 @@ func (r *Run) completeDecision() error {
 	return r.transitionLocked(d.To, StateData{Actor: d.Actor, Reason: d.Reason})
 }
 
-// Close releases the log and the lock.
+// Close writes the staged session events (one write, one fsync), the
+// projection when it matters, then releases the log and the lock.
 func (r *Run) Close() error {
 	var errs []error
-	if r.lagging && r.log != nil {
-		errs = append(errs, r.writeProjection())
+	if r.log != nil {
+		if err := r.log.Flush(); err != nil {
+			errs = append(errs, err)
+		} else if r.lagging {
+			errs = append(errs, r.writeProjection())
+		}
 	}
 	if r.log != nil {
 		errs = append(errs, r.log.Close())

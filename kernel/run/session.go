@@ -32,9 +32,12 @@ func (e *SessionOpenError) Error() string {
 // AppendSession records one session, turn or tool event (a type the
 // event-type table lets replay.WriterSession write). The event is checked
 // against the replay before it is written, so a refused event never
-// reaches the log (the error is the replay's *AuditError). run.json is
-// rewritten once, on Close, not per event: a crash in between leaves a
-// lagging projection that the next writer repairs (ADR 0002).
+// reaches the log (the error is the replay's *AuditError). The event is
+// staged: the session events of one lock hold are written with one write
+// and one fsync, by Close (or the next non-session append), before the
+// lock is released (ADR 0019). run.json is not rewritten for them while
+// the session is open: readers see a lagging projection (ADR 0002), which
+// session.ended, the next state change or Open after the session repairs.
 func (r *Run) AppendSession(typ string, data any) (eventlog.Event, error) {
 	if !replay.MayWrite(typ, replay.WriterSession) {
 		return eventlog.Event{}, fmt.Errorf("event type %q is not a session event", typ)
@@ -49,14 +52,16 @@ func (r *Run) AppendSession(typ string, data any) (eventlog.Event, error) {
 	if err := r.fold.TrySession(r.log.Len()+1, probe); err != nil {
 		return eventlog.Event{}, err
 	}
-	e, err := r.log.Append(typ, json.RawMessage(b))
+	e, err := r.log.Stage(typ, json.RawMessage(b))
 	if err != nil {
 		return eventlog.Event{}, err
 	}
 	if err := r.fold.Apply(r.log.Len(), e); err != nil {
 		return eventlog.Event{}, fmt.Errorf("kernel wrote an event it cannot replay: %w", err)
 	}
-	r.lagging = true
+	if _, open := r.fold.OpenSession(); !open {
+		r.lagging = true // session.ended: the projection matters again
+	}
 	return e, nil
 }
 

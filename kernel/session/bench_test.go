@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"testing"
 
+	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/session"
 )
 
@@ -70,12 +71,12 @@ func (f *fixture) fsyncs(t *testing.T, strace string, n int) int {
 }
 
 // The fsyncs one governed call costs, measured (strace) as the difference
-// between a session of 11 calls and one of 1, over 10. Today (per call):
-// 6 for the run's writer lock (temp file and directory on acquire, the
-// directory on release, two lock holds: the tool runs unlocked), 4 event
-// appends (requested, decided, started, finished), 2 projection rewrites
-// (one per hold), 4 for two new blobs (input, stdout: file and directory)
-// and 2 for the process runtime's process record.
+// between a session of 11 calls and one of 1, over 10: 6 per call (ADR
+// 0019) — the new input blob (file, directory), the receipt batch
+// (requested, decided, started: one write), the new stdout blob (file,
+// directory) and tool.finished. The writer lock, the process record and
+// run.json cost none while the session is open; the empty stderr blob
+// exists already. It was 20 before ADR 0019.
 func TestFsyncsPerCall(t *testing.T) {
 	strace, err := exec.LookPath("strace")
 	if err != nil {
@@ -85,8 +86,8 @@ func TestFsyncsPerCall(t *testing.T) {
 	eleven := newFixture(t).fsyncs(t, strace, 11)
 	per := float64(eleven-one) / 10
 	t.Logf("fsyncs: session of 1 call %d, of 11 calls %d: %.1f per call", one, eleven, per)
-	if per > 21 {
-		t.Fatalf("%.1f fsyncs per call", per)
+	if per > 6 {
+		t.Fatalf("%.1f fsyncs per call, want ≤ 6 (ADR 0019)", per)
 	}
 }
 
@@ -106,4 +107,36 @@ func BenchmarkFsync(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestFsyncCountPerCall counts every fsync the kernel makes (durable.Sync,
+// which all of them go through) without strace: exactly 6 for a call with
+// new arguments and new output, 2 (the two event batches) for a repeat
+// whose input and output blobs exist: an existing blob costs nothing.
+func TestFsyncCountPerCall(t *testing.T) {
+	f := newFixture(t)
+	s, err := session.Start(ctx, f.opts("agent-1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	call(t, s, "greet", `{"name":"warm"}`) // the blob directory's creation
+	const n = 5
+	before := durable.Syncs()
+	for i := range n {
+		call(t, s, "greet", fmt.Sprintf(`{"name":"n%d"}`, i))
+	}
+	if got := durable.Syncs() - before; got != 6*n {
+		t.Fatalf("%d fsyncs for %d new calls, want %d (6 per call)", got, n, 6*n)
+	}
+	before = durable.Syncs()
+	for range n {
+		call(t, s, "greet", `{"name":"n0"}`)
+	}
+	if got := durable.Syncs() - before; got != 2*n {
+		t.Fatalf("%d fsyncs for %d repeated calls, want %d (2 per call)", got, n, 2*n)
+	}
+	if err := s.End(""); err != nil {
+		t.Fatal(err)
+	}
+	f.audit(t)
 }

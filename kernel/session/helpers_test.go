@@ -161,8 +161,22 @@ func (f *fixture) audit(t testing.TB) *replay.Report {
 		t.Fatalf("events verify: %v", err)
 	}
 	rep, err := run.Audit(f.dir())
+	if err != nil && replay.IsReason(err, replay.ReasonProjectionLag) && rep != nil && openSession(rep) {
+		// an open session's events are not projected (ADR 0019): the
+		// report is the log's replay, run.json a prefix of it
+		return rep
+	}
 	if err != nil {
 		t.Fatalf("audit: %v", err)
 	}
 	return rep
+}
+
+func openSession(rep *replay.Report) bool {
+	for _, s := range rep.Sessions {
+		if s.Open {
+			return true
+		}
+	}
+	return false
 }
