@@ -49,19 +49,6 @@ func ManifestBlobs(get func(digest string) ([]byte, error)) AuditOption {
 	return func(c *auditConfig) { c.get = get }
 }
 
-// Rebuilder is the signature of kernel/input's Rebuild.
-//
-// Deprecated: AuditFS rebuilds manifest inputs with kernel/input itself
-// (kernel/input no longer depends on the blob store).
-type Rebuilder func(get func(digest string) ([]byte, error), ref string) (canonical []byte, blobs []string, err error)
-
-// DefaultRebuilder is ignored: AuditFS always rebuilds manifest inputs
-// with input.Rebuild.
-//
-// Deprecated: kept only so that kernel/run's init, which still assigns
-// it, compiles; remove both together.
-var DefaultRebuilder Rebuilder
-
 // BlobsVerified tells AuditFS that every blob's bytes were already checked
 // against a signed digest (the bundle verifier does that), so only their
 // presence is checked.

@@ -9,14 +9,9 @@ import (
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
-
-// The writer side rebuilds manifest inputs with kernel/input whenever it
-// audits (replay cannot import the blob store input writes through).
-func init() { replay.DefaultRebuilder = input.Rebuild }
 
 // SessionOpenError refuses to leave IMPLEMENTING (exec, cancel, stale)
 // while an agent session is open: end it first (or resume and end it).
