@@ -60,11 +60,23 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 	in.changedFiles = p.ChangedFiles
 
 	prURL := fmt.Sprintf("repos/%s/%s/pulls/%d", url.PathEscape(owner), url.PathEscape(repo), pr)
+	where := fmt.Sprintf("%s/%s#%d", owner, repo, pr)
+	if err := listReviews(ctx, gh, prURL, where, &in); err != nil {
+		return in, err
+	}
+	if err := listCommits(ctx, gh, prURL, where, p.Commits, &in); err != nil {
+		return in, err
+	}
+	return in, reviewerPermissions(ctx, gh, owner, repo, where, &in)
+}
+
+// listReviews reads every review of the pull request into in.Reviews.
+func listReviews(ctx context.Context, gh *github.Client, prURL, where string, in *Input) error {
 	for page := 1; page != 0; {
 		var rs []ghReview
 		resp, err := get(ctx, gh, pageURL(prURL+"/reviews", page), &rs)
 		if err != nil {
-			return in, fmt.Errorf("list reviews of %s/%s#%d: %w", owner, repo, pr, err)
+			return fmt.Errorf("list reviews of %s: %w", where, err)
 		}
 		for _, r := range rs {
 			rv := Review{ID: r.ID, User: r.User.user(), State: r.State, CommitID: r.CommitID}
@@ -74,17 +86,23 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 			in.Reviews = append(in.Reviews, rv)
 		}
 		if len(in.Reviews) > MaxReviews {
-			return in, fmt.Errorf("list reviews of %s/%s#%d: more than %d reviews", owner, repo, pr, MaxReviews)
+			return fmt.Errorf("list reviews of %s: more than %d reviews", where, MaxReviews)
 		}
 		page = resp.NextPage
 	}
+	return nil
+}
 
+// listCommits reads every commit of the pull request (its SHAs and its
+// author and committer accounts), refusing a listing shorter than the
+// pull request's commit count.
+func listCommits(ctx context.Context, gh *github.Client, prURL, where string, want int, in *Input) error {
 	listed := 0
 	for page := 1; page != 0; {
 		var cs []ghCommit
 		resp, err := get(ctx, gh, pageURL(prURL+"/commits", page), &cs)
 		if err != nil {
-			return in, fmt.Errorf("list commits of %s/%s#%d: %w", owner, repo, pr, err)
+			return fmt.Errorf("list commits of %s: %w", where, err)
 		}
 		for _, c := range cs {
 			listed++
@@ -96,15 +114,19 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 			}
 		}
 		if listed > 10000 {
-			return in, fmt.Errorf("list commits of %s/%s#%d: too many commits", owner, repo, pr)
+			return fmt.Errorf("list commits of %s: too many commits", where)
 		}
 		page = resp.NextPage
 	}
-	if listed < p.Commits {
-		return in, fmt.Errorf("%s/%s#%d: %d of %d commits listed: %w", owner, repo, pr, listed, p.Commits, ErrIncompleteCommits)
+	if listed < want {
+		return fmt.Errorf("%s: %d of %d commits listed: %w", where, listed, want, ErrIncompleteCommits)
 	}
+	return nil
+}
 
-	// Permissions of every human reviewer with a decisive review.
+// reviewerPermissions reads the permission of every human reviewer with a
+// decisive review.
+func reviewerPermissions(ctx context.Context, gh *github.Client, owner, repo, where string, in *Input) error {
 	seen := map[int64]bool{}
 	for _, r := range in.Reviews {
 		if r.User.ID == 0 || r.User.IsBot() || seen[r.User.ID] || !decisive(r.State) {
@@ -112,17 +134,17 @@ func Fetch(ctx context.Context, gh *github.Client, owner, repo string, pr int, h
 		}
 		seen[r.User.ID] = true
 		if len(seen) > MaxReviewers {
-			return in, fmt.Errorf("%s/%s#%d: more than %d reviewers", owner, repo, pr, MaxReviewers)
+			return fmt.Errorf("%s: more than %d reviewers", where, MaxReviewers)
 		}
 		perm, ok, err := permission(ctx, gh, owner, repo, r.User)
 		if err != nil {
-			return in, err
+			return err
 		}
 		if ok {
 			in.Permissions[r.User.ID] = perm
 		}
 	}
-	return in, nil
+	return nil
 }
 
 // getPR reads a pull request.

@@ -121,24 +121,11 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 	homeOpts := fmt.Sprintf("rw,nosuid,nodev,exec,size=%d,mode=0700,uid=%d,gid=%d", sb.Tmpfs, p.uid, p.gid)
 
 	env, envList, ce := containerEnv(spec.Env, img.env)
-	mounts, workdir, wsProfile, err := r.workspaceMount(spec, sb, p)
+	m, err := r.allMounts(spec, sb, p)
 	if err != nil {
 		return nil, err
 	}
-	extra, mountProfile, err := r.extraMounts(spec, sb)
-	if err != nil {
-		return nil, err
-	}
-	mounts = append(mounts, extra...)
-	caches, cacheProfile, err := r.cacheMounts(sb)
-	if err != nil {
-		return nil, err
-	}
-	mounts = append(mounts, caches...)
-	netns, hosts := r.networkNamespace(sb)
-	if hosts != nil {
-		mounts = append(mounts, *hosts)
-	}
+	mounts, workdir, wsProfile, mountProfile, cacheProfile, netns := m.mounts, m.workdir, m.workspace, m.extra, m.caches, m.netns
 
 	labels := map[string]string{LabelRun: spec.RunID, LabelCheck: spec.CheckID, LabelOwner: r.owner}
 	p.config = &container.Config{
@@ -193,6 +180,43 @@ func (r *Runtime) build(spec runtime.Spec, sb runtime.Sandbox, img image) (*plan
 		p.profile["stdin"] = runtime.StdinProfile(spec.Stdin)
 	}
 	return p, nil
+}
+
+// mountSet is every bind mount of a check with the parts of the profile
+// that describe them.
+type mountSet struct {
+	mounts         []mount.Mount
+	workdir, netns string
+	workspace      map[string]any
+	extra          []any
+	caches         []any
+}
+
+// allMounts gathers the workspace, the contract's extra mounts, the caches
+// and the network namespace's hosts file.
+func (r *Runtime) allMounts(spec runtime.Spec, sb runtime.Sandbox, p *plan) (mountSet, error) {
+	var m mountSet
+	var err error
+	m.mounts, m.workdir, m.workspace, err = r.workspaceMount(spec, sb, p)
+	if err != nil {
+		return m, err
+	}
+	extra, extraProfile, err := r.extraMounts(spec, sb)
+	if err != nil {
+		return m, err
+	}
+	m.mounts, m.extra = append(m.mounts, extra...), extraProfile
+	caches, cacheProfile, err := r.cacheMounts(sb)
+	if err != nil {
+		return m, err
+	}
+	m.mounts, m.caches = append(m.mounts, caches...), cacheProfile
+	netns, hosts := r.networkNamespace(sb)
+	if hosts != nil {
+		m.mounts = append(m.mounts, *hosts)
+	}
+	m.netns = netns
+	return m, nil
 }
 
 // workspaceMount returns the workspace's mount (none with workspace none),
