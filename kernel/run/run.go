@@ -275,6 +275,11 @@ func Open(stateDir, id string) (r *Run, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return openLocked(dir, id, lk)
+}
+
+// openLocked is Open once the lock lk is held; on failure it releases it.
+func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 	defer func() {
 		if err != nil {
 			lk.Release()
