@@ -71,7 +71,7 @@ func (r *Run) resume(lk *lock.Lock) (*Run, error) {
 			return nil, err
 		}
 	}
-	if _, open := r.fold.OpenSession(); !open {
+	if !r.fold.SessionOpen() {
 		if err := r.log.Close(); err != nil {
 			lk.Release()
 			return nil, fmt.Errorf("reopen: %w", err)

@@ -317,7 +317,7 @@ func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 	case isReason(err, ReasonProjectionLag):
 		// While a session is open its events are not projected (ADR
 		// 0019): the lag is expected, and repaired when it ends.
-		if _, open := r.fold.OpenSession(); !open {
+		if !r.fold.SessionOpen() {
 			if err := r.writeProjection(); err != nil {
 				return nil, err
 			}

@@ -54,7 +54,7 @@ func (r *Run) AppendSession(typ string, data any) (eventlog.Event, error) {
 	if err := r.fold.Apply(r.log.Len(), e); err != nil {
 		return eventlog.Event{}, fmt.Errorf("kernel wrote an event it cannot replay: %w", err)
 	}
-	if _, open := r.fold.OpenSession(); !open {
+	if !r.fold.SessionOpen() {
 		r.lagging = true // session.ended: the projection matters again
 	}
 	return e, nil
