@@ -7,6 +7,9 @@
 #     kernel/session's BenchmarkGovernedCall over BenchmarkDirectExec (ns/op);
 #     the fsyncs one call costs (TestFsyncsPerCall, strace) and the price of
 #     one (BenchmarkFsync);
+#   growth: the mean governed call over calls 1-10 and 191-200 of one
+#     session (BenchmarkGovernedCallGrowth): flat, since each lock hold
+#     re-reads only the events appended since the last (run.Reopen);
 #   manifest dedup ratio: bytes a 28-turn conversation writes as whole
 #     inputs over what it writes with message manifests: kernel/input's
 #     BenchmarkStoreTurn/whole and /manifest (written-B/turn).
@@ -49,6 +52,12 @@ need "$governed" "kernel/session BenchmarkGovernedCall (ns/op)"
 need "$direct" "kernel/session BenchmarkDirectExec (ns/op)"
 fsyncs=$(go test -run '^TestFsyncsPerCall$' -count 1 -v ./kernel/session 2>&1 | sed -n 's/.*: \([0-9.]*\) per call$/\1/p' | head -1)
 
+BENCHTIME=1x bench ./kernel/session '^BenchmarkGovernedCallGrowth$'
+early=$(metric '^BenchmarkGovernedCallGrowth(-[0-9]+)?$' ns/call@1-10)
+late=$(metric '^BenchmarkGovernedCallGrowth(-[0-9]+)?$' ns/call@191-200)
+need "$early" "kernel/session BenchmarkGovernedCallGrowth (ns/call@1-10)"
+need "$late" "kernel/session BenchmarkGovernedCallGrowth (ns/call@191-200)"
+
 BENCHTIME=${BENCHTIME:-3x} bench ./kernel/input 'StoreTurn'
 whole=$(metric 'StoreTurn/whole(-[0-9]+)?$' written-B/turn)
 manifest=$(metric 'StoreTurn/manifest(-[0-9]+)?$' written-B/turn)
@@ -57,6 +66,7 @@ need "$manifest" "kernel/input BenchmarkStoreTurn/manifest (written-B/turn)"
 
 awk -v g="$governed" -v d="$direct" 'BEGIN {printf "governed call: %.2f ms, direct: %.2f ms\n", g / 1e6, d / 1e6}'
 awk -v g="$governed" -v d="$direct" 'BEGIN {printf "governed call ratio: %.2f\n", g / d}'
+awk -v e="$early" -v l="$late" 'BEGIN {printf "governed call over one session: %.2f ms at calls 1-10, %.2f ms at calls 191-200\n", e / 1e6, l / 1e6}'
 if [ -n "$fsyncs" ]; then
 	echo "fsyncs per governed call: $fsyncs"
 else

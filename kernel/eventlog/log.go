@@ -31,6 +31,10 @@ type Log struct {
 	repairStaged bool
 	p            lineParser
 	now          func() time.Time
+	// last is the last complete line verified or written, with its '\n';
+	// size the file's length at Suspend, -1 when it cannot be resumed.
+	last []byte
+	size int64
 }
 
 // ErrNoBinding is returned by Open for a log without a complete event: its
@@ -106,7 +110,10 @@ func open(path string, want *Binding) (*Log, error) {
 	l := &Log{f: f, path: path, now: time.Now}
 	r := newReader(want)
 	r.acceptTorn = true
-	r.onEvent = func(line []byte, fl *fields) { l.events = append(l.events, eventOf(line, fl)) }
+	r.onEvent = func(line []byte, fl *fields) {
+		l.events = append(l.events, eventOf(line, fl))
+		l.last = append(append(l.last[:0], line...), '\n')
+	}
 	ce, t, err := r.run(f)
 	if err != nil {
 		f.Close()
@@ -246,6 +253,8 @@ func (l *Log) flushLocked() error {
 		l.err = err
 		return fmt.Errorf("append to %s: fsync: %w", l.path, err)
 	}
+	last := l.segs[len(l.segs)-1]
+	l.last = append(l.last[:0], buf[last.ev:last.end]...)
 	l.buf, l.segs = buf[:0], l.segs[:0]
 	l.repair, l.repairStaged = nil, false
 	return nil

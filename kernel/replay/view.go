@@ -70,14 +70,24 @@ func (f *Folder) Sessions() []SessionView {
 	}
 	out := make([]SessionView, 0, len(f.s.order))
 	for _, id := range f.s.order {
-		s := f.s.sessions[id]
-		v := SessionView{ID: s.id, Agent: s.agent, Open: s.open, Owner: s.owner, Turns: s.nturns, Actions: []ActionView{}}
-		for _, a := range s.actions {
-			v.Actions = append(v.Actions, f.s.actions[a].v)
-		}
-		out = append(out, v)
+		out = append(out, f.sessionView(id))
 	}
 	return out
+}
+
+func (f *Folder) sessionView(id string) SessionView {
+	s := f.s.sessions[id]
+	v := SessionView{ID: s.id, Agent: s.agent, Open: s.open, Owner: s.owner, Turns: s.nturns, Actions: []ActionView{}}
+	for _, a := range s.actions {
+		v.Actions = append(v.Actions, f.s.actions[a].v)
+	}
+	return v
+}
+
+// SessionOpen reports whether a session is open, without building its
+// view (OpenSession copies every action of the session).
+func (f *Folder) SessionOpen() bool {
+	return f.s != nil && f.s.open != "" && f.s.sessions[f.s.open] != nil
 }
 
 // OpenSession is the session that is open (started, not ended), if any.
@@ -85,12 +95,10 @@ func (f *Folder) OpenSession() (SessionView, bool) {
 	if f.s == nil || f.s.open == "" {
 		return SessionView{}, false
 	}
-	for _, v := range f.Sessions() {
-		if v.ID == f.s.open {
-			return v, true
-		}
+	if f.s.sessions[f.s.open] == nil {
+		return SessionView{}, false
 	}
-	return SessionView{}, false
+	return f.sessionView(f.s.open), true
 }
 
 // Action is the replayed state of action id and the id of its session.

@@ -275,6 +275,11 @@ func Open(stateDir, id string) (r *Run, err error) {
 	if err != nil {
 		return nil, err
 	}
+	return openLocked(dir, id, lk)
+}
+
+// openLocked is Open once the lock lk is held; on failure it releases it.
+func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 	defer func() {
 		if err != nil {
 			lk.Release()
@@ -312,7 +317,7 @@ func Open(stateDir, id string) (r *Run, err error) {
 	case isReason(err, ReasonProjectionLag):
 		// While a session is open its events are not projected (ADR
 		// 0019): the lag is expected, and repaired when it ends.
-		if _, open := r.fold.OpenSession(); !open {
+		if !r.fold.SessionOpen() {
 			if err := r.writeProjection(); err != nil {
 				return nil, err
 			}

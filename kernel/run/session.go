@@ -54,7 +54,7 @@ func (r *Run) AppendSession(typ string, data any) (eventlog.Event, error) {
 	if err := r.fold.Apply(r.log.Len(), e); err != nil {
 		return eventlog.Event{}, fmt.Errorf("kernel wrote an event it cannot replay: %w", err)
 	}
-	if _, open := r.fold.OpenSession(); !open {
+	if !r.fold.SessionOpen() {
 		r.lagging = true // session.ended: the projection matters again
 	}
 	return e, nil
@@ -89,10 +89,16 @@ func (r *Run) LockOwner() lock.Owner { return r.lk.Owner() }
 // writer lock (another recorder appending, a human decision). A lock whose
 // owner is dead is refused at once, as Open refuses it ('events unlock').
 func OpenWait(stateDir, id string, wait time.Duration) (*Run, error) {
+	return retryHeld(wait, func() (*Run, error) { return Open(stateDir, id) })
+}
+
+// retryHeld calls open until it does not fail on a lock a live owner
+// holds, or wait has passed.
+func retryHeld(wait time.Duration, open func() (*Run, error)) (*Run, error) {
 	deadline := time.Now().Add(wait)
 	delay := time.Millisecond
 	for {
-		r, err := Open(stateDir, id)
+		r, err := open()
 		var held *lock.HeldError
 		if err == nil || !errors.As(err, &held) || held.Err != nil || !lock.Alive(held.Owner) || time.Now().After(deadline) {
 			return r, err

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"testing"
+	"time"
 
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/session"
@@ -139,4 +140,38 @@ func TestFsyncCountPerCall(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.audit(t)
+}
+
+// BenchmarkGovernedCallGrowth makes 200 governed calls in one session and
+// reports the mean wall time of calls 1-10 and of calls 191-200: a call
+// must not cost more as the session's log grows (each lock hold re-reads
+// only what was appended since the last, run.Reopen). Run with
+// -benchtime 1x; each iteration is a fresh run.
+func BenchmarkGovernedCallGrowth(b *testing.B) {
+	const calls = 200
+	var first, last time.Duration
+	for range b.N {
+		b.StopTimer()
+		f := newFixture(b)
+		s, err := session.Start(ctx, f.opts("agent-1"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		for i := 1; i <= calls; i++ {
+			t0 := time.Now()
+			res, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(fmt.Sprintf(`{"name":"n%d"}`, i))})
+			if err != nil || res.Result != "success" {
+				b.Fatalf("%+v %v", res, err)
+			}
+			switch d := time.Since(t0); {
+			case i <= 10:
+				first += d
+			case i > calls-10:
+				last += d
+			}
+		}
+	}
+	b.ReportMetric(float64(first.Nanoseconds())/float64(10*b.N), "ns/call@1-10")
+	b.ReportMetric(float64(last.Nanoseconds())/float64(10*b.N), "ns/call@191-200")
 }

@@ -84,7 +84,7 @@ func (s *Session) Call(ctx context.Context, c Call) (Result, error) {
 	}
 	var res Result
 	var job *job
-	err = withRun(s.o, func(r *run.Run) error {
+	err = s.hold(func(r *run.Run) error {
 		var e error
 		job, res, e = s.admit(r, p)
 		return e
@@ -99,7 +99,7 @@ func (s *Session) Call(ctx context.Context, c Call) (Result, error) {
 		// ambiguous, which it is.
 		return fin.result, err
 	}
-	err = withRun(s.o, func(r *run.Run) error {
+	err = s.hold(func(r *run.Run) error {
 		_, e := r.AppendSession(replay.TypeToolFinished, fin.data)
 		return e
 	})

@@ -235,7 +235,7 @@ func closeOrphans(r *run.Run, v replay.SessionView) error {
 // BeginTurn records turn.started and returns the turn id (t-<n>).
 func (s *Session) BeginTurn() (string, error) {
 	var turn string
-	err := withRun(s.o, func(r *run.Run) error {
+	err := s.hold(func(r *run.Run) error {
 		r.Session(func(f *replay.Folder) {
 			for _, v := range f.Sessions() {
 				if v.ID == s.id {
@@ -251,7 +251,7 @@ func (s *Session) BeginTurn() (string, error) {
 
 // EndTurn records turn.finished.
 func (s *Session) EndTurn(turn string) error {
-	return withRun(s.o, func(r *run.Run) error {
+	return s.hold(func(r *run.Run) error {
 		_, err := r.AppendSession(replay.TypeTurnFinished, replay.TurnData{Session: s.id, Turn: turn})
 		return err
 	})
@@ -263,7 +263,7 @@ func (s *Session) End(reason string) error {
 	if err := printable.CheckText("reason", reason); err != nil {
 		return err
 	}
-	return withRun(s.o, func(r *run.Run) error {
+	return s.hold(func(r *run.Run) error {
 		var amb []string
 		r.Session(func(f *replay.Folder) { amb = f.Ambiguous(s.id) })
 		if len(amb) > 0 {
@@ -277,4 +277,34 @@ func (s *Session) End(reason string) error {
 // Begin moves the PLANNED run o.Run to IMPLEMENTING.
 func Begin(ctx context.Context, o Options) error {
 	return withRun(o, func(r *run.Run) error { return r.Implement() })
+}
+
+// hold is withRun for the session's own holds: it re-takes the run the
+// previous hold released (run.Reopen), so a call re-reads only the events
+// appended since, not the whole log. After any error the next hold opens
+// the run afresh (run.Open verifies everything).
+func (s *Session) hold(fn func(r *run.Run) error) error {
+	wait := s.o.LockWait
+	if wait <= 0 {
+		wait = DefaultLockWait
+	}
+	s.mu.Lock()
+	prev := s.held
+	s.held = nil
+	s.mu.Unlock()
+	r, err := run.Reopen(prev, s.o.StateDir, s.run, wait)
+	if err != nil {
+		return err
+	}
+	ferr := fn(r)
+	if rerr := r.Release(); ferr == nil && rerr != nil {
+		return rerr
+	}
+	if ferr != nil {
+		return ferr
+	}
+	s.mu.Lock()
+	s.held = r
+	s.mu.Unlock()
+	return nil
 }

@@ -28,12 +28,14 @@ package session
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/policy"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -61,6 +63,11 @@ type Session struct {
 	c     *contract.Resolved
 	gate  *policy.Gate
 	owner replay.Owner
+
+	// held is the run as the last lock hold left it (run.Release), for
+	// the next hold to re-take reading only what was appended since.
+	mu   sync.Mutex
+	held *run.Run
 }
 
 // ID is the session id (s-<12 hex>).
