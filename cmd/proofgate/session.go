@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 
@@ -107,15 +108,11 @@ here) until a human decides each:
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			o, rt, err := sessionOptions(ctx, g, args[0], "")
+			s, amb, rt, err := resumeSession(ctx, g, args[0], sess)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			s, amb, err := session.Resume(ctx, o, sess)
-			if err != nil {
-				return classifySession(err)
-			}
 			if amb == nil {
 				amb = []string{}
 			}
@@ -162,15 +159,11 @@ recorder owns it. After the last session ends the run can be verified:
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			o, rt, err := sessionOptions(ctx, g, args[0], "")
+			s, amb, rt, err := resumeSession(ctx, g, args[0], sess)
 			if err != nil {
 				return err
 			}
 			defer rt.Close()
-			s, amb, err := session.Resume(ctx, o, sess)
-			if err != nil {
-				return classifySession(err)
-			}
 			if err := s.End(reason); err != nil {
 				return classifySession(err)
 			}
@@ -188,4 +181,19 @@ recorder owns it. After the last session ends the run can be verified:
 	c.Flags().StringVar(&reason, "reason", "", "why (recorded)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// resumeSession takes over session sess of the run runArg (session
+// resume and end): the runtimes it returns are closed by the caller.
+func resumeSession(ctx context.Context, g *globals, runArg, sess string) (*session.Session, []string, *runtimes, error) {
+	o, rt, err := sessionOptions(ctx, g, runArg, "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	s, amb, err := session.Resume(ctx, o, sess)
+	if err != nil {
+		rt.Close()
+		return nil, nil, nil, classifySession(err)
+	}
+	return s, amb, rt, nil
 }
