@@ -114,7 +114,7 @@ func str(body map[string]json.RawMessage, k string) (string, bool, error) {
 		return "", false, nil
 	}
 	var s string
-	if err := json.Unmarshal(v, &s); err != nil {
+	if err := strictjson.Decode(v, &s); err != nil {
 		return "", true, fmt.Errorf("%s is not a string", k)
 	}
 	return s, true, nil
