@@ -52,6 +52,27 @@ func git(t testing.TB, dir string, args ...string) string {
 }
 
 // makeRun plans, executes and decides a run through the kernel's API.
+// contractRepo makes a git repository with one commit holding contract
+// as .proofgate/contract.yaml (runs ignored), and returns it and the
+// contract's path.
+func contractRepo(t testing.TB, contract string) (repo, cfile string) {
+	t.Helper()
+	repo = t.TempDir()
+	cfile = filepath.Join(repo, ".proofgate", "contract.yaml")
+	if err := os.MkdirAll(filepath.Dir(cfile), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for p, b := range map[string]string{cfile: contract, filepath.Join(repo, ".gitignore"): ".proofgate/runs/\n"} {
+		if err := os.WriteFile(p, []byte(b), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	git(t, repo, "init", "-q", ".")
+	git(t, repo, "add", "-A")
+	git(t, repo, "commit", "-q", "-m", "init")
+	return repo, cfile
+}
+
 func makeRun(t testing.TB, o runOpts) *fixture {
 	t.Helper()
 	if o.script == "" {

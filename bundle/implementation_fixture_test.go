@@ -129,14 +129,7 @@ func messages(n int) []byte {
 // calls), the agent's commit, and B verifying it, approved by alice.
 func makeImplemented(t testing.TB) *implFixture {
 	t.Helper()
-	repo := t.TempDir()
-	os.MkdirAll(filepath.Join(repo, ".proofgate"), 0o755)
-	cfile := filepath.Join(repo, ".proofgate", "contract.yaml")
-	os.WriteFile(cfile, []byte(implContract), 0o644)
-	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".proofgate/runs/\n"), 0o644)
-	git(t, repo, "init", "-q", ".")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "init")
+	repo, cfile := contractRepo(t, implContract)
 	state := filepath.Join(repo, ".proofgate")
 	c := implContractResolved(t, cfile)
 	ctx := context.Background()

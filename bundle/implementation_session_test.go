@@ -56,14 +56,7 @@ type sessionRepo struct {
 
 func newSessionRepo(t *testing.T) *sessionRepo {
 	t.Helper()
-	repo := t.TempDir()
-	os.MkdirAll(filepath.Join(repo, ".proofgate"), 0o755)
-	cfile := filepath.Join(repo, ".proofgate", "contract.yaml")
-	os.WriteFile(cfile, []byte(implContract), 0o644)
-	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".proofgate/runs/\n"), 0o644)
-	git(t, repo, "init", "-q", ".")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "init")
+	repo, cfile := contractRepo(t, implContract)
 	s := &sessionRepo{repo: repo, state: filepath.Join(repo, ".proofgate"), c: sessionContract(t, cfile)}
 	s.popts = run.PlanOptions{RepoDir: repo, StateDir: s.state, Contract: s.c, Origin: "git:base:.proofgate/contract.yaml", Repo: "acme/widget"}
 	o := s.popts

@@ -57,14 +57,7 @@ type chatRepo struct {
 // an IMPLEMENTING run.
 func newChatRepo(t *testing.T) *chatRepo {
 	t.Helper()
-	repo := t.TempDir()
-	os.MkdirAll(filepath.Join(repo, ".proofgate"), 0o755)
-	cfile := filepath.Join(repo, ".proofgate", "contract.yaml")
-	os.WriteFile(cfile, []byte(chatContract), 0o644)
-	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".proofgate/runs/\n"), 0o644)
-	git(t, repo, "init", "-q", ".")
-	git(t, repo, "add", "-A")
-	git(t, repo, "commit", "-q", "-m", "init")
+	repo, cfile := contractRepo(t, chatContract)
 	c, err := contract.Load(cfile, "")
 	if err != nil {
 		t.Fatal(err)
