@@ -24,6 +24,9 @@ type Resolved struct {
 	// when none, so the hash of a contract without them is unchanged.
 	Tools  []Tool `json:"tools,omitempty"`
 	Policy []Rule `json:"policy,omitempty"`
+	// Authorization is the authorization: section (authorization.go);
+	// nil, and absent, unless it requires one.
+	Authorization *Authorization `json:"authorization,omitempty"`
 }
 
 // Check is one fully resolved check.

@@ -17,6 +17,8 @@ type rawContract struct {
 	Caches   map[string]rawCache   `json:"caches"`
 	Tools    []rawTool             `json:"tools"`
 	Policy   []rawRule             `json:"policy"`
+	// Authorization is authorization.go's section.
+	Authorization *rawAuthorization `json:"authorization"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check

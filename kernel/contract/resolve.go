@@ -74,6 +74,10 @@ func (r *Resolved) clone() *Resolved {
 		}
 	}
 	out.Policy = slices.Clone(r.Policy)
+	if r.Authorization != nil {
+		a := *r.Authorization
+		out.Authorization = &a
+	}
 	return &out
 }
 
@@ -118,6 +122,9 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if base.Policy, err = p.resolvePolicy(base.Tools, raw.Policy); err != nil {
+		return nil, err
+	}
+	if base.Authorization, err = p.resolveAuthorization(raw.Authorization); err != nil {
 		return nil, err
 	}
 
