@@ -131,6 +131,9 @@ func (f *Folder) move(line int, to State) error {
 		if v := f.verdict(); v.Decision != approval.Approved {
 			return bad(line, ReasonDecision, "COMPLETE with %d of %d approvals", v.Approvals, v.Required)
 		}
+		if !f.authorizationSatisfied() {
+			return bad(line, ReasonDecision, "COMPLETE without the authorization the contract requires")
+		}
 	case Rejected:
 		if !f.approvals.Rejected() {
 			return bad(line, ReasonDecision, "REJECTED without a rejection")

@@ -46,6 +46,9 @@ type Report struct {
 	ChainLength        int            `json:"chain_length"`
 	Checks             []CheckReport  `json:"checks"`
 	Decisions          []Decision     `json:"decisions,omitempty"`
+	// Authorizations are the tracking authorizations recorded
+	// (authorization.go), oldest first; absent when none.
+	Authorizations []Authorization `json:"authorizations,omitempty"`
 	// LastEventTime is the time of the log's last event (RFC 3339). It is
 	// not part of the projection.
 	LastEventTime string `json:"-"`

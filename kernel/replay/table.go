@@ -258,7 +258,7 @@ func (f *Folder) applyApproval(line int, e eventlog.Event, d ApprovalData) error
 	switch {
 	case v == approval.Rejected:
 		next = Rejected
-	case f.verdict().Decision == approval.Approved:
+	case f.completes():
 		next = Complete
 	}
 	// A held approval (run.DecisionOptions.Hold) stays AWAITING_APPROVAL

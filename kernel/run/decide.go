@@ -179,7 +179,9 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	req := approval.Requirement{Required: r.Contract.Approval.Required}
 	if o.Reject {
 		next, decision = Rejected, approval.Rejected
-	} else if !o.Hold && req.Verdict(f.Approvers()+1, false).Decision == approval.Approved {
+	} else if !o.Hold && req.Verdict(f.Approvers()+1, false).Decision == approval.Approved && f.AuthorizationSatisfied() {
+		// A contract that requires an authorization holds the run here
+		// until one is recorded (Authorize completes it then).
 		next = Complete
 	}
 	d := ApprovalData{
