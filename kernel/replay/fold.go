@@ -77,6 +77,8 @@ type Folder struct {
 	s *sessionFold
 	// dry: the session rules check an event without applying it (Try).
 	dry bool
+	// collections are the evidence collections recorded (evidence.go).
+	collections map[string]EvidenceCollectedData
 }
 
 // digestRE is the only shape a blob reference may have: anything else could
