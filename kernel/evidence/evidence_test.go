@@ -96,7 +96,9 @@ func TestAllowlistRefuses(t *testing.T) {
 }
 
 func TestAllowlistFile(t *testing.T) {
-	good := func(t *testing.T) string { return writeAllowlist(t, map[string]map[string]any{"ok": cmd(t, "true", 1, 1)}) }
+	good := func(t *testing.T) string {
+		return writeAllowlist(t, map[string]map[string]any{"ok": cmd(t, "true", 1, 1)})
+	}
 	t.Run("world writable", func(t *testing.T) {
 		p := good(t)
 		os.Chmod(p, 0o666)

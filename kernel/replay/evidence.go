@@ -240,10 +240,23 @@ func (f *Folder) applyEvidenceVerdict(line int, _ eventlog.Event, d EvidenceVerd
 	if why := CheckVerdict(c.Report, d); why != "" {
 		return bad(line, ReasonBadEvent, "evidence.verdict: %s", why)
 	}
+	if f.verdicts[d.Collection] {
+		return bad(line, ReasonBadEvent, "evidence.verdict: collection %s already has a verdict", d.Collection)
+	}
+	if f.verdicts == nil {
+		f.verdicts = map[string]bool{}
+	}
+	f.verdicts[d.Collection] = true
 	for _, o := range d.Observations {
 		for _, a := range o.Artifacts {
 			f.blobs[a.Digest] = true
 		}
 	}
 	return nil
+}
+
+// Collection is the evidence.collected recorded for collection id, if any.
+func (f *Folder) Collection(id string) (EvidenceCollectedData, bool) {
+	d, ok := f.collections[id]
+	return d, ok
 }

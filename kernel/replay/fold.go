@@ -79,6 +79,7 @@ type Folder struct {
 	dry bool
 	// collections are the evidence collections recorded (evidence.go).
 	collections map[string]EvidenceCollectedData
+	verdicts    map[string]bool // collections with an evidence.verdict
 }
 
 // digestRE is the only shape a blob reference may have: anything else could

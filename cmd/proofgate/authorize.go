@@ -1,0 +1,90 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+func authorizeCmd(g *globals) *cobra.Command {
+	var target, actor, reason string
+	var reject, asJSON bool
+	c := &cobra.Command{
+		Use:   "authorize RUN --target TARGET --actor NAME [--reject --reason TEXT]",
+		Short: "Record that a run's result may (or may not) be published to a named target",
+		Long: `Record a tracking authorization by --actor: a human decision, separate
+from approval, that RUN's result may be published to --target (an issue
+tracker item such as jira:OPS-12, a deployment such as deploy/prod). With
+--reject (and --reason) the target is withheld: one rejection withholds a
+target whatever else is recorded for it.
+
+The decision is chained into the log as authorization.recorded, bound to the
+verification digest, source and contract hash, under the rules of
+'approve': refused (exit 1) unless the run is AWAITING_APPROVAL or COMPLETE
+and reconciles (the chain verifies, run.json agrees with the log, the
+verification digest recomputed from run.json matches), and refused when the
+code or contract changed since planning (a run not yet COMPLETE moves to
+STALE).
+
+A contract with 'authorization: {required: true}' holds the run at
+AWAITING_APPROVAL until its approvals are in and some target is authorized;
+whichever comes last completes it. The authorizations travel in the bundle,
+and 'bundle verify --require-authorization TARGET' refuses a bundle that
+does not authorize TARGET.
+
+Example:
+  proofgate authorize latest --target deploy/prod --actor alice`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			switch {
+			case target == "":
+				return usageErr(errors.New("--target is required"))
+			case actor == "":
+				return usageErr(errors.New("--actor is required"))
+			case reject && reason == "":
+				return usageErr(errors.New("--reject needs --reason"))
+			}
+			if err := checkNames(actor, reason); err != nil {
+				return err
+			}
+			ctx, cancel := signalContext()
+			defer cancel()
+			f, err := freshness(ctx, g)
+			if err != nil {
+				return err
+			}
+			r, err := run.Open(g.state, args[0])
+			if err != nil {
+				return classify(err)
+			}
+			defer r.Close()
+			err = r.Authorize(ctx, run.AuthorizeOptions{Target: target, Actor: actor, Reject: reject, Reason: reason, Fresh: f})
+			var done *run.DecidedError
+			if err != nil && !errors.As(err, &done) {
+				return classify(approveHint(err, r.ID))
+			}
+			rep := r.Report()
+			if asJSON {
+				return writeJSON(g.stdout, rep)
+			}
+			decision := "authorized"
+			if reject {
+				decision = "withheld"
+			}
+			fmt.Fprintf(g.stdout, "run %s: %s (%s %s by %s)\n", rep.RunID, rep.State, esc(target), decision, esc(actor))
+			if done != nil {
+				fmt.Fprintf(g.stdout, "  already recorded: %s\n", esc(done.Error()))
+			}
+			return nil
+		},
+	}
+	c.Flags().StringVar(&target, "target", "", "where the result may be published (required)")
+	c.Flags().StringVar(&actor, "actor", "", "who decides (required)")
+	c.Flags().BoolVar(&reject, "reject", false, "withhold the target instead of authorizing it")
+	c.Flags().StringVar(&reason, "reason", "", "why (required with --reject)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
+	return c
+}
