@@ -34,6 +34,8 @@ type Policy struct {
 	requireSandbox bool
 	// requireRules is WithRequireRule (bundle/rules.go).
 	requireRules []string
+	// requireAuthorizations is WithRequireAuthorization (bundle/authorization.go).
+	requireAuthorizations []string
 }
 
 // SourcePolicy says which source the run must have verified. It is
@@ -172,7 +174,7 @@ func (p *Policy) check() error {
 	if p.repo != "" && !repoName.MatchString(p.repo) {
 		return &PolicyError{PolicyRepo, fmt.Sprintf("repo %q: want owner/name", clip(p.repo))}
 	}
-	return nil
+	return p.checkAuthorizationTargets()
 }
 
 func shaError(f PolicyField, v string) error {
@@ -209,6 +211,8 @@ type VerifyOptions struct {
 	RequireSandbox bool
 	// RequireRules are WithRequireRule, one per name.
 	RequireRules []string
+	// RequireAuthorizations are WithRequireAuthorization, one per target.
+	RequireAuthorizations []string
 	// Limits, when non-nil, is WithLimits (nil: archive.DefaultLimits).
 	Limits *archive.Limits
 	// Material, when non-nil, is WithMaterialVerifiers: keyless bundles
@@ -251,6 +255,9 @@ func (o VerifyOptions) Policy() (*Policy, error) {
 	}
 	for _, r := range o.RequireRules {
 		opts = append(opts, WithRequireRule(r))
+	}
+	for _, t := range o.RequireAuthorizations {
+		opts = append(opts, WithRequireAuthorization(t))
 	}
 	return NewPolicy(src, c, opts...)
 }

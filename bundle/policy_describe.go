@@ -1,6 +1,7 @@
 package bundle
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,6 +40,9 @@ type PolicyDescription struct {
 	RequireApprovals int      `json:"require_approvals"`
 	WitnessedAt      string   `json:"witnessed_at,omitempty"`
 	Unsafe           []string `json:"unsafe,omitempty"`
+	// RequireAuthorizations are the targets WithRequireAuthorization
+	// named, in order; absent when none.
+	RequireAuthorizations []string `json:"require_authorizations,omitempty"`
 }
 
 // Describe returns what p requires. A nil or unchecked policy describes
@@ -54,6 +58,7 @@ func (p *Policy) Describe() PolicyDescription {
 		Repo:             p.repo,
 		RequireApprovals: p.approvals,
 	}
+	d.RequireAuthorizations = slices.Clone(p.requireAuthorizations)
 	if p.profile != nil {
 		prof := *p.profile
 		d.Profile = &prof

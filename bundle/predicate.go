@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"slices"
+
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -67,6 +69,10 @@ type RunSummary struct {
 	// ImplementedBy summarises the implementation run the bundle carries
 	// (ADR 0017), when the run was planned with implemented_by.
 	ImplementedBy *ImplementationSummary `json:"implemented_by,omitempty"`
+	// Authorizations are the run's tracking authorizations
+	// (authorization.recorded), oldest first; absent when none, so the
+	// predicate of a run without one is unchanged.
+	Authorizations []replay.Authorization `json:"authorizations,omitempty"`
 }
 
 // Chain is the event chain's head hash and length.
@@ -108,6 +114,7 @@ func Summarize(r *replay.Report) RunSummary {
 		Chain:              Chain{Head: r.ChainHead, Length: r.ChainLength},
 		Checks:             []CheckSummary{},
 		Decisions:          append([]replay.Decision{}, r.Decisions...),
+		Authorizations:     slices.Clone(r.Authorizations),
 	}
 	if r.Worktree != nil {
 		s.Worktree = *r.Worktree

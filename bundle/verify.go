@@ -212,6 +212,9 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if err := p.checkRules(b.rep.Decisions, b.id); err != nil {
 		return nil, err
 	}
+	if err := p.checkAuthorizations(&b.summary, b.id); err != nil {
+		return nil, err
+	}
 	return res, nil
 }
 
@@ -615,8 +618,9 @@ func diffSummary(a, b *RunSummary) string {
 		"verification_digest": func(s *RunSummary) any { return s.VerificationDigest },
 		"checks":              func(s *RunSummary) any { return s.Checks }, "decisions": func(s *RunSummary) any { return s.Decisions },
 		"implemented_by": func(s *RunSummary) any { return s.ImplementedBy },
+		"authorizations": func(s *RunSummary) any { return s.Authorizations },
 	}
-	for _, name := range []string{"state", "source", "worktree", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions", "implemented_by"} {
+	for _, name := range []string{"state", "source", "worktree", "repo", "profile", "contract_hash", "verification_digest", "checks", "decisions", "implemented_by", "authorizations"} {
 		x, _ := canon.Marshal(fields[name](a))
 		y, _ := canon.Marshal(fields[name](b))
 		if !bytes.Equal(x, y) {

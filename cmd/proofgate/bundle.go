@@ -473,6 +473,7 @@ type verifyFlags struct {
 	anySource, anyContract, allowDirty, asJSON                  bool
 	requireSandbox                                              bool
 	requireRules                                                []string
+	requireAuthorizations                                       []string
 	keyless                                                     keylessVerifyFlags
 }
 
@@ -492,6 +493,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	fl.BoolVar(&f.requireSandbox, "require-sandbox", false, "refuse a run with a check that did not run in the docker sandbox (runtime: docker)")
 	fl.StringArrayVar(&f.requireRules, "require-rule", nil, "refuse a run whose approval did not satisfy this approval rule of the contract (repeatable; see approval.rules)")
+	fl.StringArrayVar(&f.requireAuthorizations, "require-authorization", nil, "refuse a run that does not authorize publishing to this target (repeatable; see 'proofgate authorize')")
 	f.keyless.register(c)
 }
 
@@ -525,6 +527,7 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 		}
 	}
 	o.RequireRules = f.requireRules
+	o.RequireAuthorizations = f.requireAuthorizations
 	if changed("profile") {
 		o.Profile = &f.profile
 	}
@@ -571,6 +574,8 @@ func (f *verifyFlags) policyErr(err error) error {
 		return usageErr(errors.New("--require-approvals must be >= 0"))
 	case bundle.PolicyRepo:
 		return usageErr(fmt.Errorf("--repo %q: want owner/name", printable.Escape(f.repo)))
+	case bundle.PolicyAuthorization:
+		return usageErr(fmt.Errorf("--require-authorization: %s", strings.TrimPrefix(pe.Error(), "bundle verify policy: ")))
 	}
 	return usageErr(err)
 }
@@ -595,7 +600,10 @@ contract; with --require-sandbox, that every check ran with runtime: docker
 (refused as unsandboxed-check naming the others); and at least
 --require-approvals distinct approvals (default 1); with --require-rule
 NAME (repeatable), that an approval was credited to the contract's
-approval rule NAME (refused as rule-not-satisfied). An accepted verdict
+approval rule NAME (refused as rule-not-satisfied); with
+--require-authorization TARGET (repeatable), that a tracking authorization
+('proofgate authorize') approved TARGET and none rejected it (refused as
+authorization-missing or authorization-rejected). An accepted verdict
 lists the checks that did not run sandboxed ("unsandboxed" in --json).
 
 The gate must say what it accepts. The source: --commit SHA, --tree SHA (a
