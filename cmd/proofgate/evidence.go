@@ -113,9 +113,9 @@ func openEvidenceRun(g *globals, id string) (*run.Run, error) {
 func evidenceRoot(dir string, r *run.Run) (string, error) {
 	switch {
 	case dir != "":
-		return dir, nil
+		return filepath.Abs(dir)
 	case r != nil:
-		return filepath.Join(r.Dir, "evidence"), nil
+		return filepath.Abs(filepath.Join(r.Dir, "evidence"))
 	}
 	return "", usageErr(errors.New("--dir DIR is required without --run (keep it outside the repository, or the work tree is no longer clean)"))
 }
