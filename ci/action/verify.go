@@ -103,6 +103,7 @@ type verifyInputs struct {
 	approvals                                                                 int
 	requireSandbox                                                            bool
 	requireRules                                                              []string // verify_rules.go
+	requireAuthorizations                                                     []string // verify_authorization.go
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
@@ -269,6 +270,9 @@ func (g *gate) readInputs() *refusal {
 	if r := readRequireRules(f, &in); r != nil {
 		return r
 	}
+	if r := readRequireAuthorizations(f, &in); r != nil {
+		return r
+	}
 	g.in = in
 	g.ids = readIdentityInputs(f)
 	return g.checkPaths()
@@ -336,7 +340,7 @@ func (g *gate) abs(p string) string {
 func (g *gate) policy(ctx context.Context) *refusal {
 	in := &g.in
 	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile,
-		RequireSandbox: in.requireSandbox, RequireRules: in.requireRules}
+		RequireSandbox: in.requireSandbox, RequireRules: in.requireRules, RequireAuthorizations: in.requireAuthorizations}
 	hash, r := releaseContract(ctx, g.ws, g.gh, g.owner, g.name, *in)
 	if r != nil {
 		return r

@@ -106,7 +106,7 @@ func TestActionYAML(t *testing.T) {
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "github-token", "match", "profile", "require-approvals", "require-rule", "require-sandbox", "signer-workflow", "source-ref", "source-repo", "trust-store", "trusted-root", "vsa-key", "vsa-path", "vsa-verifier-id"}
+	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "github-token", "match", "profile", "require-approvals", "require-authorization", "require-rule", "require-sandbox", "signer-workflow", "source-ref", "source-repo", "trust-store", "trusted-root", "vsa-key", "vsa-path", "vsa-verifier-id"}
 	wantOut = []string{"reason", "run-id", "signer", "unsandboxed", "verdict", "vsa"}
 	if got := keys(v.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("verify/action.yml inputs %v, want %v", got, wantIn)
