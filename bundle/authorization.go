@@ -47,12 +47,22 @@ func (p *Policy) checkAuthorizations(s *RunSummary, id string) error {
 	return nil
 }
 
+// Authorized returns the targets the run of s authorizes, in the order of
+// their first authorization; nil when none.
+func Authorized(s *RunSummary) []string {
+	var ts []string
+	for _, a := range s.Authorizations {
+		if replay.Authorized(s.Authorizations, a.Target) && !slices.Contains(ts, a.Target) {
+			ts = append(ts, a.Target)
+		}
+	}
+	return ts
+}
+
 func authorizedTargets(as []replay.Authorization) string {
 	var ts []string
-	for _, a := range as {
-		if t := clip(a.Target); replay.Authorized(as, a.Target) && !slices.Contains(ts, t) {
-			ts = append(ts, t)
-		}
+	for _, t := range Authorized(&RunSummary{Authorizations: as}) {
+		ts = append(ts, clip(t))
 	}
 	if len(ts) == 0 {
 		return "none"

@@ -44,6 +44,10 @@ type Verdict struct {
 	// ImplementedBy summarises the implementation run a successor's
 	// bundle carries (ADR 0017), set when accepted; absent otherwise.
 	ImplementedBy *ImplementationSummary `json:"implemented_by,omitempty"`
+	// Authorized lists the tracking authorization targets the run
+	// authorizes (bundle/authorization.go), set when accepted; absent when
+	// none.
+	Authorized []string `json:"authorized,omitempty"`
 }
 
 // Verdict returns the acceptance of r.
@@ -58,6 +62,7 @@ func (r *Result) Verdict() Verdict {
 	}
 	v.Unsandboxed = Unsandboxed(&r.Run)
 	v.ImplementedBy = r.Run.ImplementedBy
+	v.Authorized = Authorized(&r.Run)
 	if !r.Witnessed.IsZero() {
 		v.Signer, v.WitnessedAt = r.Signer, r.Witnessed.Format(time.RFC3339Nano)
 	}

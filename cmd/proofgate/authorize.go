@@ -3,9 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
+	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -87,4 +90,17 @@ Example:
 	c.Flags().StringVar(&reason, "reason", "", "why (required with --reject)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return c
+}
+
+// printAuthorized names, under an accepted verdict, the targets the run
+// authorizes.
+func printAuthorized(w io.Writer, v *bundle.Verdict) {
+	if len(v.Authorized) == 0 {
+		return
+	}
+	ts := make([]string, len(v.Authorized))
+	for i, t := range v.Authorized {
+		ts[i] = esc(t)
+	}
+	fmt.Fprintf(w, "authorized: %s\n", strings.Join(ts, ", "))
 }

@@ -107,6 +107,12 @@ func TestAuthorizeRequiredThroughTheGate(t *testing.T) {
 	if code, reason := p.verifyAuth(b, k, "deploy/prod"); code != 0 {
 		t.Fatalf("required target: exit %d %s", code, reason)
 	}
+	head, _ := exec.Command("git", "-C", p.dir, "rev-parse", "HEAD").Output()
+	r := p.must([]int{0}, "bundle", "verify", b, "--trust", filepath.Join(k, "trust.json"), "--commit", strings.TrimSpace(string(head)),
+		"--contract", ".proofgate/contract.yaml", "--require-authorization", "deploy/prod", "--json")
+	if !strings.Contains(r.stdout, `"authorized": [`) || !strings.Contains(r.stdout, `"deploy/prod"`) || strings.Contains(r.stdout, `"jira:OPS-1"`) {
+		t.Fatalf("accepted verdict does not list exactly the authorized target: %s", r.stdout)
+	}
 	for _, tc := range []struct{ target, reason string }{
 		{"deploy/staging", "authorization-missing"}, // another target
 		{"jira:OPS-1", "authorization-rejected"},    // a rejected authorization

@@ -694,6 +694,7 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 	fmt.Fprintf(w, "accepted: run %s, commit %s, tree %s, %s, contract %s, %d approval(s), signed by %s at %s\n",
 		v.RunID, v.Commit, v.Tree, src, v.ContractHash, v.Approvals, signer, v.SignedAt)
 	printUnsandboxed(w, v)
+	printAuthorized(w, v)
 	printImplementedBy(w, v)
 }
 
