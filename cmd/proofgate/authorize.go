@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -103,4 +104,18 @@ func printAuthorized(w io.Writer, v *bundle.Verdict) {
 		ts[i] = esc(t)
 	}
 	fmt.Fprintf(w, "authorized: %s\n", strings.Join(ts, ", "))
+}
+
+// printAuthorizationHint says, under a decision that left a run held for
+// its contract's required authorization, how to record one.
+func printAuthorizationHint(w io.Writer, r *run.Run, rep *run.Report) {
+	if rep.State != run.AwaitingApproval || !r.Contract.AuthorizationRequired() {
+		return
+	}
+	for _, a := range rep.Authorizations {
+		if replay.Authorized(rep.Authorizations, a.Target) {
+			return
+		}
+	}
+	fmt.Fprintf(w, "  the contract requires a tracking authorization: 'proofgate authorize %s --target TARGET --actor NAME'\n", rep.RunID)
 }

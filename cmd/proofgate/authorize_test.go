@@ -87,8 +87,8 @@ func (p pg) exportBundle(id, keys string) string {
 func TestAuthorizeRequiredThroughTheGate(t *testing.T) {
 	k := keys(t)
 	p, id := authRepo(t, true)
-	if st := p.runJSON("approve", id, "--actor", "alice", "--json"); st.State != "AWAITING_APPROVAL" {
-		t.Fatalf("approved, authorization required: %s", st.State)
+	if r := p.must([]int{0}, "approve", id, "--actor", "alice"); !strings.Contains(r.stdout, "AWAITING_APPROVAL") || !strings.Contains(r.stdout, "proofgate authorize "+id) {
+		t.Fatalf("approved, authorization required: %s", r.stdout)
 	}
 	// Not COMPLETE: nothing exports.
 	p.must([]int{1}, "bundle", "export", id, "--key", filepath.Join(k, "key.pem"), "-o", filepath.Join(t.TempDir(), "x.tar.gz"))

@@ -607,7 +607,8 @@ func approveCmd(g *globals) *cobra.Command {
 verifies, the verification digest recomputed from run.json matches the log,
 and neither the code nor the contract changed since planning (then the run
 moves to STALE). When the approvals reach approval.required the run is
-COMPLETE. Repeating a decision that is already the run's outcome (the same
+COMPLETE (with authorization: {required: true}, once a target is also
+authorized: see 'proofgate authorize'). Repeating a decision that is already the run's outcome (the same
 actor approving a COMPLETE run, or rejecting a REJECTED one, for example
 after a crash) records nothing and exits 0.`,
 		Args: cobra.ExactArgs(1),
@@ -646,6 +647,7 @@ after a crash) records nothing and exits 0.`,
 				return nil
 			}
 			fmt.Fprintf(g.stdout, "run %s: %s\n", rep.RunID, rep.State)
+			printAuthorizationHint(g.stdout, r, rep)
 			return nil
 		},
 	}
