@@ -82,7 +82,7 @@ func evidenceErr(g *globals, asJSON bool, err error) error {
 // loadAllowlist reads the allowlist named by flag or the environment,
 // refusing one inside the repository of the working directory (when there
 // is one).
-func loadAllowlist(g *globals, flag string) (*evidence.Allowlist, error) {
+func loadAllowlist(flag string) (*evidence.Allowlist, error) {
 	path := flag
 	if path == "" {
 		path = os.Getenv(evidence.EnvAllowlist)
@@ -108,14 +108,29 @@ func openEvidenceRun(g *globals, id string) (*run.Run, error) {
 	return r, nil
 }
 
+// collectTarget resolves --run (without locking it) and the evidence
+// directory.
+func collectTarget(g *globals, runID, dir string) (id, root string, err error) {
+	if runID == "" {
+		root, err = evidenceRoot(dir, "")
+		return "", root, err
+	}
+	store := run.NewStore(g.state)
+	if id, err = store.Resolve(runID); err != nil {
+		return "", "", classify(err)
+	}
+	root, err = evidenceRoot(dir, store.Path(id))
+	return id, root, err
+}
+
 // evidenceRoot is --dir, or the run's evidence/ directory (inside the
 // state directory's runs/, which the work-tree digest leaves out).
-func evidenceRoot(dir string, r *run.Run) (string, error) {
+func evidenceRoot(dir, runDir string) (string, error) {
 	switch {
 	case dir != "":
 		return filepath.Abs(dir)
-	case r != nil:
-		return filepath.Abs(filepath.Join(r.Dir, "evidence"))
+	case runDir != "":
+		return filepath.Abs(filepath.Join(runDir, "evidence"))
 	}
 	return "", usageErr(errors.New("--dir DIR is required without --run (keep it outside the repository, or the work tree is no longer clean)"))
 }
@@ -149,7 +164,7 @@ Example:
 			if strings.TrimSpace(claim) == "" {
 				return usageErr(errors.New("--claim is required: the evidence is for one claim"))
 			}
-			a, err := loadAllowlist(g, allowlist)
+			a, err := loadAllowlist(allowlist)
 			if err != nil {
 				return evidenceErr(g, asJSON, err)
 			}
@@ -157,14 +172,10 @@ Example:
 			if err != nil {
 				return evidenceErr(g, asJSON, err)
 			}
-			r, err := openEvidenceRun(g, runID)
-			if err != nil {
-				return err
-			}
-			if r != nil {
-				defer r.Close()
-			}
-			root, err := evidenceRoot(dir, r)
+			// The run is resolved now and opened (locked) only after the
+			// command: a collection may take minutes, and the run's writer
+			// lock would hold off approvals meanwhile.
+			id, root, err := collectTarget(g, runID, dir)
 			if err != nil {
 				return err
 			}
@@ -174,13 +185,18 @@ Example:
 			if err != nil {
 				return evidenceErr(g, asJSON, err)
 			}
-			if r != nil {
+			if id != "" {
+				r, err := run.Open(g.state, id)
+				if err != nil {
+					return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, id, err))
+				}
+				defer r.Close()
 				d := replay.EvidenceCollectedData{Digest: col.Digest, Report: col.Report}
 				if _, err := r.AppendEvidence(replay.TypeEvidenceCollected, d, col.Stdout, col.Stderr); err != nil {
 					return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, r.ID, err))
 				}
 			}
-			return printCollection(g, asJSON, col, r)
+			return printCollection(g, asJSON, col, id)
 		},
 	}
 	c.Flags().StringVar(&claim, "claim", "", "the claim the evidence is for (required)")
@@ -198,11 +214,8 @@ type collectionOut struct {
 	Report evidence.Report `json:"report"`
 }
 
-func printCollection(g *globals, asJSON bool, col *evidence.Collection, r *run.Run) error {
-	out := collectionOut{Dir: col.Dir, Digest: col.Digest, Report: col.Report}
-	if r != nil {
-		out.Run = r.ID
-	}
+func printCollection(g *globals, asJSON bool, col *evidence.Collection, runID string) error {
+	out := collectionOut{Dir: col.Dir, Digest: col.Digest, Report: col.Report, Run: runID}
 	if asJSON {
 		return writeJSON(g.stdout, out)
 	}
@@ -219,8 +232,8 @@ func printCollection(g *globals, asJSON bool, col *evidence.Collection, r *run.R
 		fmt.Fprintf(g.stdout, "  %s  %d bytes  %s%s\n", s.File, s.Size, s.Digest, tr)
 	}
 	fmt.Fprintf(g.stdout, "  report %s  %s\n", filepath.Join(col.Dir, rep.ID+".json"), col.Digest)
-	if r != nil {
-		fmt.Fprintf(g.stdout, "  chained into run %s as evidence.collected\n", r.ID)
+	if runID != "" {
+		fmt.Fprintf(g.stdout, "  chained into run %s as evidence.collected\n", runID)
 	}
 	return nil
 }

@@ -127,7 +127,11 @@ func collectionDir(arg, dir string, r *run.Run) (string, error) {
 	if strings.ContainsRune(arg, os.PathSeparator) || !replay.ValidCollectionID(arg) {
 		return arg, nil
 	}
-	root, err := evidenceRoot(dir, r)
+	runDir := ""
+	if r != nil {
+		runDir = r.Dir
+	}
+	root, err := evidenceRoot(dir, runDir)
 	if err != nil {
 		if fi, serr := os.Stat(arg); serr == nil && fi.IsDir() {
 			return arg, nil
