@@ -119,3 +119,11 @@ func printAuthorizationHint(w io.Writer, r *run.Run, rep *run.Report) {
 	}
 	fmt.Fprintf(w, "  the contract requires a tracking authorization: 'proofgate authorize %s --target TARGET --actor NAME'\n", rep.RunID)
 }
+
+// printAuthorizations lists a report's tracking authorizations (status,
+// audit).
+func printAuthorizations(w io.Writer, rep *run.Report) {
+	for _, a := range rep.Authorizations {
+		fmt.Fprintf(w, "authorization %s for %s by %s at %s %s\n", esc(a.Decision), esc(a.Target), esc(a.Actor), esc(a.Time), esc(a.Reason))
+	}
+}

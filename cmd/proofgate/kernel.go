@@ -344,6 +344,7 @@ func printReport(w io.Writer, rep *run.Report) {
 	for _, d := range rep.Decisions {
 		fmt.Fprintf(w, "decision %s by %s at %s %s\n", esc(d.Decision), esc(d.Actor), esc(d.Time), esc(d.Reason))
 	}
+	printAuthorizations(w, rep)
 	switch rep.State {
 	case run.AwaitingApproval:
 		fmt.Fprintf(w, "next: proofgate approve %s --actor NAME\n", rep.RunID)
