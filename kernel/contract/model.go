@@ -24,6 +24,11 @@ type Resolved struct {
 	// when none, so the hash of a contract without them is unchanged.
 	Tools  []Tool `json:"tools,omitempty"`
 	Policy []Rule `json:"policy,omitempty"`
+	// Cleanup are the cleanup roots (cleanup.go) and Benchmark the
+	// suite and task the run is bound to (benchmark.go); both absent when
+	// not declared, so the hash of a contract without them is unchanged.
+	Cleanup   []string   `json:"cleanup,omitempty"`
+	Benchmark *Benchmark `json:"benchmark,omitempty"`
 }
 
 // Check is one fully resolved check.

@@ -17,6 +17,9 @@ type rawContract struct {
 	Caches   map[string]rawCache   `json:"caches"`
 	Tools    []rawTool             `json:"tools"`
 	Policy   []rawRule             `json:"policy"`
+	// Cleanup and Benchmark: cleanup.go and benchmark.go (issue 16).
+	Cleanup   []string      `json:"cleanup"`
+	Benchmark *rawBenchmark `json:"benchmark"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check

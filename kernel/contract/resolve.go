@@ -74,6 +74,11 @@ func (r *Resolved) clone() *Resolved {
 		}
 	}
 	out.Policy = slices.Clone(r.Policy)
+	out.Cleanup = slices.Clone(r.Cleanup)
+	if r.Benchmark != nil {
+		b := *r.Benchmark
+		out.Benchmark = &b
+	}
 	return &out
 }
 
@@ -118,6 +123,12 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if base.Policy, err = p.resolvePolicy(base.Tools, raw.Policy); err != nil {
+		return nil, err
+	}
+	if base.Cleanup, err = p.resolveCleanup(raw.Cleanup); err != nil {
+		return nil, err
+	}
+	if base.Benchmark, err = p.resolveBenchmark(raw.Benchmark); err != nil {
 		return nil, err
 	}
 
