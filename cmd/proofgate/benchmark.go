@@ -134,6 +134,9 @@ func printBenchReport(g *globals, rep *bench.Report) {
 	for _, r := range rep.Refused {
 		fmt.Fprintf(g.stdout, "refused: %s\n", printable.Escape(r.String()))
 	}
+	for _, id := range rep.Unmatched {
+		fmt.Fprintf(g.stdout, "run %s: bound to a task the manifest does not declare\n", id)
+	}
 	for _, t := range rep.Tasks {
 		if !t.Comparable {
 			fmt.Fprintf(g.stdout, "task %s/%s: not comparable: %s\n", t.Suite, t.Task, t.Reason)

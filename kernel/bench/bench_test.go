@@ -255,6 +255,15 @@ func TestHistoryReportAndComparability(t *testing.T) {
 	ev := writeFile(t, filepath.Join(dir, "e"), "x")
 	m, _, _ := Load(mf)
 	Compare(rep, m)
+	if len(rep.Unmatched) != 0 {
+		t.Errorf("unmatched %v", rep.Unmatched)
+	}
+	other, _ := Parse("m.yaml", []byte(strings.Replace(manifestYAML, "id: api", "id: web", 1)))
+	Compare(rep, other)
+	if len(rep.Unmatched) != 1 || rep.Unmatched[0] != blocked {
+		t.Errorf("unmatched %v", rep.Unmatched)
+	}
+	Compare(rep, m)
 	if rep.Tasks[0].Reason != NotBaselineMissing || rep.Tasks[1].Reason != NotBaselineMissing {
 		t.Fatalf("tasks: %+v", rep.Tasks)
 	}

@@ -54,9 +54,17 @@ type Resource struct {
 // COMPLETE. There is no composite score: each resource is reported alone.
 func Compare(r *Report, m *Manifest) {
 	r.Tasks = []TaskReport{}
+	known := map[[2]string]bool{}
 	for _, s := range m.Suites {
 		for _, t := range s.Tasks {
 			r.Tasks = append(r.Tasks, compareTask(r.Runs, s, t))
+			known[[2]string{s.ID, t.ID}] = true
+		}
+	}
+	r.Unmatched = nil
+	for _, run := range r.Runs {
+		if run.Task != "" && !known[[2]string{run.Suite, run.Task}] {
+			r.Unmatched = append(r.Unmatched, run.RunID)
 		}
 	}
 }

@@ -28,6 +28,9 @@ type Report struct {
 	Manifest       string       `json:"manifest,omitempty"`
 	ManifestDigest string       `json:"manifest_digest,omitempty"`
 	Tasks          []TaskReport `json:"tasks,omitempty"`
+	// Unmatched are reconciled runs bound to a suite and task the
+	// manifest does not declare.
+	Unmatched []string `json:"unmatched_runs,omitempty"`
 }
 
 // RunFacts are what one reconciled run's log shows.

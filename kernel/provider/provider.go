@@ -6,10 +6,13 @@
 // returns data (a Result: references and provenance); it is handed no run,
 // no store, no log and no key, and nothing it returns is trusted beyond
 // being recorded: the kernel bounds and checks the result, names the
-// provider itself and computes the snapshot hash itself; the snapshot is then
-// read by the same parser (kernel/run.ParseContext) as any --context-file. So a provider cannot approve a run, change a run's
-// state or alter how evidence is validated: the only effect of a snapshot is
-// a context.attached event when a run is planned with it.
+// provider itself and computes the snapshot hash itself, and the snapshot
+// is then read by the same parser (kernel/run.ParseContext) as any
+// --context-file. So a provider cannot approve a run, change a run's state
+// or alter how evidence is validated: the only effect of a snapshot is a
+// context.attached event when a run is planned with it. This package and
+// its providers import only canonical JSON, the strict decoder, the bounded
+// reader and the printable check (TestProviderImports enforces it).
 //
 // Snapshot wire format (one object of a context file):
 //
@@ -19,13 +22,10 @@
 //	 "snapshot_hash": "sha256:<hex>"}
 //
 // snapshot_hash is "sha256:" + hex SHA-256 of the RFC 8785 canonical JSON of
-// the object without snapshot_hash (what kernel/run.ParseContext checks of
-// every context file; the CLI runs it on what it writes, and this package
-// imports nothing of the run writer: kernel/provider and its providers stand
-// on canonical JSON, the strict decoder and the printable check only,
-// which TestProviderImports enforces). Nothing in the snapshot depends on when
-// it was resolved: resolving the same query against the same source gives
-// the same bytes and the same hash.
+// the object without snapshot_hash, as kernel/run.ParseContext checks of
+// every context file. Nothing in the snapshot depends on when it was
+// resolved: resolving the same query against the same source gives the same
+// bytes and the same hash.
 package provider
 
 import (
