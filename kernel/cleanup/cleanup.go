@@ -106,6 +106,10 @@ func (r *Result) Removed() int {
 // before anything is removed: the window a swapped symlink would use.
 var beforeRemove func()
 
+// afterLstat, when set (tests), runs between a component's check and its
+// open: the window a swapped component would use.
+var afterLstat func(component string)
+
 // Clean lists, and with apply removes, the entries of each root of the
 // repository at repo. stateDir is the state directory in use (absolute or
 // relative to the working directory). A refusal (*Error) before removal
@@ -222,6 +226,9 @@ func openComponent(cur *os.Root, root, c string) (*os.Root, bool, error) {
 	}
 	if !fi.IsDir() {
 		return nil, false, &Error{Root: root, Reason: ReasonNotDirectory, Detail: fmt.Sprintf("component %q is not a directory", c)}
+	}
+	if afterLstat != nil {
+		afterLstat(c)
 	}
 	next, err := cur.OpenRoot(c)
 	if err != nil {

@@ -160,22 +160,34 @@ func TestSwapBetweenListAndRemove(t *testing.T) {
 	}
 }
 
-// A component swapped between its Lstat and its open is detected.
+// A component swapped between its check and its open: for another
+// directory of the repository (root-swapped), or for a symlink leading
+// outside (outside-repository). Nothing is removed either way.
 func TestComponentSwapDetected(t *testing.T) {
-	repo, _ := fixture(t)
-	top, err := os.OpenRoot(repo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer top.Close()
-	fi, _ := top.Lstat("build")
-	os.Rename(filepath.Join(repo, "build"), filepath.Join(repo, "b2"))
-	os.Mkdir(filepath.Join(repo, "build"), 0o755)
-	next, _ := top.OpenRoot("build")
-	now, _ := next.Stat(".")
-	next.Close()
-	if os.SameFile(fi, now) {
-		t.Fatal("SameFile cannot tell a swapped directory: the check in openComponent would not fire")
+	t.Cleanup(func() { afterLstat = nil })
+	for want, swap := range map[Reason]func(repo, outside string){
+		ReasonSwapped: func(repo, _ string) {
+			os.Rename(filepath.Join(repo, "build"), filepath.Join(repo, "b2"))
+			os.Rename(filepath.Join(repo, "src"), filepath.Join(repo, "build"))
+		},
+		ReasonOutside: func(repo, outside string) {
+			os.Rename(filepath.Join(repo, "build"), filepath.Join(repo, "b2"))
+			os.Symlink(outside, filepath.Join(repo, "build"))
+		},
+	} {
+		repo, outside := fixture(t)
+		afterLstat = func(c string) {
+			if c == "build" {
+				swap(repo, outside)
+			}
+		}
+		_, err := Clean(repo, filepath.Join(repo, ".proofgate"), []string{"build"}, true)
+		if got := reasonOf(t, err); got != want {
+			t.Errorf("%s: got %s (%v)", want, got, err)
+		}
+		if !exists(filepath.Join(outside, "precious")) || !exists(filepath.Join(repo, "b2", "a.o")) {
+			t.Errorf("%s: something was removed", want)
+		}
 	}
 }
 
