@@ -66,6 +66,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	addInitCommands(root, g)
 	addAgentCommands(root, g)
 	addEvidenceCommands(root, g)
+	addHistoryCommands(root, g)
 	setVersionFlag(root)
 
 	cmd, err := root.ExecuteC()

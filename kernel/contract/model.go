@@ -27,6 +27,11 @@ type Resolved struct {
 	// Authorization is the authorization: section (authorization.go);
 	// nil, and absent, unless it requires one.
 	Authorization *Authorization `json:"authorization,omitempty"`
+	// Cleanup are the cleanup roots (cleanup.go) and Benchmark the
+	// suite and task the run is bound to (benchmark.go); both absent when
+	// not declared, so the hash of a contract without them is unchanged.
+	Cleanup   []string   `json:"cleanup,omitempty"`
+	Benchmark *Benchmark `json:"benchmark,omitempty"`
 }
 
 // Check is one fully resolved check.

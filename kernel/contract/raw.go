@@ -19,6 +19,9 @@ type rawContract struct {
 	Policy   []rawRule             `json:"policy"`
 	// Authorization is authorization.go's section.
 	Authorization *rawAuthorization `json:"authorization"`
+	// Cleanup and Benchmark: cleanup.go and benchmark.go (issue 16).
+	Cleanup   []string      `json:"cleanup"`
+	Benchmark *rawBenchmark `json:"benchmark"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check

@@ -78,6 +78,11 @@ func (r *Resolved) clone() *Resolved {
 		a := *r.Authorization
 		out.Authorization = &a
 	}
+	out.Cleanup = slices.Clone(r.Cleanup)
+	if r.Benchmark != nil {
+		b := *r.Benchmark
+		out.Benchmark = &b
+	}
 	return &out
 }
 
@@ -125,6 +130,12 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if base.Authorization, err = p.resolveAuthorization(raw.Authorization); err != nil {
+		return nil, err
+	}
+	if base.Cleanup, err = p.resolveCleanup(raw.Cleanup); err != nil {
+		return nil, err
+	}
+	if base.Benchmark, err = p.resolveBenchmark(raw.Benchmark); err != nil {
 		return nil, err
 	}
 

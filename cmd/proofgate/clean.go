@@ -1,0 +1,168 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/kernel/cleanup"
+	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/run"
+)
+
+// addHistoryCommands registers benchmark, context and clean (issue 16).
+func addHistoryCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(cleanCmd(g), benchmarkCmd(g), contextCmd(g))
+}
+
+// cleanOutput is `proofgate clean --json`.
+type cleanOutput struct {
+	*cleanup.Result
+	RunID    string `json:"run_id,omitempty"`
+	Recorded bool   `json:"recorded"`
+	Removed  int    `json:"removed"`
+}
+
+func cleanCmd(g *globals) *cobra.Command {
+	var (
+		apply, asJSON bool
+		runID, actor  string
+	)
+	c := &cobra.Command{
+		Use:   "clean [--apply] [--run RUN] [--json]",
+		Short: "Remove what the contract's cleanup roots hold (dry run unless --apply)",
+		Long: `Remove the contents of the contract's cleanup roots, and nothing else.
+
+A contract declares the roots it may clean:
+
+    cleanup: [build, out/tmp]
+
+Each root is a directory relative to the repository: no "..", no absolute
+path, never .git or the state directory. Without --apply, clean only lists
+what it would remove. With --apply it removes each root's entries (the root
+directory itself stays). A root that is a symlink, or has one as a parent,
+that resolves outside the repository or changes while it is opened, or that
+is, holds or lies in the state directory is refused before anything is
+removed (exit 1, with the reason). A symlink inside a root is removed as a
+link; its target is never touched. An entry named .git is kept.
+
+With --run RUN the roots come from that run's frozen contract, and --apply
+records what was removed in the run's log as a cleanup.recorded event.
+Without --run they come from --contract.
+
+Examples:
+    proofgate clean                      # what would go
+    proofgate clean --apply --run latest --actor alice
+    proofgate clean --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if actor != "" {
+				if err := printable.Check("--actor", actor); err != nil {
+					return usageErr(err)
+				}
+			}
+			return runClean(cmd, g, apply, asJSON, runID, actor)
+		},
+	}
+	c.Flags().BoolVar(&apply, "apply", false, "remove (default: list what would be removed)")
+	c.Flags().StringVar(&runID, "run", "", "take the roots from this run's contract and record the removal in its log")
+	c.Flags().StringVar(&actor, "actor", "", "who cleaned (recorded with --run)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+func runClean(cmd *cobra.Command, g *globals, apply, asJSON bool, runID, actor string) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	repo, err := repoDir(ctx)
+	if err != nil {
+		return err
+	}
+	var r *run.Run
+	var roots []string
+	if runID != "" {
+		if r, err = run.Open(g.state, runID); err != nil {
+			return classify(err)
+		}
+		defer r.Close()
+		roots = r.Contract.Cleanup
+	} else {
+		ct, err := contract.Load(g.contract, "")
+		if err != nil {
+			return classify(err)
+		}
+		roots = ct.Cleanup
+	}
+	if len(roots) == 0 {
+		return usageErr(errors.New("the contract declares no cleanup roots (add `cleanup: [dir, ...]`)"))
+	}
+	res, cerr := cleanup.Clean(repo, g.state, roots, apply)
+	out := cleanOutput{Result: res}
+	if res != nil {
+		out.Removed = res.Removed()
+	}
+	if r != nil && res != nil && res.Applied {
+		out.RunID = r.ID
+		if _, err := r.Append(replay.TypeCleanup, cleanupData(res, actor)); err != nil {
+			return envErr(fmt.Errorf("record cleanup in run %s: %w", r.ID, err))
+		}
+		out.Recorded = true
+	}
+	if cerr != nil {
+		var ce *cleanup.Error
+		if errors.As(cerr, &ce) && ce.Reason != cleanup.ReasonIO {
+			return refusedErr(cerr)
+		}
+		return envErr(cerr)
+	}
+	if asJSON {
+		return writeJSON(g.stdout, out)
+	}
+	printClean(g, out)
+	return nil
+}
+
+func cleanupData(res *cleanup.Result, actor string) replay.CleanupData {
+	d := replay.CleanupData{Actor: actor, Roots: []replay.CleanupRoot{}}
+	for _, rt := range res.Roots {
+		cr := replay.CleanupRoot{Root: rt.Root, Missing: rt.Missing, Removed: []replay.CleanupEntry{}}
+		for _, e := range rt.Entries {
+			cr.Removed = append(cr.Removed, replay.CleanupEntry(e))
+		}
+		for _, e := range rt.Skipped {
+			cr.Skipped = append(cr.Skipped, replay.CleanupEntry(e))
+		}
+		d.Roots = append(d.Roots, cr)
+	}
+	return d
+}
+
+func printClean(g *globals, out cleanOutput) {
+	verb := "would remove"
+	if out.Applied {
+		verb = "removed"
+	}
+	for _, rt := range out.Roots {
+		if rt.Missing {
+			fmt.Fprintf(g.stdout, "%s: absent\n", printable.Escape(rt.Root))
+			continue
+		}
+		for _, e := range rt.Entries {
+			fmt.Fprintf(g.stdout, "%s %s %s\n", verb, e.Kind, printable.Escape(e.Path))
+		}
+		for _, e := range rt.Skipped {
+			fmt.Fprintf(g.stdout, "kept %s (never cleaned)\n", printable.Escape(e.Path))
+		}
+	}
+	fmt.Fprintf(g.stdout, "%s %d entries", verb, out.Removed)
+	if out.Recorded {
+		fmt.Fprintf(g.stdout, ", recorded in run %s", out.RunID)
+	}
+	if !out.Applied {
+		fmt.Fprint(g.stdout, " (dry run: --apply removes them)")
+	}
+	fmt.Fprintln(g.stdout)
+}
