@@ -142,3 +142,39 @@ func (s *Server) serveRunArtifacts(w http.ResponseWriter, r *http.Request, q rep
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"total_count": len(items), "artifacts": page})
 }
+
+// HideArtifact takes the artifacts called name out of owner/repo's REST
+// listings (a shard whose upload never happened) and returns the function
+// that puts them back.
+func (s *Server) HideArtifact(owner, repo, name string) (restore func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rs := s.repo(owner, repo)
+	var kept, hidden []*Artifact
+	for _, a := range rs.artifacts {
+		if a.Name == name {
+			hidden = append(hidden, a)
+		} else {
+			kept = append(kept, a)
+		}
+	}
+	rs.artifacts = kept
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		rs.artifacts = append(rs.artifacts, hidden...)
+	}
+}
+
+// ListedData returns the zip the REST API serves for the artifact called
+// name listed under workflow run runID of owner/repo.
+func (s *Server) ListedData(owner, repo string, runID int64, name string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.repo(owner, repo).artifacts {
+		if a.Name == name && a.RunID == runID {
+			return a.Data, true
+		}
+	}
+	return nil, false
+}
