@@ -77,6 +77,9 @@ type Folder struct {
 	s *sessionFold
 	// dry: the session rules check an event without applying it (Try).
 	dry bool
+	// sh is the replay of merged shards (shard_fold.go), nil before the
+	// first shard.merged.
+	sh *shardFold
 }
 
 // digestRE is the only shape a blob reference may have: anything else could

@@ -1,15 +1,14 @@
 package shard
 
 import (
-	"context"
 	"fmt"
 
-	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
 // MaxShards bounds N in I/N.
-const MaxShards = 256
+const MaxShards = replay.MaxShards
 
 // Spec names one shard: Index in [1, Count].
 type Spec struct{ Index, Count int }
@@ -27,17 +26,6 @@ func (e *SpecError) Error() string {
 	return fmt.Sprintf("--shard %q: %s (want I/N, 1 <= I <= N <= %d)", e.Value, e.Detail, MaxShards)
 }
 
-// ParseSpec parses "I/N".
-func ParseSpec(s string) (Spec, error) {
-	return Spec{}, &SpecError{Value: s, Detail: "not implemented"}
-}
-
-// Assign returns, for each shard 1..n, the check ids it executes
-// (deterministic, by check id; a depends_on chain stays in one shard).
-func Assign(checks []contract.Check, n int) ([][]string, error) {
-	return nil, fmt.Errorf("not implemented")
-}
-
 // ExecOptions configure the execution of one shard.
 type ExecOptions struct {
 	Spec Spec
@@ -53,13 +41,6 @@ type Result struct {
 	Head   string
 	Length int
 	Failed int
-}
-
-// Exec executes the shard's checks of planned run id in stateDir and writes
-// a self-contained shard directory to opts.Out (refused if it exists and is
-// not empty).
-func Exec(ctx context.Context, stateDir, id string, opts ExecOptions) (*Result, error) {
-	return nil, fmt.Errorf("not implemented")
 }
 
 // Verifier checks a shard manifest's signature; nil means the caller
@@ -112,11 +93,3 @@ func (e *MergeError) Error() string {
 
 // Unwrap returns the underlying error.
 func (e *MergeError) Unwrap() error { return e.Err }
-
-// Merge verifies every shard dir (chain, binding, manifest, signature,
-// coverage: each check exactly once, all shards 1..n present) and appends
-// the results to the run's log; the run then continues as after a
-// single-machine exec (AWAITING_APPROVAL or BLOCKED).
-func Merge(ctx context.Context, stateDir, id string, dirs []string, opts MergeOptions) (*MergeResult, error) {
-	return nil, fmt.Errorf("not implemented")
-}
