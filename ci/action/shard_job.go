@@ -28,7 +28,11 @@ const (
 // merge job. A refusal ends the job with its class's exit code and names
 // its ShardReason.
 func (j *job) runSharded(ctx context.Context) (int, error) {
-	defer j.closeRun()
+	defer func() {
+		if j.r != nil {
+			j.closeRun()
+		}
+	}()
 	code, err := j.sharded(ctx)
 	var se *ShardError
 	if errors.As(err, &se) {

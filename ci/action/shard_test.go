@@ -1,6 +1,7 @@
 package action
 
 import (
+	"bytes"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/x509"
@@ -12,8 +13,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/shard"
 )
 
@@ -225,4 +228,160 @@ func TestShardPlanHostile(t *testing.T) {
 	delete(fx.env, "INPUT_SIGNING-KEY")
 	res, err = fx.run()
 	wantShardRefusal(t, fx, res, err, ExitUsage, ShardNoSigner, "input signing-key is empty")
+}
+
+// shardProcessContract has n process checks (no Docker); c02 depends on
+// c01.
+func shardProcessContract(n int) string {
+	var b strings.Builder
+	b.WriteString("version: 1\nname: widget\ndefaults:\n  runtime: process\n  timeout: 30s\nchecks:\n")
+	for i := 1; i <= n; i++ {
+		fmt.Fprintf(&b, "  - id: c%02d\n    run: [test, -f, README.md]\n", i)
+		if i == 2 {
+			b.WriteString("    depends_on: [c01]\n")
+		}
+	}
+	b.WriteString("approval: {required: 1, roles: [write, maintain, admin]}\n")
+	return b.String()
+}
+
+// The whole sharded path in process (the e2e runs it in action
+// containers): plan, three shard jobs, and merge jobs that refuse a
+// tampered shard, a shard uploaded twice under two indexes, a shard
+// re-signed by another key and a missing shard, then merge, count the
+// approval, upload the bundle that the verify step accepts. A failed check
+// in a shard fails the shard job but still uploads the shard, and the
+// merge blocks the run.
+func TestShardFlow(t *testing.T) {
+	const n, checks = 3, 8
+	fx := newFixture(t, shardProcessContract(checks), nil)
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	fx.prEvent()
+	job := func(mode, sh string) (*Result, error) {
+		fx.shardEnv(runID, 1, mode+sh, mode, sh)
+		return fx.run()
+	}
+	res, err := job(ModePlan, "")
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	planned := res.RunID
+	name := func(i int) string { return ShardArtifactName(runID, 1, shard.Spec{Index: i, Count: n}) }
+	total := 0
+	for i := 1; i <= n; i++ {
+		res, err := job("", fmt.Sprintf("%d/%d", i, n))
+		mustCode(t, res.Code, ExitOK, err, fx.log.String())
+		if out := fx.outputs(); out["shard-artifact"] != name(i) || out["run-id"] != planned {
+			t.Fatalf("shard %d outputs %v", i, out)
+		}
+		z, ok := fx.gh.ListedData(owner, repo, runID, name(i))
+		if !ok {
+			t.Fatalf("shard %d not listed", i)
+		}
+		files, err := artifact.Unzip(z, 1<<30, 1<<30)
+		if err != nil || files["shard.json"] == nil || files["shard.sig"] == nil {
+			t.Fatalf("shard %d artifact: %v %v", i, keysOf(files), err)
+		}
+		total += strings.Count(fx.summary(), "check(s) executed") // one note per shard job
+	}
+	if total != n {
+		t.Fatalf("%d shard notes", total)
+	}
+	merge := func(code int, reason ShardReason, text string) *Result {
+		t.Helper()
+		res, err := job(ModeMerge, "")
+		if reason == "" {
+			mustCode(t, res.Code, code, err, fx.log.String())
+			return res
+		}
+		wantShardRefusal(t, fx, res, err, code, reason, text)
+		return res
+	}
+	good2, _ := fx.gh.ListedData(owner, repo, runID, name(2))
+	good3, _ := fx.gh.ListedData(owner, repo, runID, name(3))
+
+	// Tampered: one byte of the shard's files changed, zip well-formed.
+	fx.gh.TamperBlob(name(2), rezip(t, good2, func(files map[string][]byte) {
+		for n, b := range files {
+			if strings.HasPrefix(n, "blobs/") {
+				files[n] = append(bytes.Clone(b), 'x')
+				return
+			}
+		}
+		t.Fatal("no blob in the shard")
+	}))
+	merge(ExitRefused, ShardReason(shard.Tampered), name(2))
+	// Shard 2 executed twice: also uploaded as shard 3.
+	fx.gh.TamperBlob(name(2), good2)
+	fx.gh.TamperBlob(name(3), good2)
+	merge(ExitRefused, ShardDuplicate, name(3))
+	fx.gh.TamperBlob(name(3), good3)
+	// Re-signed by another key.
+	fx.gh.TamperBlob(name(3), resign(t, good3))
+	merge(ExitRefused, ShardReason(shard.Untrusted), name(3))
+	fx.gh.TamperBlob(name(3), good3)
+	// Missing.
+	restore := fx.gh.HideArtifact(owner, repo, name(1))
+	merge(ExitRefused, ShardMissing, name(1))
+	restore()
+
+	res = merge(ExitOK, "", "")
+	if res.State != run.Complete || res.RunID != planned || res.Recorded != 1 || res.ArtifactID == 0 {
+		t.Fatalf("merge: %+v\n%s", res, fx.log.String())
+	}
+	if s := fx.summary(); !strings.Contains(s, fmt.Sprintf("%d shards of workflow run %d attempt 1 merged (%d checks", n, runID, checks)) || !strings.Contains(s, "| `c08` | ✅ passed") {
+		t.Fatalf("summary:\n%s", s)
+	}
+	m := fx.release()
+	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", m
+	fx.env["INPUT_TRUST-STORE"] = fx.trust
+	fx.env["INPUT_REQUIRE-APPROVALS"] = "1"
+	vr, err := fx.verify()
+	mustCode(t, vr.Code, ExitOK, err, fx.log.String())
+	if vr.RunID != planned {
+		t.Fatalf("verify: %+v", vr)
+	}
+}
+
+// A check that fails in a shard: the shard job uploads its shard and
+// exits 1; the merge blocks the run (exit 1, BLOCKED, no bundle).
+func TestShardFailedCheckBlocks(t *testing.T) {
+	c := strings.Replace(shardProcessContract(4), "  - id: c04\n    run: [test, -f, README.md]", "  - id: c04\n    run: [test, -f, MISSING.md]", 1)
+	fx := newFixture(t, c, nil)
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	fx.prEvent()
+	fx.shardEnv(runID, 1, "plan", ModePlan, "")
+	res, err := fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	failed := 0
+	for i := 1; i <= 2; i++ {
+		fx.shardEnv(runID, 1, fmt.Sprintf("s%d", i), "", fmt.Sprintf("%d/2", i))
+		res, err := fx.run()
+		if res.Code == ExitRefused {
+			failed++
+			if !strings.Contains(fx.log.String(), "the merge job blocks the run") {
+				t.Fatalf("failed shard log:\n%s", fx.log.String())
+			}
+		} else {
+			mustCode(t, res.Code, ExitOK, err, fx.log.String())
+		}
+		if fx.outputs()["shard-artifact"] == "" {
+			t.Fatalf("shard %d uploaded nothing\n%s", i, fx.log.String())
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("%d shard jobs failed, want 1", failed)
+	}
+	fx.shardEnv(runID, 1, "merge", ModeMerge, "")
+	res, err = fx.run()
+	mustCode(t, res.Code, ExitRefused, err, fx.log.String())
+	if res.State != run.Blocked || res.ArtifactID != 0 {
+		t.Fatalf("merge of a failed shard: %+v", res)
+	}
+}
+
+func keysOf(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
 }
