@@ -116,8 +116,8 @@ func ShardFiles(i int) []string {
 // that length and head, and whose check events are, type and data byte
 // for byte, the check events the run's log recorded for the shard.
 func (f *Folder) checkShards(fsys fs.FS, events []eventlog.Event) error {
-	if f.sh == nil {
-		return nil
+	if err := f.checkShardNames(fsys); err != nil || f.sh == nil {
+		return err
 	}
 	b := eventlog.Binding{Run: events[0].Run, Source: events[0].Source, Contract: events[0].Contract}
 	copies := shardCopies(events)
@@ -153,7 +153,7 @@ func (f *Folder) checkShard(fsys fs.FS, b eventlog.Binding, rec shardRecord, cop
 	}
 	sl, err := ReadShardLog(lb, f.c, b, d.Shard, d.Of)
 	if err != nil {
-		return fmt.Errorf("%s: %w", names[0], err)
+		return &AuditError{Reason: ReasonShard, Line: rec.line, Detail: names[0] + ": " + err.Error(), Err: err}
 	}
 	if sl.Length != d.Log.Length || sl.Head != d.Log.Head || !slices.Equal(sl.Opened.Checks, d.Checks) {
 		return bad(rec.line, ReasonShard, "%s is %d events ending %s; shard.merged records %d ending %s", names[0], sl.Length, sl.Head, d.Log.Length, d.Log.Head)
@@ -164,6 +164,35 @@ func (f *Folder) checkShard(fsys fs.FS, b eventlog.Binding, rec shardRecord, cop
 	for i, e := range sl.Checks {
 		if e.Type != copied[i].Type || !bytes.Equal(e.Data, copied[i].Data) {
 			return bad(rec.line, ReasonShard, "shard %d's check event %d is not the one the run's log copies", d.Shard, i+1)
+		}
+	}
+	return nil
+}
+
+// checkShardNames refuses a shards/ entry no shard.merged accounts for:
+// another index, or another file name.
+func (f *Folder) checkShardNames(fsys fs.FS) error {
+	ents, err := fs.ReadDir(fsys, ShardDir)
+	if err != nil || len(ents) == 0 {
+		return nil // no shards/ (fs.ErrNotExist): a run that merged none
+	}
+	known := map[string]bool{}
+	if f.sh != nil {
+		for i := range f.sh.merged {
+			for _, n := range ShardFiles(i) {
+				known[n] = true
+			}
+		}
+	}
+	for _, e := range ents {
+		sub, err := fs.ReadDir(fsys, path.Join(ShardDir, e.Name()))
+		if err != nil {
+			return &AuditError{Reason: ReasonShard, Detail: fmt.Sprintf("%s/%s is not a merged shard's directory", ShardDir, e.Name())}
+		}
+		for _, s := range sub {
+			if n := path.Join(ShardDir, e.Name(), s.Name()); !known[n] {
+				return &AuditError{Reason: ReasonShard, Detail: n + " is not a file of a shard the log merged"}
+			}
 		}
 	}
 	return nil

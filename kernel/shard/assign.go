@@ -42,9 +42,9 @@ func decimal(s string) (int, error) {
 func (s Spec) check() error {
 	switch {
 	case s.Count < 1 || s.Count > MaxShards:
-		return fmt.Errorf("N = %d is not in 1..%d", s.Count, MaxShards)
+		return fmt.Errorf("the shard count %d is not in 1..%d", s.Count, MaxShards)
 	case s.Index < 1 || s.Index > s.Count:
-		return fmt.Errorf("I = %d is not in 1..%d", s.Index, s.Count)
+		return fmt.Errorf("the shard index %d is not in 1..%d", s.Index, s.Count)
 	}
 	return nil
 }
@@ -105,8 +105,7 @@ func components(checks []contract.Check) ([][]string, error) {
 		}
 		parent[c.ID] = c.ID
 	}
-	var find func(string) string
-	find = func(x string) string {
+	find := func(x string) string {
 		for parent[x] != x {
 			parent[x] = parent[parent[x]]
 			x = parent[x]
