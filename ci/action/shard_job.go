@@ -146,7 +146,7 @@ func (j *job) runShard(ctx context.Context, id string, sp shard.Spec, dir string
 // an ephemeral key Fulcio certifies for the job's OIDC token.
 func (j *job) signShard(ctx context.Context, dir string) error {
 	if !j.keyless {
-		if err := bundle.SignShard(dir, j.signer); err != nil {
+		if err := bundle.SignShardContext(ctx, dir, j.signer); err != nil {
 			return environment("sign the shard: %w", err)
 		}
 		return nil
@@ -155,7 +155,7 @@ func (j *job) signShard(ctx context.Context, dir string) error {
 	if err != nil {
 		return err
 	}
-	if err := bundle.SignShardWith(dir, ms); err != nil {
+	if err := bundle.SignShardWith(ctx, dir, ms); err != nil {
 		return environment("sign the shard (keyless): %w", err)
 	}
 	return nil

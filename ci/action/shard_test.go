@@ -174,6 +174,7 @@ func wantShardRefusal(t *testing.T, fx *fixture, res *Result, err error, code in
 	if !strings.Contains(fx.log.String(), "::error title=ProofGate::sharded run refused ("+string(reason)+")") {
 		t.Fatalf("no error annotation naming %s:\n%s", reason, fx.log.String())
 	}
+	t.Logf("exit %d: %s", res.Code, grepLine(fx.log.String(), "::error title=ProofGate::"))
 }
 
 // The plan job uploads the signed planned run; shard jobs refuse a plan
@@ -331,6 +332,7 @@ func TestShardFlow(t *testing.T) {
 		t.Fatalf("summary:\n%s", s)
 	}
 	m := fx.release()
+	fx.env["GITHUB_WORKSPACE"] = fx.ws // the release job's checkout has the merge commit
 	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", m
 	fx.env["INPUT_TRUST-STORE"] = fx.trust
 	fx.env["INPUT_REQUIRE-APPROVALS"] = "1"
