@@ -85,6 +85,9 @@ func packRun(dir string, want replay.State, statement func(rep *replay.Report, s
 		}
 		mem[n] = b
 	}
+	if err := readMergedShards(dir, mem); err != nil {
+		return nil, fmt.Errorf("hand-off: %w", err)
+	}
 	rep, err := replay.AuditFS(replay.Overlay(dir, mem), replay.BlobsVerified())
 	if err != nil {
 		return nil, fmt.Errorf("hand-off: audit: %w", err)

@@ -387,3 +387,36 @@ func keysOf(m map[string][]byte) []string {
 	}
 	return out
 }
+
+// The example's review path: a merge without approval yet ends
+// AWAITING_APPROVAL and hands the merged run off; the unsharded review job
+// imports it (the fast path) without re-running a check, counts the
+// approval and uploads the bundle.
+func TestShardMergeHandoffReview(t *testing.T) {
+	const n = 2
+	fx := newFixture(t, shardProcessContract(4), nil)
+	fx.prEvent()
+	fx.shardEnv(runID, 1, "plan", ModePlan, "")
+	res, err := fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	for i := 1; i <= n; i++ {
+		fx.shardEnv(runID, 1, fmt.Sprintf("s%d", i), "", fmt.Sprintf("%d/%d", i, n))
+		res, err := fx.run()
+		mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	}
+	fx.shardEnv(runID, 1, "merge", ModeMerge, "")
+	res, err = fx.run()
+	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+	merged := res.RunID
+	if res.State != run.AwaitingApproval || fx.outputs()["run-artifact"] != RunArtifactPrefix+fx.head {
+		t.Fatalf("merge without approval: %+v %v\n%s", res, fx.outputs(), fx.log.String())
+	}
+	id := fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	fx.shardEnv(runID+1, 1, "review", "", "")
+	fx.reviewEvent(id)
+	res, err = fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	if !res.Imported || res.RunID != merged || res.State != run.Complete || res.ArtifactID == 0 || strings.Contains(fx.log.String(), "passed  c0") {
+		t.Fatalf("review of a merged run: %+v (refusal %q)\n%s", res, res.FastPathRefusal, fx.log.String())
+	}
+}
