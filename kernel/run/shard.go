@@ -275,10 +275,8 @@ func (r *Run) storeShards(shards []MergedShard) error {
 		return fmt.Errorf("merge: %w", err)
 	}
 	for _, sh := range shards {
-		for _, d := range sh.Blobs {
-			if err := copyBlob(r.blobs, blob.New(sh.BlobDir), d); err != nil {
-				return fmt.Errorf("merge shard %d: %w", sh.Record.Shard, err)
-			}
+		if err := copyBlobs(r.blobs, blob.New(sh.BlobDir), sh.Blobs); err != nil {
+			return fmt.Errorf("merge shard %d: %w", sh.Record.Shard, err)
 		}
 		dir := filepath.Join(root, strconv.Itoa(sh.Record.Shard))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -291,6 +289,51 @@ func (r *Run) storeShards(shards []MergedShard) error {
 		}
 	}
 	return nil
+}
+
+// maxBlobBatch bounds the bytes copyBlobs holds for one PutMany (one
+// directory fsync for the batch); a larger blob is streamed on its own.
+const maxBlobBatch = 32 << 20
+
+// copyBlobs copies the blobs ds from src into dst, each re-hashed.
+func copyBlobs(dst, src *blob.Store, ds []string) error {
+	var (
+		digests []string
+		bs      [][]byte
+		held    int64
+	)
+	flush := func() error {
+		_, err := dst.PutMany(digests, bs)
+		digests, bs, held = digests[:0], bs[:0], 0
+		return err
+	}
+	for _, d := range ds {
+		p, err := src.Path(d)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Size() > maxBlobBatch/4 {
+			if err := copyBlob(dst, src, d); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if held+int64(len(b)) > maxBlobBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		digests, bs, held = append(digests, d), append(bs, b), held+int64(len(b))
+	}
+	return flush()
 }
 
 // copyBlob copies blob d from src into dst, re-hashed.
