@@ -187,8 +187,11 @@ func TestMergedBundleRefusesAnAlteredShardLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, edit := range map[string]func([]byte) []byte{
-		"a flipped byte":   func(b []byte) []byte { b = bytes.Clone(b); b[len(b)/2] ^= 1; return b },
-		"a dropped event":  func(b []byte) []byte { l := bytes.SplitAfter(b, []byte("\n")); return bytes.Join(append(l[:2:2], l[3:]...), nil) },
+		"a flipped byte": func(b []byte) []byte { b = bytes.Clone(b); b[len(b)/2] ^= 1; return b },
+		"a dropped event": func(b []byte) []byte {
+			l := bytes.SplitAfter(b, []byte("\n"))
+			return bytes.Join(append(l[:2:2], l[3:]...), nil)
+		},
 		"another stdout":   func(b []byte) []byte { return bytes.Replace(b, []byte(`"exit_code":0`), []byte(`"exit_code":0 `), 1) },
 		"an extra newline": func(b []byte) []byte { return append(bytes.Clone(b), '\n') },
 	} {
