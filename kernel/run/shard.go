@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -171,19 +173,18 @@ func (r *Run) MergeShards(shards []MergedShard) error {
 	if err := r.storeShards(shards); err != nil {
 		return err
 	}
+	batch, err := r.mergedEvents(shards)
+	if err != nil {
+		return err
+	}
 	if err := r.transition(Verifying, StateData{}); err != nil {
+		return err
+	}
+	if err := r.stageAll(batch); err != nil {
 		return err
 	}
 	budgetHit := false
 	for _, sh := range shards {
-		for _, e := range sh.Events {
-			if err := r.append(e.Type, e.Data); err != nil {
-				return fmt.Errorf("merge shard %d: %w", sh.Record.Shard, err)
-			}
-		}
-		if err := r.append(replay.TypeShardMerged, sh.Record); err != nil {
-			return fmt.Errorf("merge shard %d: %w", sh.Record.Shard, err)
-		}
 		budgetHit = budgetHit || sh.BudgetExceeded
 	}
 	if budgetHit {
@@ -192,6 +193,77 @@ func (r *Run) MergeShards(shards []MergedShard) error {
 		}
 	}
 	return r.concludeMerged(shards, budgetHit)
+}
+
+// pending is one event MergeShards appends.
+type pending struct {
+	typ  string
+	data json.RawMessage
+}
+
+// mergedEvents builds the shards' events (each shard's check events, then
+// its shard.merged) and replays them, after the run's log and a move to
+// VERIFYING, on a scratch folder: nothing is staged that the replay
+// refuses (a staged event is written by Close).
+func (r *Run) mergedEvents(shards []MergedShard) ([]pending, error) {
+	var batch []pending
+	for _, sh := range shards {
+		for _, e := range sh.Events {
+			batch = append(batch, pending{e.Type, e.Data})
+		}
+		d, err := canon.Marshal(sh.Record)
+		if err != nil {
+			return nil, err
+		}
+		batch = append(batch, pending{replay.TypeShardMerged, d})
+	}
+	r.mu.Lock()
+	events := r.log.Events()
+	r.mu.Unlock()
+	f := replay.NewFolder(r.Contract)
+	for i, e := range events {
+		if err := f.Apply(i+1, e); err != nil {
+			return nil, err
+		}
+	}
+	b := r.log.Binding()
+	scratch := func(typ string, data []byte) eventlog.Event {
+		return eventlog.Event{V: 1, Run: b.Run, Source: b.Source, Contract: b.Contract, Type: typ, Data: data}
+	}
+	sd, err := canon.Marshal(StateData{From: Planned, To: Verifying})
+	if err != nil {
+		return nil, err
+	}
+	line := len(events) + 1
+	if err := f.Apply(line, scratch(TypeState, sd)); err != nil {
+		return nil, err
+	}
+	for i, p := range batch {
+		if err := f.Apply(line+1+i, scratch(p.typ, p.data)); err != nil {
+			return nil, fmt.Errorf("merge: the shards' events do not replay: %w", err)
+		}
+	}
+	return batch, nil
+}
+
+// stageAll appends batch with one write and one fsync (eventlog Stage and
+// Flush), then writes the projection once.
+func (r *Run) stageAll(batch []pending) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, p := range batch {
+		e, err := r.log.Stage(p.typ, p.data)
+		if err != nil {
+			return err
+		}
+		if err := r.fold.Apply(r.log.Len(), e); err != nil {
+			return fmt.Errorf("kernel staged an event it cannot replay: %w", err)
+		}
+	}
+	if err := r.log.Flush(); err != nil {
+		return err
+	}
+	return r.writeProjectionLocked()
 }
 
 // storeShards copies the shards' blobs into the run's store and their
@@ -203,10 +275,8 @@ func (r *Run) storeShards(shards []MergedShard) error {
 		return fmt.Errorf("merge: %w", err)
 	}
 	for _, sh := range shards {
-		for _, d := range sh.Blobs {
-			if err := copyBlob(r.blobs, blob.New(sh.BlobDir), d); err != nil {
-				return fmt.Errorf("merge shard %d: %w", sh.Record.Shard, err)
-			}
+		if err := copyBlobs(r.blobs, blob.New(sh.BlobDir), sh.Blobs); err != nil {
+			return fmt.Errorf("merge shard %d: %w", sh.Record.Shard, err)
 		}
 		dir := filepath.Join(root, strconv.Itoa(sh.Record.Shard))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -219,6 +289,51 @@ func (r *Run) storeShards(shards []MergedShard) error {
 		}
 	}
 	return nil
+}
+
+// maxBlobBatch bounds the bytes copyBlobs holds for one PutMany (one
+// directory fsync for the batch); a larger blob is streamed on its own.
+const maxBlobBatch = 32 << 20
+
+// copyBlobs copies the blobs ds from src into dst, each re-hashed.
+func copyBlobs(dst, src *blob.Store, ds []string) error {
+	var (
+		digests []string
+		bs      [][]byte
+		held    int64
+	)
+	flush := func() error {
+		_, err := dst.PutMany(digests, bs)
+		digests, bs, held = digests[:0], bs[:0], 0
+		return err
+	}
+	for _, d := range ds {
+		p, err := src.Path(d)
+		if err != nil {
+			return err
+		}
+		fi, err := os.Stat(p)
+		if err != nil {
+			return err
+		}
+		if fi.Size() > maxBlobBatch/4 {
+			if err := copyBlob(dst, src, d); err != nil {
+				return err
+			}
+			continue
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if held+int64(len(b)) > maxBlobBatch {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		digests, bs, held = append(digests, d), append(bs, b), held+int64(len(b))
+	}
+	return flush()
 }
 
 // copyBlob copies blob d from src into dst, re-hashed.
