@@ -420,3 +420,36 @@ func TestShardMergeHandoffReview(t *testing.T) {
 		t.Fatalf("review of a merged run: %+v (refusal %q)\n%s", res, res.FastPathRefusal, fx.log.String())
 	}
 }
+
+// A re-run (attempt 2) plans a new run; its merge takes only attempt 2's
+// shards although attempt 1's are listed under the same workflow run, and
+// a merge of an attempt whose plan job did not run refuses (plan-missing).
+func TestShardAttemptsNotMixed(t *testing.T) {
+	fx := newFixture(t, shardProcessContract(3), nil)
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	fx.prEvent()
+	plans := map[int]string{}
+	for attempt := 1; attempt <= 2; attempt++ {
+		fx.shardEnv(runID, attempt, "plan", ModePlan, "")
+		res, err := fx.run()
+		mustCode(t, res.Code, ExitOK, err, fx.log.String())
+		plans[attempt] = res.RunID
+		for i := 1; i <= 2; i++ {
+			fx.shardEnv(runID, attempt, fmt.Sprintf("s%d", i), "", fmt.Sprintf("%d/2", i))
+			res, err := fx.run()
+			mustCode(t, res.Code, ExitOK, err, fx.log.String())
+		}
+	}
+	if plans[1] == plans[2] {
+		t.Fatal("the re-run reused the plan")
+	}
+	fx.shardEnv(runID, 3, "merge", ModeMerge, "")
+	res, err := fx.run()
+	wantShardRefusal(t, fx, res, err, ExitRefused, ShardPlanMissing, "proofgate-plan-4242-3")
+	fx.shardEnv(runID, 2, "merge", ModeMerge, "")
+	res, err = fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	if res.RunID != plans[2] || res.State != run.Complete {
+		t.Fatalf("attempt 2 merge: %+v", res)
+	}
+}
