@@ -60,6 +60,16 @@ func TestShardsThroughTheCLI(t *testing.T) {
 	p.must([]int{0}, "plan")
 	id := p.runs()[0]
 	work := t.TempDir()
+	// Usage errors name the flag (exit 2) and write nothing.
+	r := p.must([]int{2}, "exec", id, "--shard", "0/10", "--out", filepath.Join(work, "x"), "--key", key)
+	wantOut(t, r.stderr, `--shard "0/10"`)
+	r = p.must([]int{2}, "exec", id, "--out", filepath.Join(work, "x"))
+	wantOut(t, r.stderr, "--out needs --shard")
+	r = p.must([]int{2}, "exec", id, "--shard", "1/10", "--key", key)
+	wantOut(t, r.stderr, "--out")
+	if _, err := os.Stat(filepath.Join(work, "x")); err == nil {
+		t.Fatal("a refused exec wrote its --out")
+	}
 	const n = 10
 	dirs := make([]string, n)
 	start := time.Now()
@@ -87,7 +97,7 @@ func TestShardsThroughTheCLI(t *testing.T) {
 
 	// Hostile merges first: each refused with its reason, the run untouched.
 	p.must([]int{2}, append([]string{"merge", id}, dirs...)...) // no --trust
-	r := p.must([]int{1}, append([]string{"merge", id, "--trust", trust}, dirs[:n-1]...)...)
+	r = p.must([]int{1}, append([]string{"merge", id, "--trust", trust}, dirs[:n-1]...)...)
 	wantOut(t, r.stderr, "missing")
 	r = p.must([]int{1}, append([]string{"merge", id, "--trust", trust}, append(dirs, dirs[3])...)...)
 	wantOut(t, r.stderr, "duplicate")
@@ -95,6 +105,9 @@ func TestShardsThroughTheCLI(t *testing.T) {
 	p.must([]int{0}, "trust", "add", "--store", otherTrust, "--public-key", filepath.Join(k, "other.pub.pem"))
 	r = p.must([]int{1}, append([]string{"merge", id, "--trust", otherTrust}, dirs...)...)
 	wantOut(t, r.stderr, "untrusted")
+	// A written shard directory is never overwritten.
+	r = p.must([]int{2}, "exec", id, "--state", filepath.Join(work, "state-1"), "--shard", "1/10", "--out", dirs[0], "--key", key)
+	wantOut(t, r.stderr, "not empty")
 
 	start = time.Now()
 	r = p.must([]int{3}, append([]string{"merge", id, "--trust", trust, "--json"}, dirs...)...)
