@@ -286,7 +286,6 @@ func (sr *shardRun) approveSingle(t testing.TB) {
 	}
 }
 
-
 // A keyless shard: shard.sig with the keyless keyid, the material beside
 // it; verified against its CA, refused by another CA's verifiers or
 // without the material, and merged through kernel/shard.
