@@ -97,6 +97,13 @@ func (f *Folder) Merged() (shards int, ok bool) {
 	return f.sh.of, true
 }
 
+// Untouched reports whether the replayed run is VERIFYING with nothing
+// recorded since: no check started or finished, no shard merged, no
+// verification (a merge or exec killed right after its state change).
+func (f *Folder) Untouched() bool {
+	return f.state == Verifying && len(f.results) == 0 && len(f.pending) == 0 && f.sh == nil && !f.verified && !f.budgetHit
+}
+
 // maxShardLog bounds one shard log and one shard.json an audit reads.
 const (
 	maxShardLog      = 1 << 30

@@ -628,3 +628,30 @@ func rechainEvents(t *testing.T, events []eventlog.Event) []eventlog.Event {
 	}
 	return lg.Events()
 }
+
+// A merge killed right after its state change (the run VERIFYING, nothing
+// recorded) is resumed by the next merge; a run with results is not.
+func TestMergeResumesAfterAKilledMerge(t *testing.T) {
+	f := newFixture(t, contractYAML(2, ""))
+	dirs := f.execAll(t, 2)
+	p := filepath.Join(f.state, "runs", f.id, run.EventsFile)
+	lg, err := eventlog.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lg.Append(replay.TypeState, run.StateData{From: run.Planned, To: run.Verifying}); err != nil {
+		t.Fatal(err)
+	}
+	lg.Close()
+	res, err := f.merge(dirs, unsigned)
+	if err != nil || res.State != string(run.AwaitingApproval) {
+		t.Fatalf("resumed merge: %v %+v", err, res)
+	}
+	if _, err := replay.Audit(filepath.Join(f.state, "runs", f.id)); err != nil {
+		t.Fatal(err)
+	}
+	var se *run.StateError
+	if _, err := f.merge(dirs, unsigned); !errors.As(err, &se) {
+		t.Fatalf("merge of a merged run: %v", err)
+	}
+}
