@@ -10,8 +10,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -233,32 +235,47 @@ func rebundle(t *testing.T, b []byte, k *signingKey, name string, fn func([]byte
 	return repack(t, fs)
 }
 
-func BenchmarkVerifyMerged200(b *testing.B) {
-	sr := planShards(b, 200)
+// BenchmarkVerifyMergedVsSingle200 verifies, interleaved, the bundle of
+// 200 trivial checks run as 10 merged shards and the bundle of the same 200
+// checks run on one machine; ratio is merged / single wall time (goal
+// <= 1.2).
+func BenchmarkVerifyMergedVsSingle200(b *testing.B) {
 	k := newKey(b)
+	sr := planShards(b, 200)
 	sr.execShards(b, 10, k)
 	sr.mergeAndApprove(b, k)
-	data := exportBytes(b, sr.dir, k)
-	benchVerify(b, data, k)
-}
-
-func BenchmarkVerifySingle200(b *testing.B) {
-	sr := planShards(b, 200)
-	k := newKey(b)
-	r, err := run.Open(sr.state, sr.id)
+	merged := exportBytes(b, sr.dir, k)
+	one := planShards(b, 200)
+	r, err := run.Open(one.state, one.id)
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := r.Exec(context.Background(), run.ExecOptions{RepoDir: sr.repo, StateDir: sr.state, Runtimes: map[string]runtime.Runtime{"process": process.New()}, Jobs: 4}); err != nil {
+	if err := r.Exec(context.Background(), run.ExecOptions{RepoDir: one.repo, StateDir: one.state, Runtimes: map[string]runtime.Runtime{"process": process.New()}, Jobs: 4}); err != nil {
 		b.Fatal(err)
 	}
 	r.Close()
-	sr.mergeAndApproveSingle(b)
-	data := exportBytes(b, sr.dir, k)
-	benchVerify(b, data, k)
+	one.approveSingle(b)
+	single := exportBytes(b, one.dir, k)
+	st := storeWith(b, k)
+	var tm, ts time.Duration
+	verify := func(data []byte) time.Duration {
+		start := time.Now()
+		if _, err := Verify(bytes.NewReader(data), st, anyRun); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	for b.Loop() {
+		tm += verify(merged)
+		ts += verify(single)
+	}
+	b.ReportMetric(float64(tm.Microseconds())/float64(b.N)/1000, "merged-ms/op")
+	b.ReportMetric(float64(ts.Microseconds())/float64(b.N)/1000, "single-ms/op")
+	b.ReportMetric(float64(tm)/float64(ts), "ratio")
+	b.ReportMetric(float64(len(merged))/float64(len(single)), "size-ratio")
 }
 
-func (sr *shardRun) mergeAndApproveSingle(t testing.TB) {
+func (sr *shardRun) approveSingle(t testing.TB) {
 	r, err := run.Open(sr.state, sr.id)
 	if err != nil {
 		t.Fatal(err)
@@ -269,12 +286,38 @@ func (sr *shardRun) mergeAndApproveSingle(t testing.TB) {
 	}
 }
 
-func benchVerify(b *testing.B, data []byte, k *signingKey) {
-	st := storeWith(b, k)
-	b.SetBytes(int64(len(data)))
-	for b.Loop() {
-		if _, err := Verify(bytes.NewReader(data), st, anyRun); err != nil {
-			b.Fatal(err)
-		}
+// A keyless shard: shard.sig with the keyless keyid, the material beside
+// it; verified against its CA, refused by another CA's verifiers or
+// without the material, and merged through kernel/shard.
+func TestKeylessShardSignature(t *testing.T) {
+	sr := planShards(t, 4)
+	k := newKey(t)
+	sr.execShards(t, 1, k)
+	dir := sr.dirs[0]
+	os.Chmod(filepath.Join(dir, replay.ShardSignatureFile), 0o644)
+	os.Remove(filepath.Join(dir, replay.ShardSignatureFile))
+	ca := sigtest.NewCA(0xca)
+	s := ca.NewKeylessSigner(2, time.Now().UTC())
+	if err := SignShardWith(context.Background(), dir, s); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := os.ReadFile(filepath.Join(dir, replay.ShardManifestFile))
+	sig, _ := os.ReadFile(filepath.Join(dir, replay.ShardSignatureFile))
+	material, err := os.ReadFile(filepath.Join(dir, replay.ShardMaterialFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := &ShardVerifier{Keyless: ca.Verifiers()}
+	if err := v.VerifyShard(m, sig, material); err != nil {
+		t.Fatal(err)
+	}
+	wantShardSig(t, v.VerifyShard(m, sig, nil), MissingFile)
+	wantShardSig(t, (&ShardVerifier{Keys: storeWith(t, k)}).VerifyShard(m, sig, material), UnknownKey)
+	if err := (&ShardVerifier{Keyless: sigtest.NewCA(0xcb).Verifiers()}).VerifyShard(m, sig, material); err == nil {
+		t.Fatal("another CA's verifiers accepted the shard")
+	}
+	res, err := shard.Merge(context.Background(), sr.state, sr.id, sr.dirs, shard.MergeOptions{Verifier: v})
+	if err != nil || res.Checks != 4 {
+		t.Fatalf("keyless merge: %v %+v", err, res)
 	}
 }

@@ -60,6 +60,16 @@ func TestShardsThroughTheCLI(t *testing.T) {
 	p.must([]int{0}, "plan")
 	id := p.runs()[0]
 	work := t.TempDir()
+	// Usage errors name the flag (exit 2) and write nothing.
+	r := p.must([]int{2}, "exec", id, "--shard", "0/10", "--out", filepath.Join(work, "x"), "--key", key)
+	wantOut(t, r.stderr, `--shard "0/10"`)
+	r = p.must([]int{2}, "exec", id, "--out", filepath.Join(work, "x"))
+	wantOut(t, r.stderr, "--out needs --shard")
+	r = p.must([]int{2}, "exec", id, "--shard", "1/10", "--key", key)
+	wantOut(t, r.stderr, "--out")
+	if _, err := os.Stat(filepath.Join(work, "x")); err == nil {
+		t.Fatal("a refused exec wrote its --out")
+	}
 	const n = 10
 	dirs := make([]string, n)
 	start := time.Now()
@@ -87,7 +97,7 @@ func TestShardsThroughTheCLI(t *testing.T) {
 
 	// Hostile merges first: each refused with its reason, the run untouched.
 	p.must([]int{2}, append([]string{"merge", id}, dirs...)...) // no --trust
-	r := p.must([]int{1}, append([]string{"merge", id, "--trust", trust}, dirs[:n-1]...)...)
+	r = p.must([]int{1}, append([]string{"merge", id, "--trust", trust}, dirs[:n-1]...)...)
 	wantOut(t, r.stderr, "missing")
 	r = p.must([]int{1}, append([]string{"merge", id, "--trust", trust}, append(dirs, dirs[3])...)...)
 	wantOut(t, r.stderr, "duplicate")
@@ -95,6 +105,9 @@ func TestShardsThroughTheCLI(t *testing.T) {
 	p.must([]int{0}, "trust", "add", "--store", otherTrust, "--public-key", filepath.Join(k, "other.pub.pem"))
 	r = p.must([]int{1}, append([]string{"merge", id, "--trust", otherTrust}, dirs...)...)
 	wantOut(t, r.stderr, "untrusted")
+	// A written shard directory is never overwritten.
+	r = p.must([]int{2}, "exec", id, "--state", filepath.Join(work, "state-1"), "--shard", "1/10", "--out", dirs[0], "--key", key)
+	wantOut(t, r.stderr, "not empty")
 
 	start = time.Now()
 	r = p.must([]int{3}, append([]string{"merge", id, "--trust", trust, "--json"}, dirs...)...)
@@ -120,4 +133,59 @@ func wantOut(t *testing.T, out, want string) {
 	if !strings.Contains(out, want) {
 		t.Fatalf("output does not say %q:\n%s", want, out)
 	}
+}
+
+// A shard executor killed with SIGKILL leaves a directory without
+// shard.json: merge refuses it as running (its lock's owner is dead, the
+// manifest never written), and a re-run into a new directory merges.
+func TestShardExecutorKilled(t *testing.T) {
+	p := pg{t: t, dir: t.TempDir()}
+	marker := filepath.Join(t.TempDir(), "go")
+	p.write(".proofgate/contract.yaml", "version: 1\nname: k\ndefaults: {runtime: process, timeout: 60s}\napproval: {required: 0}\nchecks:\n  - {id: slow, run: [sh, -c, 'test -e "+marker+" || sleep 30']}\n  - {id: quick, run: ['true']}\n")
+	p.write(".gitignore", ".proofgate/runs/\n")
+	p.git("init", "-q", ".")
+	p.git("add", "-A")
+	p.git("commit", "-q", "-m", "init")
+	k := t.TempDir()
+	key, trust := filepath.Join(k, "key.pem"), filepath.Join(k, "trust.json")
+	p.must([]int{0}, "keygen", "-o", key)
+	p.must([]int{0}, "trust", "add", "--store", trust, "--public-key", filepath.Join(k, "key.pub.pem"))
+	p.must([]int{0}, "plan")
+	id := p.runs()[0]
+	work := t.TempDir()
+	state := filepath.Join(work, "state")
+	copyRunDir(t, filepath.Join(p.dir, ".proofgate", "runs", id), filepath.Join(state, "runs", id))
+	killed := filepath.Join(work, "killed")
+	cmd := exec.Command(os.Args[0], "exec", id, "--state", state, "--shard", "1/1", "--out", killed, "--key", key, "-q")
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(filepath.Join(killed, "events.ndjson"))
+		if strings.Contains(string(b), `"check":"slow"`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("the shard never started its slow check")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	r := p.must([]int{1}, "merge", id, killed, "--trust", trust)
+	wantOut(t, r.stderr, "running")
+	// The shard re-run, in a fresh copy of the planned run, merges.
+	if err := os.WriteFile(marker, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	state2 := filepath.Join(work, "state2")
+	copyRunDir(t, filepath.Join(p.dir, ".proofgate", "runs", id), filepath.Join(state2, "runs", id))
+	again := filepath.Join(work, "again")
+	p.must([]int{0}, "exec", id, "--state", state2, "--shard", "1/1", "--out", again, "--key", key, "-q")
+	r = p.must([]int{0}, "merge", id, again, "--trust", trust)
+	wantOut(t, r.stdout, "COMPLETE")
 }

@@ -140,20 +140,8 @@ type ShardLog struct {
 // budget.exceeded, and shard.closed last with the counts. Refusals are
 // *AuditError (ReasonChain for the chain, ReasonShard otherwise).
 func ReadShardLog(data []byte, c *contract.Resolved, run eventlog.Binding, shard, of int) (*ShardLog, error) {
-	want := ShardBinding(run, shard, of)
-	events, err := eventlog.Read(bytes.NewReader(data), &want)
+	events, sl, err := openShardLog(data, c, run, shard, of)
 	if err != nil {
-		var ce *eventlog.ChainError
-		if errors.As(err, &ce) {
-			return nil, &AuditError{Reason: ReasonChain, Line: ce.Line, Detail: fmt.Sprintf("shard log: %s: %s", ce.Reason, ce.Detail), Err: ce}
-		}
-		return nil, &AuditError{Reason: ReasonChain, Detail: "shard log: " + err.Error(), Err: err}
-	}
-	if len(events) < 2 {
-		return nil, shardBad(0, "the shard log has %d events; it opens and closes", len(events))
-	}
-	sl := &ShardLog{Results: map[string]CheckFinishedData{}, Length: len(events), Head: events[len(events)-1].Hash}
-	if err := sl.open(events[0], c, shard, of); err != nil {
 		return nil, err
 	}
 	sc := &shardScan{c: c, sl: sl, in: map[string]bool{}, started: map[string]bool{}}
@@ -166,6 +154,28 @@ func ReadShardLog(data []byte, c *contract.Resolved, run eventlog.Binding, shard
 		}
 	}
 	return sl, sc.close(len(events), events[len(events)-1])
+}
+
+// openShardLog verifies the chain of a shard log under its binding and
+// reads its shard.opened.
+func openShardLog(data []byte, c *contract.Resolved, run eventlog.Binding, shard, of int) ([]eventlog.Event, *ShardLog, error) {
+	want := ShardBinding(run, shard, of)
+	events, err := eventlog.Read(bytes.NewReader(data), &want)
+	if err != nil {
+		var ce *eventlog.ChainError
+		if errors.As(err, &ce) {
+			return nil, nil, &AuditError{Reason: ReasonChain, Line: ce.Line, Detail: fmt.Sprintf("shard log: %s: %s", ce.Reason, ce.Detail), Err: ce}
+		}
+		return nil, nil, &AuditError{Reason: ReasonChain, Detail: "shard log: " + err.Error(), Err: err}
+	}
+	if len(events) < 2 {
+		return nil, nil, shardBad(0, "the shard log has %d events; it opens and closes", len(events))
+	}
+	sl := &ShardLog{Results: map[string]CheckFinishedData{}, Length: len(events), Head: events[len(events)-1].Hash}
+	if err := sl.open(events[0], c, shard, of); err != nil {
+		return nil, nil, err
+	}
+	return events, sl, nil
 }
 
 func shardBad(line int, format string, a ...any) *AuditError {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -96,6 +97,13 @@ func (f *Folder) Merged() (shards int, ok bool) {
 	return f.sh.of, true
 }
 
+// Untouched reports whether the replayed run is VERIFYING with nothing
+// recorded since: no check started or finished, no shard merged, no
+// verification (a merge or exec killed right after its state change).
+func (f *Folder) Untouched() bool {
+	return f.state == Verifying && len(f.results) == 0 && len(f.pending) == 0 && f.sh == nil && !f.verified && !f.budgetHit
+}
+
 // maxShardLog bounds one shard log and one shard.json an audit reads.
 const (
 	maxShardLog      = 1 << 30
@@ -151,20 +159,48 @@ func (f *Folder) checkShard(fsys fs.FS, b eventlog.Binding, rec shardRecord, cop
 	if m.Log != d.Log || m.Events != hex.EncodeToString(s[:]) || m.Shard != d.Shard || m.Of != d.Of {
 		return bad(rec.line, ReasonShard, "%s does not describe shard %d/%d's log %s", names[1], d.Shard, d.Of, names[0])
 	}
-	sl, err := ReadShardLog(lb, f.c, b, d.Shard, d.Of)
+	events, sl, err := openShardLog(lb, f.c, b, d.Shard, d.Of)
 	if err != nil {
 		return &AuditError{Reason: ReasonShard, Line: rec.line, Detail: names[0] + ": " + err.Error(), Err: err}
 	}
 	if sl.Length != d.Log.Length || sl.Head != d.Log.Head || !slices.Equal(sl.Opened.Checks, d.Checks) {
 		return bad(rec.line, ReasonShard, "%s is %d events ending %s; shard.merged records %d ending %s", names[0], sl.Length, sl.Head, d.Log.Length, d.Log.Head)
 	}
-	if len(sl.Checks) != len(copied) {
-		return bad(rec.line, ReasonShard, "shard %d's log has %d check events, the run's log copies %d", d.Shard, len(sl.Checks), len(copied))
-	}
-	for i, e := range sl.Checks {
-		if e.Type != copied[i].Type || !bytes.Equal(e.Data, copied[i].Data) {
-			return bad(rec.line, ReasonShard, "shard %d's check event %d is not the one the run's log copies", d.Shard, i+1)
+	return f.matchCopies(rec, events, sl, copied)
+}
+
+// matchCopies requires the shard log's events between shard.opened and
+// shard.closed to be the run log's copies (type and data byte for byte;
+// the run's replay already judged those) and optionally budget.exceeded,
+// and shard.closed's counts to be the replayed results' of the shard.
+func (f *Folder) matchCopies(rec shardRecord, events []eventlog.Event, sl *ShardLog, copied []eventlog.Event) error {
+	d, k, budget := rec.d, 0, false
+	for _, e := range events[1 : len(events)-1] {
+		switch {
+		case e.Type == TypeBudget:
+			budget = true
+		case k < len(copied) && e.Type == copied[k].Type && bytes.Equal(e.Data, copied[k].Data):
+			k++
+		default:
+			return bad(rec.line, ReasonShard, "shard %d's event %d (%s) is not the one the run's log copies", d.Shard, e.Seq, e.Type)
 		}
+	}
+	if k != len(copied) {
+		return bad(rec.line, ReasonShard, "shard %d's log has %d check events, the run's log copies %d", d.Shard, k, len(copied))
+	}
+	last := events[len(events)-1]
+	var c ShardClosedData
+	if last.Type != TypeShardClosed || strictjson.Decode(last.Data, &c) != nil {
+		return bad(rec.line, ReasonShard, "shard %d's log does not end with a valid %s", d.Shard, TypeShardClosed)
+	}
+	failed := 0
+	for _, id := range d.Checks {
+		if f.results[id].Outcome != runtime.Passed {
+			failed++
+		}
+	}
+	if c.Checks != len(d.Checks) || c.Failed != failed || c.BudgetExceeded != budget {
+		return bad(rec.line, ReasonShard, "shard %d's shard.closed counts %d checks, %d failed, budget %v; the run replays %d, %d, %v", d.Shard, c.Checks, c.Failed, c.BudgetExceeded, len(d.Checks), failed, budget)
 	}
 	return nil
 }

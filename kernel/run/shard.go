@@ -160,25 +160,29 @@ type MergedShard struct {
 	Worktree replay.WorktreeState
 }
 
-// MergeShards appends verified shards to a PLANNED run: their blobs and
+// MergeShards appends verified shards to a PLANNED run (or one a killed
+// merge left VERIFYING with nothing recorded, CanMerge): their blobs and
 // files are stored, the run moves to VERIFYING, each shard's check events
 // are appended followed by its shard.merged, and the verification
 // concludes as Exec's does (STALE when a shard saw another work tree,
 // BLOCKED, AWAITING_APPROVAL or COMPLETE). The replay refuses anything
 // but every check exactly once, by exactly one shard of 1..N.
 func (r *Run) MergeShards(shards []MergedShard) error {
-	if st := r.State(); st != Planned {
-		return &StateError{State: st, Action: "merge shards into"}
+	resume, err := r.CanMerge()
+	if err != nil {
+		return err
 	}
 	if err := r.storeShards(shards); err != nil {
 		return err
 	}
-	batch, err := r.mergedEvents(shards)
+	batch, err := r.mergedEvents(shards, resume)
 	if err != nil {
 		return err
 	}
-	if err := r.transition(Verifying, StateData{}); err != nil {
-		return err
+	if !resume {
+		if err := r.transition(Verifying, StateData{}); err != nil {
+			return err
+		}
 	}
 	if err := r.stageAll(batch); err != nil {
 		return err
@@ -205,7 +209,7 @@ type pending struct {
 // its shard.merged) and replays them, after the run's log and a move to
 // VERIFYING, on a scratch folder: nothing is staged that the replay
 // refuses (a staged event is written by Close).
-func (r *Run) mergedEvents(shards []MergedShard) ([]pending, error) {
+func (r *Run) mergedEvents(shards []MergedShard, resume bool) ([]pending, error) {
 	var batch []pending
 	for _, sh := range shards {
 		for _, e := range sh.Events {
@@ -235,11 +239,14 @@ func (r *Run) mergedEvents(shards []MergedShard) ([]pending, error) {
 		return nil, err
 	}
 	line := len(events) + 1
-	if err := f.Apply(line, scratch(TypeState, sd)); err != nil {
-		return nil, err
+	if !resume {
+		if err := f.Apply(line, scratch(TypeState, sd)); err != nil {
+			return nil, err
+		}
+		line++
 	}
 	for i, p := range batch {
-		if err := f.Apply(line+1+i, scratch(p.typ, p.data)); err != nil {
+		if err := f.Apply(line+i, scratch(p.typ, p.data)); err != nil {
 			return nil, fmt.Errorf("merge: the shards' events do not replay: %w", err)
 		}
 	}
@@ -264,6 +271,23 @@ func (r *Run) stageAll(batch []pending) error {
 		return err
 	}
 	return r.writeProjectionLocked()
+}
+
+// CanMerge refuses a run shards may not be merged into (*StateError): it
+// must be PLANNED, or VERIFYING with nothing recorded since (a merge killed
+// after its state change: resume is then true, and the merge continues
+// without a second state change).
+func (r *Run) CanMerge() (resume bool, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch st := r.fold.State(); {
+	case st == Planned:
+		return false, nil
+	case r.fold.Untouched():
+		return true, nil
+	default:
+		return false, &StateError{State: st, Action: "merge shards into"}
+	}
 }
 
 // storeShards copies the shards' blobs into the run's store and their

@@ -6,7 +6,20 @@
 //   - Verifier.VerifyShard takes the keyless verification material too:
 //     VerifyShard(manifest, signature, material []byte) error, where
 //     material is the bytes of shard.sigstore.json (nil when the shard is
-//     key-signed). Everything else is as API4.md fixes it.
+//     key-signed).
+//   - bundle side: bundle.SignShard(dir, envelope.Signer) (key),
+//     bundle.SignShardContext(ctx, dir, envelope.Signer) and
+//     bundle.SignShardWith(ctx, dir, envelope.MaterialSigner) (keyless);
+//     the Verifier is *bundle.ShardVerifier{Keys: trust store,
+//     Keyless: sigstore verifiers}.
+//   - Merge also accepts a run a killed merge left VERIFYING with nothing
+//     recorded (run.Run.CanMerge); Exec requires a PLANNED run and leaves
+//     it PLANNED.
+//
+// Everything else is as API4.md fixes it. Shard directory files:
+// ManifestFile (shard.json), SignatureFile (shard.sig), MaterialFile
+// (shard.sigstore.json, keyless), LogFile (events.ndjson), BlobDir
+// (blobs/), LockFile (shard.lock, while Exec writes).
 //
 // # Who plans: plan once, the planned run travels (API4.md choice (a))
 //

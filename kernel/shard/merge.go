@@ -37,8 +37,9 @@ const (
 // coverage: each check exactly once, all shards 1..n present) and appends
 // the results to the run's log; the run then continues as after a
 // single-machine exec (AWAITING_APPROVAL or BLOCKED; STALE when a shard
-// saw another work tree). The run must be PLANNED (*run.StateError
-// otherwise: a run merges once). Every refusal of a shard is a
+// saw another work tree). The run must be PLANNED, or VERIFYING with
+// nothing recorded since (a merge killed after its state change resumes);
+// otherwise *run.StateError: a run merges once. Every refusal of a shard is a
 // *MergeError; nothing is appended unless every shard is accepted.
 func Merge(ctx context.Context, stateDir, id string, dirs []string, opts MergeOptions) (*MergeResult, error) {
 	if len(dirs) == 0 {
@@ -49,8 +50,8 @@ func Merge(ctx context.Context, stateDir, id string, dirs []string, opts MergeOp
 		return nil, err
 	}
 	defer r.Close()
-	if st := r.State(); st != run.Planned {
-		return nil, &run.StateError{State: st, Action: "merge shards into"}
+	if _, err := r.CanMerge(); err != nil {
+		return nil, err
 	}
 	m := &merger{r: r, opts: opts}
 	m.binding, m.length, _ = r.PlannedRef()

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -111,7 +112,7 @@ func (f *fixture) execShard(t *testing.T, i, n int) string {
 	if err != nil {
 		t.Fatalf("exec shard %d/%d: %v", i, n, err)
 	}
-	if res.Dir != out || res.Failed != 0 || res.Length != len(res.Checks)*2+2 {
+	if res.Dir != out || (res.Failed != 0) != slices.Contains(res.Checks, "bad") || res.Length != len(res.Checks)*2+2 {
 		t.Fatalf("shard %d/%d: %+v", i, n, res)
 	}
 	return out
@@ -627,4 +628,63 @@ func rechainEvents(t *testing.T, events []eventlog.Event) []eventlog.Event {
 		}
 	}
 	return lg.Events()
+}
+
+// A merge killed right after its state change (the run VERIFYING, nothing
+// recorded) is resumed by the next merge; a run with results is not.
+func TestMergeResumesAfterAKilledMerge(t *testing.T) {
+	f := newFixture(t, contractYAML(2, ""))
+	dirs := f.execAll(t, 2)
+	p := filepath.Join(f.state, "runs", f.id, run.EventsFile)
+	lg, err := eventlog.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lg.Append(replay.TypeState, run.StateData{From: run.Planned, To: run.Verifying}); err != nil {
+		t.Fatal(err)
+	}
+	lg.Close()
+	res, err := f.merge(dirs, unsigned)
+	if err != nil || res.State != string(run.AwaitingApproval) {
+		t.Fatalf("resumed merge: %v %+v", err, res)
+	}
+	if _, err := replay.Audit(filepath.Join(f.state, "runs", f.id)); err != nil {
+		t.Fatal(err)
+	}
+	var se *run.StateError
+	if _, err := f.merge(dirs, unsigned); !errors.As(err, &se) {
+		t.Fatalf("merge of a merged run: %v", err)
+	}
+}
+
+// A failing check in one shard blocks the merged run; a shard that saw
+// another work tree makes it STALE, as a single exec would.
+func TestMergedRunConcludesAsExec(t *testing.T) {
+	f := newFixture(t, contractYAML(2, "")+"  - {id: bad, run: [sh, -c, 'exit 3']}\n")
+	dirs := f.execAll(t, 2)
+	res, err := f.merge(dirs, unsigned)
+	if err != nil || res.State != string(run.Blocked) {
+		t.Fatalf("merge with a failing check: %v %+v", err, res)
+	}
+
+	g := newFixture(t, contractYAML(2, ""))
+	gd := g.execAll(t, 2)
+	rechain(t, gd[1], func(_ *replay.ShardManifest, events []eventlog.Event) []eventlog.Event {
+		last := &events[len(events)-1]
+		var d replay.ShardClosedData
+		if err := json.Unmarshal(last.Data, &d); err != nil {
+			t.Fatal(err)
+		}
+		d.Worktree.Digest = "sha256:" + strings.Repeat("ab", 32)
+		b, _ := json.Marshal(d)
+		last.Data = b
+		return events
+	}, true)
+	res, err = g.merge(gd, unsigned)
+	if err != nil || res.State != string(run.Stale) {
+		t.Fatalf("merge of a shard that saw another work tree: %v %+v", err, res)
+	}
+	if _, err := replay.Audit(filepath.Join(g.state, "runs", g.id)); err != nil {
+		t.Fatal(err)
+	}
 }
