@@ -171,6 +171,9 @@ func auditForExport(runDir, id string) (map[string][]byte, *replay.Report, []eve
 		}
 		mem[name] = b
 	}
+	if err := readShardFiles(runDir, mem); err != nil {
+		return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
+	}
 	rep, err := replay.AuditFS(replay.Overlay(runDir, mem), replay.BlobsVerified())
 	if err != nil {
 		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
@@ -200,6 +203,7 @@ func packRun(runDir, id string, mem map[string][]byte, rep *replay.Report, event
 		subjects[name] = sum(b)
 		entries = append(entries, archive.BytesEntry(name, b))
 	}
+	entries = packShardFiles(mem, subjects, entries)
 
 	cp, _, err := checkpoint.Latest(runDir)
 	if err != nil {

@@ -394,7 +394,7 @@ func (b *unpacked) checkSubjects() error {
 		if _, ok := subj[f.Name]; !ok {
 			return refuse(ExtraFile, f.Name+" is in the archive but not a subject", b.id, nil)
 		}
-		if _, _, impl := splitImplementation(f.Name); !impl && f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) {
+		if _, _, impl := splitImplementation(f.Name); !impl && f.Name != RunFile && f.Name != EventsFile && f.Name != ContractFile && f.Name != CheckpointFile && !isBlobName(f.Name) && !isShardFile(f.Name) {
 			return refuse(ExtraFile, f.Name+" is not a bundle file", b.id, nil)
 		}
 	}
@@ -474,6 +474,8 @@ func refuseAudit(err error, runID string) error {
 			return refuse(ChainBroken, ae.Error(), runID, err)
 		case replay.ReasonBlob, replay.ReasonMissing:
 			return refuse(MissingFile, ae.Error(), runID, err)
+		case replay.ReasonShard:
+			return refuse(ShardMismatch, ae.Error(), runID, err)
 		}
 	}
 	return refuse(AuditFailed, err.Error(), runID, err)

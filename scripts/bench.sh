@@ -12,15 +12,25 @@
 #      warm GOCACHE/GOMODCACHE; cold vs cold; the cache mount cost per check
 #   8. (agent only, scripts/bench-agent.sh) a governed tool call vs the same
 #      argv run directly; the manifest dedup ratio of a 28-turn session
+#   9. (shards only) merge of 10 shards at 50/100/200 trivial checks (linear
+#      in checks); bundle verify of 200 checks merged from 10 shards vs the
+#      same 200 checks run on one machine, interleaved (ratio, goal <= 1.2)
 # Usage: bash scripts/bench.sh [ROUNDS]        (default 5; needs root for Docker)
 #        bash scripts/bench.sh warm [ROUNDS]   (only 7; COLD_ROUNDS, default 1,
 #        sets its cold rounds: each takes minutes)
 #        bash scripts/bench.sh agent [COUNT]  (only 8; no Docker)
+#        bash scripts/bench.sh shards [COUNT] (only 9; no Docker; COUNT runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = agent ]; then
 	shift
 	exec bash scripts/bench-agent.sh "$@"
+fi
+if [ "${1:-}" = shards ]; then
+	count=${2:-3}
+	go test -run '^$' -bench 'BenchmarkMerge' -benchtime 5x -count "$count" ./kernel/shard | grep -E '^Benchmark'
+	go test -run '^$' -bench 'BenchmarkVerifyMergedVsSingle200' -benchtime 30x -count "$count" ./bundle | grep -E '^Benchmark'
+	exit 0
 fi
 MODE=all
 if [ "${1:-}" = warm ]; then

@@ -57,7 +57,7 @@ echo "== e2e scenario" >&2
 # the pull_request_review job imports the pull_request job's run hand-off
 # instead of re-running a 6 s check (goal ≤ 10 s).
 PROOFGATE_E2E_IMAGE="$tag" go test -count=1 -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
-grep -h 'FASTPATH' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
+grep -h -e 'FASTPATH' -e 'SHARDS' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 
 end=$(date +%s)
 mib=$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }')

@@ -52,6 +52,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/docker"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
+	"github.com/proofgate/proofgate/kernel/shard"
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
@@ -143,6 +144,9 @@ type Result struct {
 	// says why it did not (a FastPathReason), "" when it did or never tried.
 	Imported        bool
 	FastPathRefusal string
+	// ShardRefusal is why a plan, shard or merge job refused (a
+	// ShardReason), "" when it did not.
+	ShardRefusal string
 	// Outputs are the step outputs set.
 	Outputs map[string]string
 }
@@ -175,6 +179,8 @@ type inputs struct {
 	jobs                                                                    int
 	signing                                                                 signingInputs
 	trustedRoot                                                             string // keyless hand-off: trusted root path at the base commit
+	mode                                                                    string // input mode: run, plan or merge (shard.go)
+	shard                                                                   *shard.Spec
 }
 
 func readInputs(f *workflow) (inputs, error) {
@@ -232,6 +238,9 @@ func readInputs(f *workflow) (inputs, error) {
 		if err := artifact.ValidateName(in.artifactName); err != nil {
 			return in, fmt.Errorf("input artifact-name: %w", err)
 		}
+	}
+	if err := readShardInputs(f, &in); err != nil {
+		return in, err
 	}
 	return in, nil
 }
@@ -309,6 +318,8 @@ type job struct {
 	closed            bool
 	statusMode        string // input status
 	fast              *fastPath
+	wrun              workflowRun    // sharded runs: GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT
+	runArts           []*runArtifact // sharded runs: the workflow run's artifacts, listed once
 }
 
 // run plans, executes and decides the run, and publishes it once
@@ -322,6 +333,9 @@ func (j *job) run(ctx context.Context) (int, error) {
 	}
 	if err := j.checkMergeGroup(ctx); err != nil {
 		return 0, err
+	}
+	if j.in.mode != ModeRun || j.in.shard != nil {
+		return j.runSharded(ctx)
 	}
 	imported := j.tryFastPath(ctx)
 	if !imported {
@@ -338,6 +352,13 @@ func (j *job) run(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
+	return j.decide(ctx)
+}
+
+// decide counts approvals of the executed (or imported, or merged) run in
+// j.r, hands an AWAITING_APPROVAL pull_request run off, and publishes a
+// COMPLETE one.
+func (j *job) decide(ctx context.Context) (int, error) {
 	code := ExitOK
 	switch j.s.report.State {
 	case run.AwaitingApproval:

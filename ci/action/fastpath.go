@@ -177,23 +177,43 @@ func (j *job) findRun(ctx context.Context, name string) (*listedArtifact, error)
 // openRun unpacks the hand-off, verifies its signature with the job's key,
 // its statement and subjects, and replays the run from its files.
 func (j *job) openRun(zipData []byte, kv *sigstore.Verifiers) (map[string][]byte, *RunStatement, error) {
+	files, payload, wk, err := j.openSignedRun(zipData, kv)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := checkStatement(payload, files)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wk != nil {
+		if err := checkKeylessTime(wk, st.Predicate.KeyID, st.Predicate.SignedAt, st.Predicate.Run.Repo); err != nil {
+			return nil, nil, err
+		}
+	}
+	return files, st, nil
+}
+
+// openSignedRun unpacks a signed run archive (the hand-off, the sharded
+// run's plan), verifies its envelope with the job's key or (kv) keyless,
+// and returns its files (without the signature) and the signed payload.
+func (j *job) openSignedRun(zipData []byte, kv *sigstore.Verifiers) (map[string][]byte, []byte, envelope.WitnessedKey, error) {
 	zfiles, err := artifact.Unzip(zipData, MaxRunArtifactBytes, MaxRunArtifactBytes)
 	if err != nil {
-		return nil, nil, refuse(FastMalformed, "%v", err)
+		return nil, nil, nil, refuse(FastMalformed, "%v", err)
 	}
 	if len(zfiles) != 1 {
-		return nil, nil, refuse(FastMalformed, "the artifact holds %d files, want one %s", len(zfiles), runArchiveSuffix)
+		return nil, nil, nil, refuse(FastMalformed, "the artifact holds %d files, want one %s", len(zfiles), runArchiveSuffix)
 	}
 	var tgz []byte
 	for n, b := range zfiles {
 		if !strings.HasSuffix(n, runArchiveSuffix) {
-			return nil, nil, refuse(FastMalformed, "the artifact holds %q, want a %s", n, runArchiveSuffix)
+			return nil, nil, nil, refuse(FastMalformed, "the artifact holds %q, want a %s", n, runArchiveSuffix)
 		}
 		tgz = b
 	}
 	afiles, err := archive.Read(bytes.NewReader(tgz), archive.DefaultLimits)
 	if err != nil {
-		return nil, nil, refuse(FastMalformed, "%v", err)
+		return nil, nil, nil, refuse(FastMalformed, "%v", err)
 	}
 	files := map[string][]byte{}
 	for _, f := range afiles {
@@ -207,26 +227,17 @@ func (j *job) openRun(zipData []byte, kv *sigstore.Verifiers) (map[string][]byte
 	var wk envelope.WitnessedKey
 	if kv != nil {
 		if payload, wk, err = openKeyless(att, material, kv); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	} else {
 		if hasMaterial {
-			return nil, nil, refuse(FastMalformed, "a key-signed hand-off carries %s", envelope.MaterialFile)
+			return nil, nil, nil, refuse(FastMalformed, "a key-signed hand-off carries %s", envelope.MaterialFile)
 		}
 		if payload, err = j.openKeyed(att); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 	}
-	st, err := checkStatement(payload, files)
-	if err != nil {
-		return nil, nil, err
-	}
-	if wk != nil {
-		if err := checkKeylessTime(wk, st); err != nil {
-			return nil, nil, err
-		}
-	}
-	return files, st, nil
+	return files, payload, wk, nil
 }
 
 // openKeyed opens a hand-off envelope with the job's own Ed25519 key.
@@ -257,32 +268,49 @@ func checkStatement(payload []byte, files map[string][]byte) (*RunStatement, err
 	if st.Type != bundle.StatementType || st.PredicateType != RunPredicateType {
 		return nil, refuse(FastMalformed, "statement type %q / predicate type %q, want %s", st.Type, st.PredicateType, RunPredicateType)
 	}
+	if err := checkSubjects(st.Subject, files); err != nil {
+		return nil, err
+	}
+	if err := replayClaimed(files, replay.AwaitingApproval, st.Predicate.Run); err != nil {
+		return nil, err
+	}
+	return &st, nil
+}
+
+// checkSubjects requires subjects to be exactly the files.
+func checkSubjects(subjects []bundle.Subject, files map[string][]byte) error {
 	want := subjectsOf(files)
-	if len(want) != len(st.Subject) {
-		return nil, refuse(FastMalformed, "%d subjects for %d files", len(st.Subject), len(want))
+	if len(want) != len(subjects) {
+		return refuse(FastMalformed, "%d subjects for %d files", len(subjects), len(want))
 	}
 	for i := range want {
-		if want[i].Name != st.Subject[i].Name || want[i].Digest["sha256"] != st.Subject[i].Digest["sha256"] || len(st.Subject[i].Digest) != 1 {
-			return nil, refuse(FastMalformed, "subject %q does not match the files", st.Subject[i].Name)
+		if want[i].Name != subjects[i].Name || want[i].Digest["sha256"] != subjects[i].Digest["sha256"] || len(subjects[i].Digest) != 1 {
+			return refuse(FastMalformed, "subject %q does not match the files", subjects[i].Name)
 		}
 	}
+	return nil
+}
+
+// replayClaimed replays the files and requires state want and the run
+// summary the statement claims.
+func replayClaimed(files map[string][]byte, want replay.State, claimedRun bundle.RunSummary) error {
 	mfs := fstest.MapFS{}
 	for n, b := range files {
 		mfs[n] = &fstest.MapFile{Data: b, Mode: 0o644}
 	}
 	rep, err := replay.AuditFS(mfs, replay.BlobsVerified())
 	if err != nil {
-		return nil, refuse(FastAudit, "%v", err)
+		return refuse(FastAudit, "%v", err)
 	}
-	if rep.State != replay.AwaitingApproval {
-		return nil, refuse(FastNotAwaiting, "the run is %s", rep.State)
+	if rep.State != want {
+		return refuse(FastNotAwaiting, "the run is %s, not %s", rep.State, want)
 	}
 	got, _ := canon.Marshal(bundle.Summarize(rep))
-	claimed, _ := canon.Marshal(st.Predicate.Run)
+	claimed, _ := canon.Marshal(claimedRun)
 	if !bytes.Equal(got, claimed) {
-		return nil, refuse(FastAudit, "the statement's run summary differs from the replay of the files")
+		return refuse(FastAudit, "the statement's run summary differs from the replay of the files")
 	}
-	return &st, nil
+	return nil
 }
 
 // bindRun requires the run to be for this PR's head, this repository, the

@@ -66,6 +66,17 @@ type HandoffPR struct {
 // exportRun packs the AWAITING_APPROVAL run in dir and signs its
 // statement with sign. It returns the archive's bytes.
 func exportRun(ctx context.Context, dir string, pr HandoffPR, keyID string, sign func([]byte) ([]byte, []byte, error)) ([]byte, error) {
+	return packRun(dir, replay.AwaitingApproval, func(rep *replay.Report, subjects []bundle.Subject, signedAt string) any {
+		return &RunStatement{Type: bundle.StatementType, PredicateType: RunPredicateType, Subject: subjects,
+			Predicate: RunPredicate{SignedAt: signedAt, KeyID: keyID, Run: bundle.Summarize(rep), PullRequest: pr}}
+	}, sign)
+}
+
+// packRun packs the run in dir, which must replay to state want, with the
+// signed statement that statement makes of its replay, the files' subjects
+// and the last event's time; it returns the archive's bytes (the hand-off
+// and the sharded run's plan, shard_plan.go).
+func packRun(dir string, want replay.State, statement func(rep *replay.Report, subjects []bundle.Subject, signedAt string) any, sign func([]byte) ([]byte, []byte, error)) ([]byte, error) {
 	mem := map[string][]byte{}
 	for _, n := range []string{bundle.RunFile, bundle.EventsFile, bundle.ContractFile} {
 		b, err := os.ReadFile(filepath.Join(dir, n))
@@ -74,12 +85,15 @@ func exportRun(ctx context.Context, dir string, pr HandoffPR, keyID string, sign
 		}
 		mem[n] = b
 	}
+	if err := readMergedShards(dir, mem); err != nil {
+		return nil, fmt.Errorf("hand-off: %w", err)
+	}
 	rep, err := replay.AuditFS(replay.Overlay(dir, mem), replay.BlobsVerified())
 	if err != nil {
 		return nil, fmt.Errorf("hand-off: audit: %w", err)
 	}
-	if rep.State != replay.AwaitingApproval {
-		return nil, fmt.Errorf("hand-off: the run is %s, not AWAITING_APPROVAL", rep.State)
+	if rep.State != want {
+		return nil, fmt.Errorf("hand-off: the run is %s, not %s", rep.State, want)
 	}
 	for _, d := range rep.Blobs {
 		name := bundle.BlobPrefix + d[len("sha256:"):]
@@ -93,9 +107,7 @@ func exportRun(ctx context.Context, dir string, pr HandoffPR, keyID string, sign
 	if err != nil {
 		return nil, fmt.Errorf("hand-off: last event time: %w", err)
 	}
-	st := RunStatement{Type: bundle.StatementType, PredicateType: RunPredicateType, Subject: subjectsOf(mem),
-		Predicate: RunPredicate{SignedAt: signedAt.UTC().Format(time.RFC3339Nano), KeyID: keyID, Run: bundle.Summarize(rep), PullRequest: pr}}
-	payload, err := canon.Marshal(&st)
+	payload, err := canon.Marshal(statement(rep, subjectsOf(mem), signedAt.UTC().Format(time.RFC3339Nano)))
 	if err != nil {
 		return nil, err
 	}

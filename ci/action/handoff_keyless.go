@@ -152,15 +152,15 @@ func openKeyless(att, material []byte, v *sigstore.Verifiers) ([]byte, envelope.
 
 // checkKeylessTime checks the witnessed key at the predicate's signed_at
 // for the run's repository.
-func checkKeylessTime(k envelope.WitnessedKey, st *RunStatement) error {
-	if st.Predicate.KeyID != k.KeyID() {
-		return refuse(FastMalformed, "predicate key_id %s is not the signature's keyid", clipID(st.Predicate.KeyID))
+func checkKeylessTime(k envelope.WitnessedKey, keyID, signedAt, repo string) error {
+	if keyID != k.KeyID() {
+		return refuse(FastMalformed, "predicate key_id %s is not the signature's keyid", clipID(keyID))
 	}
-	at, err := time.Parse(time.RFC3339Nano, st.Predicate.SignedAt)
+	at, err := time.Parse(time.RFC3339Nano, signedAt)
 	if err != nil {
 		return refuse(FastMalformed, "predicate signed_at: %v", err)
 	}
-	if err := k.CheckAt(at, "repo:"+st.Predicate.Run.Repo); err != nil {
+	if err := k.CheckAt(at, "repo:"+repo); err != nil {
 		return keylessRefusal(err)
 	}
 	return nil

@@ -72,8 +72,8 @@ func keys[M ~map[string]V, V any](m M) []string {
 func TestActionYAML(t *testing.T) {
 	var a actionYAML
 	readYAML(t, "action.yml", &a)
-	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "on-pending", "profile", "rekor-url", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
-	wantOut := []string{"artifact-id", "bundle-path", "run-artifact", "run-id", "signer", "sigstore-path", "state", "verification-digest"}
+	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "mode", "on-pending", "profile", "rekor-url", "shard", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
+	wantOut := []string{"artifact-id", "bundle-path", "plan-artifact", "run-artifact", "run-id", "shard-artifact", "shard-refusal", "signer", "sigstore-path", "state", "verification-digest"}
 	if got := keys(a.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("action.yml inputs %v, want %v", got, wantIn)
 	}
@@ -97,7 +97,8 @@ func TestActionYAML(t *testing.T) {
 	}
 	// Key mode stays the default; keyless defaults to the public-good
 	// instances.
-	for in, want := range map[string]string{"signing": SigningKey, "fulcio-url": sigstore.DefaultFulcioURL,
+	for in, want := range map[string]string{"mode": ModeRun, "shard": "",
+		"signing": SigningKey, "fulcio-url": sigstore.DefaultFulcioURL,
 		"tsa-url": sigstore.DefaultTSAURL, "rekor-url": sigstore.DefaultRekorURL, "signing-key": ""} {
 		if d := a.Inputs[in].Default; d == nil || *d != want {
 			t.Errorf("%s default %v, want %q", in, d, want)

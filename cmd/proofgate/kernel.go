@@ -31,7 +31,7 @@ import (
 
 // addKernelCommands registers the run lifecycle verbs.
 func addKernelCommands(root *cobra.Command, g *globals) {
-	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), statusCmd(g, "status"), statusCmd(g, "audit"),
+	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), mergeCmd(g), statusCmd(g, "status"), statusCmd(g, "audit"),
 		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), gcCmd(g), versionCmd(g))
 	ev := eventsCmd(root)
 	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
@@ -433,17 +433,30 @@ every 30 s while it runs (PROOFGATE_HEARTBEAT=10s changes the interval).
 
 func execCmd(g *globals) *cobra.Command {
 	var ef execFlags
+	var sf shardFlags
 	c := &cobra.Command{
 		Use:   "exec RUN",
 		Short: "Execute a planned run",
 		Long: `Execute the checks of a run made with 'proofgate plan' (PLANNED), in
 dependency order, --jobs at a time, with the contract frozen at planning.
 Like 'proofgate run': exit 3 when every check passed and the run awaits
-approval, 1 when it is BLOCKED. RUN is a run id or "latest".`,
+approval, 1 when it is BLOCKED. RUN is a run id or "latest".
+
+With --shard I/N --out DIR (--key K | --keyless) only the checks of shard
+I of N (a deterministic assignment that keeps each depends_on chain in one
+shard) run, into the new shard directory DIR, which is then signed; the run
+stays PLANNED, and 'proofgate merge RUN DIR...' merges the N shards (exit 0
+once the shard is written, whatever its checks' outcomes: the merge decides).`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx, cancel := signalContext()
 			defer cancel()
+			if on, err := sf.active(cmd); err != nil || on {
+				if err != nil {
+					return err
+				}
+				return sf.execShard(ctx, cmd, g, &ef, args[0])
+			}
 			r, err := run.Open(g.state, args[0])
 			if err != nil {
 				return classify(err)
@@ -453,6 +466,7 @@ approval, 1 when it is BLOCKED. RUN is a run id or "latest".`,
 		},
 	}
 	ef.register(c)
+	sf.register(c)
 	return c
 }
 

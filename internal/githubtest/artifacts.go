@@ -93,7 +93,8 @@ func (s *Server) serveTwirp(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.runtimeToken == "" || r.Header.Get("Authorization") != "Bearer "+s.runtimeToken {
+	id, ok := s.twirpIdentity(r.Header.Get("Authorization"))
+	if !ok {
 		twirpError(w, http.StatusUnauthorized, "unauthenticated", "bad runtime token")
 		return
 	}
@@ -107,8 +108,8 @@ func (s *Server) serveTwirp(w http.ResponseWriter, r *http.Request) {
 		twirpError(w, http.StatusBadRequest, "malformed", err.Error())
 		return
 	}
-	c := twirpCall{req: req, camel: s.CamelCase}
-	if c.str("workflow_run_backend_id") != s.runID || c.str("workflow_job_run_backend_id") != s.jobID {
+	c := twirpCall{req: req, camel: s.CamelCase, id: id}
+	if c.str("workflow_run_backend_id") != id.runBackend || c.str("workflow_job_run_backend_id") != id.jobBackend {
 		twirpError(w, http.StatusBadRequest, "invalid_argument", "backend ids do not match the token")
 		return
 	}
@@ -126,6 +127,7 @@ func (s *Server) serveTwirp(w http.ResponseWriter, r *http.Request) {
 type twirpCall struct {
 	req   map[string]any
 	camel bool
+	id    twirpID // who the runtime token speaks for (runs.go)
 }
 
 func (c twirpCall) str(k string) string { v, _ := c.req[k].(string); return v }
@@ -173,7 +175,7 @@ func (s *Server) createArtifact(w http.ResponseWriter, c twirpCall) {
 		twirpError(w, http.StatusConflict, "already_exists", "artifact "+name+" already exists")
 		return
 	}
-	u := &upload{name: name, key: "up-" + strconv.FormatInt(s.id(), 10)}
+	u := &upload{name: name, by: c.id, key: "up-" + strconv.FormatInt(s.id(), 10)}
 	s.uploads[name] = u
 	writeJSON(w, http.StatusOK, map[string]any{c.key("ok"): true, c.key("signed_upload_url"): s.URL + "/blob/" + u.key + "?sig=" + s.blobSig})
 }
@@ -206,10 +208,10 @@ func (s *Server) finalizeArtifact(w http.ResponseWriter, c twirpCall) {
 	}
 	s.blobs[u.key] = data
 	u.finalized, u.size, u.id, u.created = true, int64(len(data)), s.id(), s.tick()
-	if s.runRepo != "" {
-		owner, repo, _ := strings.Cut(s.runRepo, "/")
+	if c.id.repo != "" {
+		owner, repo, _ := strings.Cut(c.id.repo, "/")
 		s.repo(owner, repo).artifacts = append(s.repo(owner, repo).artifacts,
-			&Artifact{ID: u.id, Name: name, HeadSHA: s.runHeadSHA, RunID: 1, CreatedAt: u.created, Data: data})
+			&Artifact{ID: u.id, Name: name, HeadSHA: c.id.headSHA, RunID: c.id.restRun, CreatedAt: u.created, Data: data})
 	}
 	writeJSON(w, http.StatusOK, map[string]any{c.key("ok"): true, c.key("artifact_id"): c.i64(u.id)})
 }
@@ -219,7 +221,8 @@ func (s *Server) listArtifacts(w http.ResponseWriter, c twirpCall) {
 	nameFilter, hasName := c.req["name_filter"].(string)
 	idFilter, hasID := c.req["id_filter"]
 	for _, u := range s.uploads {
-		if !u.finalized || s.Faults.Unlisted || (hasName && u.name != nameFilter) || (hasID && fmt.Sprint(idFilter) != strconv.FormatInt(u.id, 10)) {
+		if !u.finalized || s.Faults.Unlisted || (hasName && u.name != nameFilter) || (hasID && fmt.Sprint(idFilter) != strconv.FormatInt(u.id, 10)) ||
+			u.by.runBackend != c.id.runBackend {
 			continue
 		}
 		size := u.size
@@ -227,7 +230,7 @@ func (s *Server) listArtifacts(w http.ResponseWriter, c twirpCall) {
 			size = s.Faults.ListedSize(size)
 		}
 		list = append(list, map[string]any{
-			c.key("workflow_run_backend_id"): s.runID, c.key("workflow_job_run_backend_id"): s.jobID,
+			c.key("workflow_run_backend_id"): u.by.runBackend, c.key("workflow_job_run_backend_id"): u.by.jobBackend,
 			c.key("database_id"): strconv.FormatInt(u.id+s.Faults.ListedIDOffset, 10), c.key("name"): u.name,
 			c.key("size"): strconv.FormatInt(size, 10), c.key("created_at"): u.created.Format("2006-01-02T15:04:05Z"),
 		})

@@ -154,7 +154,9 @@ type Server struct {
 	runRepo      string
 	runHeadSHA   string
 	uploads      map[string]*upload // by name
-	blobs        map[string][]byte  // key -> committed bytes
+	jobTokens    map[string]twirpID // JobRuntimeToken's tokens (runs.go)
+	runs         map[string]map[int64]bool
+	blobs        map[string][]byte // key -> committed bytes
 	blocks       map[string]map[string][]byte
 	blobSig      string
 
@@ -166,6 +168,7 @@ type Server struct {
 
 type upload struct {
 	name      string
+	by        twirpID // the token's identity that created it
 	key       string
 	finalized bool
 	id        int64
@@ -458,6 +461,7 @@ var repoRoutes = []struct {
 	{"contents/...", (*Server).serveContents},
 	{"actions/artifacts", (*Server).serveArtifacts},
 	{"actions/artifacts/*/zip", (*Server).serveArtifactZip},
+	{"actions/runs/*/artifacts", (*Server).serveRunArtifacts},
 }
 
 // matchPath reports whether the segments rest match pattern: segments

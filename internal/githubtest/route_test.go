@@ -18,8 +18,11 @@ func TestMatchPath(t *testing.T) {
 		"actions/artifacts/*/zip": func(rest []string) bool {
 			return len(rest) == 4 && rest[0] == "actions" && rest[1] == "artifacts" && rest[3] == "zip"
 		},
+		"actions/runs/*/artifacts": func(rest []string) bool {
+			return len(rest) == 4 && rest[0] == "actions" && rest[1] == "runs" && rest[3] == "artifacts"
+		},
 	}
-	words := []string{"pulls", "commits", "collaborators", "permission", "contents", "actions", "artifacts", "zip", "x", "*", "..."}
+	words := []string{"runs", "pulls", "commits", "collaborators", "permission", "contents", "actions", "artifacts", "zip", "x", "*", "..."}
 	var paths [][]string
 	var grow func(p []string)
 	grow = func(p []string) {

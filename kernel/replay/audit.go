@@ -111,6 +111,9 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 			return nil, nil, err
 		}
 	}
+	if err := f.checkShards(fsys, events); err != nil {
+		return nil, nil, err
+	}
 	members, err := f.rebuildManifests(fsys, cfg.get)
 	if err != nil {
 		return nil, nil, err

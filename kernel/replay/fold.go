@@ -80,6 +80,9 @@ type Folder struct {
 	// collections are the evidence collections recorded (evidence.go).
 	collections map[string]EvidenceCollectedData
 	verdicts    map[string]bool // collections with an evidence.verdict
+	// sh is the replay of merged shards (shard_fold.go), nil before the
+	// first shard.merged.
+	sh *shardFold
 }
 
 // digestRE is the only shape a blob reference may have: anything else could

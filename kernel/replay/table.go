@@ -215,6 +215,9 @@ func (f *Folder) applyVerification(line int, _ eventlog.Event, d VerificationDat
 	if len(f.pending) > 0 || len(f.results) != len(f.c.Checks) {
 		return bad(line, ReasonBadEvent, "verification completed with %d of %d checks finished", len(f.results), len(f.c.Checks))
 	}
+	if err := f.shardsComplete(line); err != nil {
+		return err
+	}
 	f.collect()
 	want, err := VerificationDigest(&f.r)
 	if err != nil {

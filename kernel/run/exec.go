@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -59,19 +60,8 @@ func (r *Run) Exec(ctx context.Context, opts ExecOptions) error {
 	}
 	defer budgetCancel()
 
-	s := &scheduler{r: r, opts: opts, ctx: runCtx, sem: make(chan struct{}, jobs), done: map[string]chan struct{}{}, outcome: map[string]runtime.Outcome{}}
-	for _, c := range r.Contract.Checks {
-		s.done[c.ID] = make(chan struct{})
-	}
-	var wg sync.WaitGroup
-	for _, c := range r.Contract.Checks {
-		wg.Add(1)
-		go func(c contract.Check) {
-			defer wg.Done()
-			s.runCheck(c)
-		}(c)
-	}
-	wg.Wait()
+	s := r.newScheduler(runCtx, opts, jobs, r.Contract.Checks, r.blobs, r.append)
+	s.runAll()
 	// A run that cannot finish its verification says why in its own log
 	// (best effort: the log itself may be what failed), rather than stay
 	// VERIFYING with the reason only on a terminal that is gone.
@@ -146,11 +136,41 @@ type scheduler struct {
 	opts ExecOptions
 	ctx  context.Context
 	sem  chan struct{}
+	// checks are the checks to run (all the run's, or a shard's: every
+	// dependency among them); record appends an event to the log the
+	// results go to, blobs stores their output; exclude adds paths the
+	// workspace copy leaves out.
+	checks  []contract.Check
+	record  func(typ string, data any) error
+	blobs   *blob.Store
+	exclude []string
 
 	mu      sync.Mutex
 	done    map[string]chan struct{}
 	outcome map[string]runtime.Outcome
 	err     error
+}
+
+func (r *Run) newScheduler(ctx context.Context, opts ExecOptions, jobs int, checks []contract.Check, blobs *blob.Store, record func(string, any) error) *scheduler {
+	s := &scheduler{r: r, opts: opts, ctx: ctx, sem: make(chan struct{}, jobs), done: map[string]chan struct{}{}, outcome: map[string]runtime.Outcome{},
+		checks: checks, record: record, blobs: blobs}
+	for _, c := range checks {
+		s.done[c.ID] = make(chan struct{})
+	}
+	return s
+}
+
+// runAll runs every check of s, each once its dependencies finished.
+func (s *scheduler) runAll() {
+	var wg sync.WaitGroup
+	for _, c := range s.checks {
+		wg.Add(1)
+		go func(c contract.Check) {
+			defer wg.Done()
+			s.runCheck(c)
+		}(c)
+	}
+	wg.Wait()
 }
 
 func (s *scheduler) setErr(err error) {
@@ -215,7 +235,7 @@ func (s *scheduler) skip(c contract.Check, why string) {
 	s.mu.Lock()
 	s.outcome[c.ID] = runtime.Skipped
 	s.mu.Unlock()
-	if err := s.r.append(TypeCheckFinished, CheckFinishedData{Check: c.ID, Outcome: runtime.Skipped, ExitCode: -1, Detail: why}); err != nil {
+	if err := s.record(TypeCheckFinished, CheckFinishedData{Check: c.ID, Outcome: runtime.Skipped, ExitCode: -1, Detail: why}); err != nil {
 		s.setErr(err)
 	}
 	if p := s.opts.Progress; p != nil {
@@ -243,19 +263,18 @@ func (s *scheduler) watch(c contract.Check, note string, size func() int64) (sto
 
 // execute runs one check and records its evidence.
 func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
-	r := s.r
-	outW, err := r.blobs.Create()
+	outW, err := s.blobs.Create()
 	if err != nil {
 		return runtime.Error, err
 	}
 	defer outW.Abort()
-	errW, err := r.blobs.Create()
+	errW, err := s.blobs.Create()
 	if err != nil {
 		return runtime.Error, err
 	}
 	defer errW.Abort()
 	lease, cacheErr := s.acquireCaches(c)
-	if err := r.append(TypeCheckStarted, startedData(c, lease)); err != nil {
+	if err := s.record(TypeCheckStarted, startedData(c, lease)); err != nil {
 		lease.release()
 		return runtime.Error, err
 	}
@@ -287,7 +306,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		Stdout: &so, Stderr: &se, Attestation: &res.Attestation, Detail: res.Detail,
 	}
 	if c.Evidence == "structured" && d.Outcome == runtime.Passed {
-		out, err := r.readBlobTail(so.Digest, maxReportLine*4)
+		out, err := readBlobTail(s.blobs, so.Digest, maxReportLine*4)
 		if err != nil {
 			return runtime.Error, err
 		}
@@ -297,7 +316,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 			d.Outcome, d.Detail = runtime.Failed, why
 		}
 	}
-	if err := r.append(TypeCheckFinished, d); err != nil {
+	if err := s.record(TypeCheckFinished, d); err != nil {
 		return runtime.Error, err
 	}
 	if p := s.opts.Progress; p != nil {
@@ -327,7 +346,7 @@ func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, 
 	}
 	spec := specFor(r.ID, c, s.opts.RepoDir)
 	spec.ProcDir = filepath.Join(r.Dir, ProcDir)
-	spec.Exclude = stateExclude(s.opts.RepoDir, s.opts.StateDir)
+	spec.Exclude = append(stateExclude(s.opts.RepoDir, s.opts.StateDir), s.exclude...)
 	spec.Sandbox.Caches = lease.mounts()
 	res := rt.Run(s.ctx, spec, stdout, stderr)
 	releaseCaches(&res, lease)
@@ -335,8 +354,8 @@ func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, 
 	return res
 }
 
-func (r *Run) readBlobTail(d string, n int64) ([]byte, error) {
-	f, err := r.blobs.Open(d)
+func readBlobTail(blobs *blob.Store, d string, n int64) ([]byte, error) {
+	f, err := blobs.Open(d)
 	if err != nil {
 		return nil, err
 	}
@@ -358,3 +377,5 @@ func (r *Run) readBlobTail(d string, n int64) ([]byte, error) {
 func specFor(runID string, c contract.Check, repo string) runtime.Spec {
 	return c.Execution().Spec(runID, c.ID, c.Run, repo)
 }
+
+func (r *Run) readBlobTail(d string, n int64) ([]byte, error) { return readBlobTail(r.blobs, d, n) }
