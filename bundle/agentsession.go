@@ -25,6 +25,7 @@ package bundle
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -224,7 +225,7 @@ func OpenAgentSession(data []byte, want AgentSessionWant, open AgentSessionOpene
 	delete(files, envelope.MaterialFile)
 	payload, check, err := open(att, material)
 	if err != nil {
-		return nil, agentRefuse(AgentSignature, "%v", err)
+		return nil, asAgentError(err)
 	}
 	st, err := agentStatement(payload, files)
 	if err != nil {
@@ -237,7 +238,7 @@ func OpenAgentSession(data []byte, want AgentSessionWant, open AgentSessionOpene
 	}
 	if check != nil {
 		if err := check(at, p.KeyID, p.Run.Repo); err != nil {
-			return nil, agentRefuse(AgentSignature, "%v", err)
+			return nil, asAgentError(err)
 		}
 	}
 	proof, err := replayAgentSession(files, p.Run)
@@ -246,6 +247,16 @@ func OpenAgentSession(data []byte, want AgentSessionWant, open AgentSessionOpene
 	}
 	proof.KeyID, proof.SignedAt = p.KeyID, at
 	return proof, proof.bound(want)
+}
+
+// asAgentError keeps an opener's *AgentSessionError (its reason, e.g. a
+// signer identity), else refuses the signature.
+func asAgentError(err error) error {
+	var ae *AgentSessionError
+	if errors.As(err, &ae) {
+		return ae
+	}
+	return agentRefuse(AgentSignature, "%v", err)
 }
 
 // agentStatement decodes the canonical statement and requires the

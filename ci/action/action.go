@@ -175,18 +175,20 @@ type inputs struct {
 	jobs                                                                    int
 	signing                                                                 signingInputs
 	trustedRoot                                                             string // keyless hand-off: trusted root path at the base commit
+	agentWorkflow                                                           string // keyless agent-session evidence: the base branch's agent workflow
 }
 
 func readInputs(f *workflow) (inputs, error) {
 	in := inputs{
-		contract:     f.input("contract"),
-		profile:      f.input("profile"),
-		signingKey:   f.input("signing-key"),
-		token:        f.input("github-token"),
-		artifactName: f.input("artifact-name"),
-		onPending:    strings.ToLower(f.input("on-pending")),
-		stateDir:     f.input("state-dir"),
-		trustedRoot:  f.input("trusted-root"),
+		contract:      f.input("contract"),
+		profile:       f.input("profile"),
+		signingKey:    f.input("signing-key"),
+		token:         f.input("github-token"),
+		artifactName:  f.input("artifact-name"),
+		onPending:     strings.ToLower(f.input("on-pending")),
+		stateDir:      f.input("state-dir"),
+		trustedRoot:   f.input("trusted-root"),
+		agentWorkflow: f.input("agent-workflow"),
 	}
 	// Mask before anything else can print them.
 	f.mask(in.signingKey)
@@ -553,7 +555,7 @@ func (j *job) approve(ctx context.Context) int {
 	if t == nil {
 		return code
 	}
-	dec, err := review.Decide(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval)
+	dec, err := review.DecideWith(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval, review.Options{AgentSession: agentFetcher{j}})
 	j.res.Decision = &dec
 	j.s.decision = &dec
 	var moved *review.HeadMovedError

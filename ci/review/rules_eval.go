@@ -56,6 +56,7 @@ func applyRules(d *Decision, in Input) {
 		return
 	}
 	d.Rules = &rd
+	d.AgentSession = in.RuleFacts.AgentSession
 	if len(in.RuleFacts.NotKept) > 0 {
 		d.NotKept = in.RuleFacts.NotKept
 	}
@@ -90,6 +91,9 @@ func applyRules(d *Decision, in Input) {
 	}
 	if rd.Applied && d.Satisfied {
 		d.Summary += ": approval rules met"
+	}
+	if a := d.AgentSession; a != nil && !a.Proven {
+		d.Summary += "; from_agent_session is false (" + a.Reason + ": " + a.Detail + ")"
 	}
 }
 
