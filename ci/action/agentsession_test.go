@@ -14,7 +14,9 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/internal/sigstoretest"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -278,6 +280,77 @@ func TestAgentSessionHostile(t *testing.T) {
 			}
 			if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "from_agent_session is false ("+tc.want) {
 				t.Fatalf("the summary does not say why from_agent_session is false:\n%s", s)
+			}
+		})
+	}
+}
+
+// keylessAgentFixture is agentFixture with a keyless job: the trusted
+// root of svc on the base branch, the pull_request job's own identity.
+func keylessAgentFixture(t *testing.T, svc *sigstoretest.Services) *fixture {
+	fx := newFixtureBase(t, agentContract, map[string]string{trustedRootRel: string(svc.TrustedRoot)}, nil)
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: carol, State: "APPROVED", CommitID: fx.head})
+	delete(fx.env, "INPUT_SIGNING-KEY")
+	fx.env["INPUT_SIGNING"] = SigningKeyless
+	fx.env["INPUT_FULCIO-URL"], fx.env["INPUT_TSA-URL"], fx.env["INPUT_REKOR-URL"] = svc.FulcioURL, svc.TSAURL, ""
+	fx.env["INPUT_TRUSTED-ROOT"] = trustedRootRel
+	fx.env[idTokenURLEnv], fx.env[idTokenTokenEnv] = svc.OIDC.RequestEndpoint(reviewIdentity(fx, "pull_request"))
+	fx.prEvent()
+	return fx
+}
+
+// keylessSign signs as the job whose OIDC claims are c.
+func keylessSign(t *testing.T, svc *sigstoretest.Services, c githubtest.Claims) (func([]byte) ([]byte, []byte, error), string) {
+	t.Helper()
+	ms, err := sigstore.NewKeylessSigner(sigstore.KeylessOptions{FulcioURL: svc.FulcioURL, TSAURL: svc.TSAURL, IDToken: svc.OIDC.Token(c)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return func(p []byte) ([]byte, []byte, error) {
+		return envelope.SignWithMaterial(context.Background(), ms, bundle.PayloadType, p)
+	}, ms.KeyID()
+}
+
+// agentClaims is the identity of the agent workflow dispatched on ref.
+func agentClaims(ref string) githubtest.Claims {
+	wf := owner + "/" + repo + "/.github/workflows/agent.yml@" + ref
+	return githubtest.Claims{Repository: owner + "/" + repo, Ref: ref, EventName: "workflow_dispatch", WorkflowRef: wf, JobWorkflowRef: wf}
+}
+
+func TestAgentSessionKeylessIdentity(t *testing.T) {
+	svc := sigstoretest.Start(t)
+	for _, tc := range []struct {
+		name   string
+		claims func(fx *fixture) githubtest.Claims
+		want   string // "" = proven
+	}{
+		{"the base branch's agent workflow", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/main") }, ""},
+		{"the agent workflow of another branch", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/topic") }, string(AgentSignerID)},
+		{"the pull request's own workflow", func(fx *fixture) githubtest.Claims { return reviewIdentity(fx, "pull_request") }, string(AgentSignerID)},
+		{"another repository's agent workflow", func(*fixture) githubtest.Claims {
+			c := agentClaims("refs/heads/main")
+			c.Repository = "evil/widget"
+			c.WorkflowRef = "evil/widget/.github/workflows/agent.yml@refs/heads/main"
+			c.JobWorkflowRef = c.WorkflowRef
+			return c
+		}, string(AgentSignerID)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fx := keylessAgentFixture(t, svc)
+			sign, id := keylessSign(t, svc, tc.claims(fx))
+			fx.uploadEvidence(agentEvidence(t, fx, evidenceOpts{sign: sign, keyID: id}), 0)
+			res, err := fx.run()
+			a := res.Decision.AgentSession
+			if tc.want == "" {
+				mustCode(t, res.Code, ExitOK, err, fx.log.String())
+				if res.State != run.Complete || a == nil || !a.Proven {
+					t.Fatalf("%+v agent session %+v\n%s", res, a, fx.log.String())
+				}
+				return
+			}
+			mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+			if a == nil || a.Proven || a.Reason != tc.want {
+				t.Fatalf("agent session %+v, want %s", a, tc.want)
 			}
 		})
 	}
