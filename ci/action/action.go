@@ -143,6 +143,9 @@ type Result struct {
 	// says why it did not (a FastPathReason), "" when it did or never tried.
 	Imported        bool
 	FastPathRefusal string
+	// QueueRefusal is why a merge group run was not linked to its pull
+	// request (a QueueReason), "" when it was or is not a merge group.
+	QueueRefusal string
 	// Outputs are the step outputs set.
 	Outputs map[string]string
 }
