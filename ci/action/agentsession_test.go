@@ -278,8 +278,8 @@ func TestAgentSessionHostile(t *testing.T) {
 			if res.State != run.AwaitingApproval || res.Recorded != 0 || a == nil || a.Proven || a.Reason != tc.want {
 				t.Fatalf("%+v agent session %+v, want reason %s\n%s", res, a, tc.want, fx.log.String())
 			}
-			if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "from_agent_session is false ("+tc.want) {
-				t.Fatalf("the summary does not say why from_agent_session is false:\n%s", s)
+			if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "from_agent_session is not proven ("+tc.want) {
+				t.Fatalf("the summary does not say why from_agent_session is not proven:\n%s", s)
 			}
 		})
 	}
@@ -353,5 +353,46 @@ func TestAgentSessionKeylessIdentity(t *testing.T) {
 				t.Fatalf("agent session %+v, want %s", a, tc.want)
 			}
 		})
+	}
+}
+
+// tighteningContract asks more of agent work: hiding the evidence must
+// not skip it.
+const tighteningContract = `version: 1
+name: widget
+defaults:
+  runtime: process
+  timeout: 30s
+checks:
+  - id: readme
+    run: [test, -f, README.md]
+approval:
+  required: 1
+  roles: [write, maintain, admin]
+  rules:
+    - name: agent-security
+      if: {from_agent_session: true}
+      requires: {teams: [acme/security]}
+    - name: maintainers
+      requires: {permissions: [write, maintain, admin]}
+`
+
+func TestAgentSessionHiddenEvidenceDoesNotSkipTightening(t *testing.T) {
+	fx := newFixture(t, tighteningContract, nil)
+	fx.gh.AddTeam("acme", "security")
+	fx.gh.SetTeamMember("acme", "security", "dave", "active")
+	fx.gh.SetPermission(owner, repo, "dave", githubtest.Permission{Permission: "write"})
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	fx.prEvent()
+	res, err := fx.run() // no evidence uploaded: the agent's work, hidden
+	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
+	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "agent-security (0 of 1; @acme/security) (from_agent_session is not proven") {
+		t.Fatalf("the summary does not say the tightening holds unproven:\n%s", s)
+	}
+	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: githubtest.User{Login: "dave", ID: 44}, State: "APPROVED", CommitID: fx.head})
+	res, err = fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	if res.State != run.Complete {
+		t.Fatalf("%+v", res)
 	}
 }

@@ -93,7 +93,7 @@ func applyRules(d *Decision, in Input) {
 		d.Summary += ": approval rules met"
 	}
 	if a := d.AgentSession; a != nil && !a.Proven {
-		d.Summary += "; from_agent_session is false (" + a.Reason + ": " + a.Detail + ")"
+		d.Summary += "; from_agent_session is not proven (" + a.Reason + ": " + a.Detail + ")"
 	}
 }
 

@@ -147,6 +147,10 @@ type RulesDecision struct {
 	// Credits are, by review id, how each counted approval satisfied
 	// the rules (approvals of rules that are not applicable never count).
 	Credits map[int64][]Credit `json:"credits,omitempty"`
+	// IfAgentSession is the evaluation as if the head came from an agent
+	// session, when from_agent_session is read and not proven: it must be
+	// satisfied too (rules_agent.go).
+	IfAgentSession *RulesDecision `json:"if_agent_session,omitempty"`
 }
 
 // UnresolvedError says a fact a rule needs is missing: a team

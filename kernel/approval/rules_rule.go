@@ -216,6 +216,11 @@ func (d RulesDecision) Pending() string {
 	for _, b := range d.Blocks {
 		parts = append(parts, fmt.Sprintf("changes requested by %s (%s) to be approved or dismissed", b.Login, b.Team))
 	}
+	if alt := d.IfAgentSession; alt != nil && !alt.Satisfied {
+		if p := strings.TrimPrefix(alt.Pending(), "waiting for: "); p != "" && !slices.Contains(parts, p) {
+			parts = append(parts, p+" (from_agent_session is not proven, so the rules must hold as if it were true)")
+		}
+	}
 	if len(parts) == 0 {
 		return ""
 	}
