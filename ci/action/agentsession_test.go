@@ -225,7 +225,7 @@ func TestAgentSessionRelaxesWhenProven(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if g := rep.Decisions[0].GitHub; g.Login != "carol" || len(g.Rules) != 1 || g.Rules[0].Rule != "agent-work" {
+	if g := rep.Decisions[0].GitHub; g.Login != "carol" || len(g.Rules) != 1 || g.Rules[0].Rule != "agent-work" || g.Rules[0].AgentSession != a.Implementation {
 		t.Fatalf("decision %+v", g)
 	}
 }

@@ -18,6 +18,9 @@ func (in Input) facts() approval.Facts {
 		Teams: rf.Teams, CodeOwners: rf.CodeOwners, UpdateMergedFrom: rf.UpdateMergedFrom,
 		PRCommits: rf.PRCommits, FromAgentSession: rf.FromAgentSession,
 	}
+	if a := rf.AgentSession; a != nil && a.Proven {
+		f.AgentSessionRun = a.Implementation
+	}
 	for _, u := range in.CommitUsers {
 		f.Contributors = append(f.Contributors, u.account())
 	}

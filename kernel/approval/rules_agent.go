@@ -55,3 +55,12 @@ func bothWorlds(d *RulesDecision, a contract.Approval, f Facts) error {
 	}
 	return nil
 }
+
+// stamp names the proving implementation run in a credit of a rule whose
+// if requires from_agent_session: true, when the fact was proven.
+func (ev *ruleEval) stamp(r contract.ApprovalRule, c Credit) Credit {
+	if v := r.If.FromAgentSession; v != nil && *v && ev.f.FromAgentSession {
+		c.AgentSession = ev.f.AgentSessionRun
+	}
+	return c
+}

@@ -61,10 +61,10 @@ func (ev *ruleEval) rule(r contract.ApprovalRule, credits map[int64][]Credit) (R
 		return res, nil
 	}
 	for i, c := range pending {
-		credits[pendingIDs[i]] = append(credits[pendingIDs[i]], c)
+		credits[pendingIDs[i]] = append(credits[pendingIDs[i]], ev.stamp(r, c))
 	}
 	for id, c := range owners {
-		credits[id] = append(credits[id], c)
+		credits[id] = append(credits[id], ev.stamp(r, c))
 	}
 	return res, nil
 }
