@@ -7,7 +7,8 @@ package githubtest
 // from it; commits are those reachable from head and not from base,
 // oldest first, each with its parents; files are the changes from the
 // merge base to head (status added, removed, modified or changed; sha the
-// new blob, the old one for a removed file), renames not detected.
+// new blob, the old one for a removed file), renames not detected. Only
+// full commit SHAs are answered this way (a branch name is a 404).
 
 import (
 	"fmt"
