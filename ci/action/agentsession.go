@@ -54,14 +54,18 @@ const DefaultAgentWorkflow = ".github/workflows/agent.yml"
 // Reasons the approval job adds to bundle's refusals of agent-session
 // evidence.
 const (
-	AgentNoArtifact  bundle.AgentSessionReason = "no-artifact" // no unexpired artifact for the head
-	AgentFork        bundle.AgentSessionReason = "artifact-from-fork"
-	AgentAPI         bundle.AgentSessionReason = "github-api"       // listing or downloading failed
-	AgentNoVerifier  bundle.AgentSessionReason = "no-verifier"      // no key, or keyless without a trusted root
-	AgentSignerID    bundle.AgentSessionReason = "signer-identity"  // certified for another workflow, ref or repository
-	AgentUntrusted   bundle.AgentSessionReason = "signer-untrusted" // certificate or timestamp not from the trusted root
-	maxAgentTries                              = 3                  // newest artifacts tried
-	maxAgentArtifact                           = 256 << 20
+	AgentNoArtifact bundle.AgentSessionReason = "no-artifact" // no unexpired artifact for the head
+	AgentFork       bundle.AgentSessionReason = "artifact-from-fork"
+	AgentAPI        bundle.AgentSessionReason = "github-api"       // listing or downloading failed
+	AgentNoVerifier bundle.AgentSessionReason = "no-verifier"      // no key, or keyless without a trusted root
+	AgentSignerID   bundle.AgentSessionReason = "signer-identity"  // certified for another workflow, ref or repository
+	AgentUntrusted  bundle.AgentSessionReason = "signer-untrusted" // certificate or timestamp not from the trusted root
+)
+
+// Bounds on the evidence the approval job reads.
+const (
+	maxAgentTries    = 3         // newest artifacts tried
+	maxAgentArtifact = 256 << 20 // bytes of one downloaded zip
 )
 
 // agentFetcher is the job's review.AgentSessionFetcher.
