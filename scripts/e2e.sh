@@ -58,6 +58,9 @@ echo "== e2e scenario" >&2
 # instead of re-running a 6 s check (goal ≤ 10 s).
 PROOFGATE_E2E_IMAGE="$tag" go test -count=1 -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
 grep -h -e 'FASTPATH' -e 'SHARDS' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
+# TestE2ERulesActionImage (approval rules by path, team and CODEOWNERS
+# through the image) prints its review-to-bundle figure on line RULES-E2E.
+grep -h 'RULES-E2E' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 
 end=$(date +%s)
 mib=$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }')

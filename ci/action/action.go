@@ -147,6 +147,9 @@ type Result struct {
 	// ShardRefusal is why a plan, shard or merge job refused (a
 	// ShardReason), "" when it did not.
 	ShardRefusal string
+	// QueueRefusal is why a merge group run was not linked to its pull
+	// request (a QueueReason), "" when it was or is not a merge group.
+	QueueRefusal string
 	// Outputs are the step outputs set.
 	Outputs map[string]string
 }
@@ -181,18 +184,20 @@ type inputs struct {
 	trustedRoot                                                             string // keyless hand-off: trusted root path at the base commit
 	mode                                                                    string // input mode: run, plan or merge (shard.go)
 	shard                                                                   *shard.Spec
+	agentWorkflow                                                           string // keyless agent-session evidence: the base branch's agent workflow
 }
 
 func readInputs(f *workflow) (inputs, error) {
 	in := inputs{
-		contract:     f.input("contract"),
-		profile:      f.input("profile"),
-		signingKey:   f.input("signing-key"),
-		token:        f.input("github-token"),
-		artifactName: f.input("artifact-name"),
-		onPending:    strings.ToLower(f.input("on-pending")),
-		stateDir:     f.input("state-dir"),
-		trustedRoot:  f.input("trusted-root"),
+		contract:      f.input("contract"),
+		profile:       f.input("profile"),
+		signingKey:    f.input("signing-key"),
+		token:         f.input("github-token"),
+		artifactName:  f.input("artifact-name"),
+		onPending:     strings.ToLower(f.input("on-pending")),
+		stateDir:      f.input("state-dir"),
+		trustedRoot:   f.input("trusted-root"),
+		agentWorkflow: f.input("agent-workflow"),
 	}
 	// Mask before anything else can print them.
 	f.mask(in.signingKey)
@@ -574,7 +579,7 @@ func (j *job) approve(ctx context.Context) int {
 	if t == nil {
 		return code
 	}
-	dec, err := review.Decide(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval)
+	dec, err := review.DecideWith(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval, review.Options{AgentSession: agentFetcher{j}})
 	j.res.Decision = &dec
 	j.s.decision = &dec
 	var moved *review.HeadMovedError

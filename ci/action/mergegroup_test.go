@@ -18,12 +18,16 @@ func queueFixture(t *testing.T) (*fixture, string) {
 	fx.env["GITHUB_SHA"] = q
 	fx.env["GITHUB_REF"] = "refs/heads/gh-readonly-queue/main/pr-7-" + fx.base
 	fx.gh.SetRun(owner, repo, q)
+	fx.gh.SetGitRepo(owner, repo, fx.ws)
 	return fx, q
 }
 
 func (fx *fixture) mergeGroupEvent(g githubtest.MergeGroup) {
 	fx.t.Helper()
-	g.BaseSHA, g.BaseBranch = fx.base, "main"
+	if g.BaseSHA == "" {
+		g.BaseSHA = fx.base
+	}
+	g.BaseBranch = "main"
 	if g.Tree == "" {
 		g.Tree = git(fx.t, fx.ws, "rev-parse", g.HeadSHA+"^{tree}")
 	}

@@ -1,11 +1,14 @@
 package action
 
 import (
+	"context"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/internal/testimage"
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -168,5 +171,98 @@ func TestRulesEveryCreditRecorded(t *testing.T) {
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
 	if vr.Reason != "rule-not-satisfied" {
 		t.Fatalf("require-rule security: %+v", vr)
+	}
+}
+
+// rulesDockerContract: path- and team-based rules and CODEOWNERS, checks
+// sandboxed in the helper image (the action image has no shell).
+const rulesDockerContract = `version: 1
+name: widget
+defaults:
+  runtime: docker
+  image: IMAGE
+  pull: never
+  timeout: 60s
+  network: none
+  workspace: readonly
+  resources: {memory: 128MiB, cpus: 1, pids: 64}
+checks:
+  - id: readme
+    run: [/bin/helper, cat, /workspace/README.md]
+approval:
+  required: 1
+  roles: [write, maintain, admin]
+  rules:
+    - name: backend
+      if: {changed_files: {paths: ["feature.txt", "src/**"]}}
+      requires: {teams: [acme/backend]}
+    - name: owners
+      requires: {code_owners: true}
+    - name: docs
+      if: {changed_files: {paths: ["docs/**"]}}
+      requires: {users: [nobody]}
+`
+
+// TestE2ERulesActionImage runs the rules through the action image as the
+// runner runs it: the pull_request job posts a pending status naming the
+// rules it waits for and hands off its run; a review by a member of the
+// team that owns the changed path starts a review job in a fresh checkout,
+// which imports the run (fast path), completes it, uploads the bundle and
+// flips the status to success. The review job's wall time is the
+// review-to-bundle figure (line RULES-E2E).
+func TestE2ERulesActionImage(t *testing.T) {
+	image := e2eImage(t)
+	helper, err := testimage.Ensure(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := strings.Replace(rulesDockerContract, "IMAGE", helper, 1)
+	fx := newFixtureBase(t, c, map[string]string{".github/CODEOWNERS": "* @acme/backend\n"}, nil)
+	fx.gh.AddFile(owner, repo, prNum, githubtest.File{Filename: "feature.txt", Status: "added", SHA: "f1"})
+	fx.gh.SetContent(owner, repo, fx.base, ".github/CODEOWNERS", []byte("* @acme/backend\n"))
+	fx.gh.AddTeam("acme", "backend")
+	fx.gh.SetTeamMember("acme", "backend", "bob", "active")
+	fx.env["GITHUB_RUN_ID"] = "99"
+
+	fx.prEvent()
+	start := time.Now()
+	wantCode(t, fx, fx.dockerRun(image), ExitAwaiting)
+	prTook := time.Since(start)
+	sts := fx.gh.Statuses(owner, repo, fx.head)
+	if len(sts) == 0 || sts[len(sts)-1].State != "pending" || !strings.Contains(sts[len(sts)-1].Description, "waiting for: backend (0 of 1") {
+		t.Fatalf("the pending status does not name the waiting rules: %+v\n%s", sts, fx.log.String())
+	}
+	if _, ok := fx.gh.Uploaded(RunArtifactPrefix + fx.head); !ok {
+		t.Fatalf("no hand-off uploaded\n%s", fx.log.String())
+	}
+
+	id := fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
+	fx.reviewEvent(id)
+	ws := filepath.Join(t.TempDir(), "ws")
+	git(t, fx.tmp, "clone", "-q", fx.ws, ws)
+	git(t, ws, "checkout", "-q", "--detach", fx.merge)
+	fx.ws, fx.env["GITHUB_WORKSPACE"] = ws, ws
+	start = time.Now()
+	wantCode(t, fx, fx.dockerRun(image), ExitOK)
+	took := time.Since(start)
+	log := fx.log.String()
+	if !strings.Contains(log, "checks not re-run") || strings.Contains(log, "check readme: passed") {
+		t.Fatalf("the review job did not take the fast path:\n%s", log)
+	}
+	if out := fx.outputs(); out["state"] != "COMPLETE" || out["artifact-id"] == "" {
+		t.Fatalf("outputs %v\n%s", out, log)
+	}
+	if _, ok := fx.gh.Uploaded(ArtifactPrefix + fx.head); !ok {
+		t.Fatal("no bundle uploaded")
+	}
+	if sts := fx.gh.Statuses(owner, repo, fx.head); sts[len(sts)-1].State != "success" {
+		t.Fatalf("final status %+v", sts)
+	}
+	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "approval rules met") {
+		t.Fatalf("summary:\n%s", s)
+	}
+	t.Logf("RULES-E2E: pull_request job %s; review (team member, code owner) to COMPLETE + uploaded bundle %s", prTook.Round(time.Millisecond), took.Round(time.Millisecond))
+	if took > 10*time.Second {
+		t.Fatalf("review job took %s: goal ≤ 10 s", took)
 	}
 }

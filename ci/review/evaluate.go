@@ -180,6 +180,9 @@ type Decision struct {
 	// NotKept are older approved commits whose approvals were not kept
 	// under ignore_update_merges, and why.
 	NotKept map[string]string `json:"not_kept,omitempty"`
+	// AgentSession is the from_agent_session fact the rules read, and
+	// why it is false (nil when no rule reads it).
+	AgentSession *AgentSession `json:"agent_session,omitempty"`
 }
 
 func decisive(state string) bool {

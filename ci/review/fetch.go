@@ -179,6 +179,10 @@ func permission(ctx context.Context, gh *github.Client, owner, repo string, u Us
 // again: if it moved, the decision is unsatisfied and the error is a
 // *HeadMovedError. Any API error yields an unsatisfied decision.
 func Decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, head string, rule contract.Approval) (Decision, error) {
+	return decide(ctx, gh, owner, repo, pr, head, rule, Options{})
+}
+
+func decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, head string, rule contract.Approval, opts Options) (Decision, error) {
 	in, err := Fetch(ctx, gh, owner, repo, pr, head)
 	if err != nil {
 		return Decision{Head: head, Required: rule.Required, Missing: rule.Required,
@@ -190,6 +194,7 @@ func Decide(ctx context.Context, gh *github.Client, owner, repo string, pr int, 
 			return Decision{Head: head, Required: rule.Required, Missing: rule.Required,
 				Summary: "approval rules could not be evaluated: " + err.Error()}, err
 		}
+		agentSessionFact(ctx, &in, opts)
 	}
 	d := Evaluate(in)
 	p, err := getPR(ctx, gh, owner, repo, pr)

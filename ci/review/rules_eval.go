@@ -18,6 +18,9 @@ func (in Input) facts() approval.Facts {
 		Teams: rf.Teams, CodeOwners: rf.CodeOwners, UpdateMergedFrom: rf.UpdateMergedFrom,
 		PRCommits: rf.PRCommits, FromAgentSession: rf.FromAgentSession,
 	}
+	if a := rf.AgentSession; a != nil && a.Proven {
+		f.AgentSessionRun = a.Implementation
+	}
 	for _, u := range in.CommitUsers {
 		f.Contributors = append(f.Contributors, u.account())
 	}
@@ -56,6 +59,7 @@ func applyRules(d *Decision, in Input) {
 		return
 	}
 	d.Rules = &rd
+	d.AgentSession = in.RuleFacts.AgentSession
 	if len(in.RuleFacts.NotKept) > 0 {
 		d.NotKept = in.RuleFacts.NotKept
 	}
@@ -90,6 +94,9 @@ func applyRules(d *Decision, in Input) {
 	}
 	if rd.Applied && d.Satisfied {
 		d.Summary += ": approval rules met"
+	}
+	if a := d.AgentSession; a != nil && !a.Proven {
+		d.Summary += "; from_agent_session is not proven (" + a.Reason + ": " + a.Detail + ")"
 	}
 }
 

@@ -41,6 +41,9 @@ type RuleFacts struct {
 	UpdateMergedFrom map[string]bool
 	NotKept          map[string]string
 	FromAgentSession bool
+	// AgentSession is how FromAgentSession was decided (nil: no rule
+	// reads it).
+	AgentSession *AgentSession
 	// Fetched is set by FetchRuleFacts: rules are never evaluated on
 	// facts that were not read (an empty file list would make every
 	// changed_files rule inapplicable).

@@ -381,7 +381,7 @@ func fmtRevoked(k *trust.Key) string {
 
 func bundleCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "bundle", Short: "Export and verify signed evidence bundles"}
-	c.AddCommand(exportCmd(g), verifyBundleCmd(g))
+	c.AddCommand(exportCmd(g), verifyBundleCmd(g), agentSessionCmd(g))
 	return c
 }
 

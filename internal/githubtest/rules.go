@@ -55,6 +55,7 @@ type team struct {
 type rulesState struct {
 	teams    map[string]*team   // "org/slug" lower case
 	compares map[string]Compare // owner/repo + "\x00" + base...head, lower-case repo
+	gitDirs  map[string]string  // lower-case owner/repo → a git repository answering the rest (gitcompare.go)
 }
 
 // AddFile appends a changed file to PR n.
@@ -135,6 +136,11 @@ func (s *Server) serveRules(w http.ResponseWriter, r *http.Request, path string)
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		c, ok := s.rules.compares[strings.ToLower(parts[1]+"/"+parts[2])+"\x00"+parts[4]]
+		if dir := s.rules.gitDirs[strings.ToLower(parts[1]+"/"+parts[2])]; !ok && dir != "" {
+			if base, head, cut := strings.Cut(parts[4], "..."); cut {
+				c, ok = gitCompare(dir, base, head)
+			}
+		}
 		if !ok {
 			notFound(w)
 			return true

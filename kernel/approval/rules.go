@@ -46,6 +46,9 @@ type Facts struct {
 	// FromAgentSession: the head was produced under a recorded ProofGate
 	// agent session (false unless the provider proved it).
 	FromAgentSession bool
+	// AgentSessionRun is the implementation run of the evidence that
+	// proved FromAgentSession (credits of rules that read it name it).
+	AgentSessionRun string
 }
 
 // ChangedFile is a changed path; Previous is the old path of a rename
@@ -69,11 +72,15 @@ type RuleReview struct {
 // role in requires.permissions, or the contract's roles when the rule
 // names nobody) or "code_owner" (an owner of Paths in the base branch's
 // CODEOWNERS). It is the wire form carried in approval.recorded.
+//
+// AgentSession, for a rule whose if reads from_agent_session: true, is
+// the implementation run whose verified evidence proved the fact.
 type Credit struct {
-	Rule  string   `json:"rule"`
-	Via   string   `json:"via"`
-	Team  string   `json:"team,omitempty"`
-	Paths []string `json:"paths,omitempty"`
+	Rule         string   `json:"rule"`
+	Via          string   `json:"via"`
+	Team         string   `json:"team,omitempty"`
+	Paths        []string `json:"paths,omitempty"`
+	AgentSession string   `json:"agent_session,omitempty"`
 }
 
 // Ways an approval is credited.
@@ -147,6 +154,10 @@ type RulesDecision struct {
 	// Credits are, by review id, how each counted approval satisfied
 	// the rules (approvals of rules that are not applicable never count).
 	Credits map[int64][]Credit `json:"credits,omitempty"`
+	// IfAgentSession is the evaluation as if the head came from an agent
+	// session, when from_agent_session is read and not proven: it must be
+	// satisfied too (rules_agent.go).
+	IfAgentSession *RulesDecision `json:"if_agent_session,omitempty"`
 }
 
 // UnresolvedError says a fact a rule needs is missing: a team

@@ -17,7 +17,19 @@ import (
 // "and" needs every applicable rule, "or" one of them. A standing change
 // request by a member of a disapproval team blocks. An unresolved team
 // membership is an *UnresolvedError: it never passes.
+//
+// An unproven from_agent_session is unknown, not false (rules_agent.go):
+// the decision must then also hold as if it were true.
 func EvaluateRules(a contract.Approval, f Facts) (RulesDecision, error) {
+	d, err := evaluateRules(a, f)
+	if err != nil || f.FromAgentSession || !UsesAgentSession(a) {
+		return d, err
+	}
+	return d, bothWorlds(&d, a, f)
+}
+
+// evaluateRules is EvaluateRules on the facts as they are.
+func evaluateRules(a contract.Approval, f Facts) (RulesDecision, error) {
 	d := RulesDecision{Mode: a.Mode, Credits: map[int64][]Credit{}}
 	if d.Mode == "" {
 		d.Mode = contract.ModeAnd

@@ -61,10 +61,10 @@ func (ev *ruleEval) rule(r contract.ApprovalRule, credits map[int64][]Credit) (R
 		return res, nil
 	}
 	for i, c := range pending {
-		credits[pendingIDs[i]] = append(credits[pendingIDs[i]], c)
+		credits[pendingIDs[i]] = append(credits[pendingIDs[i]], ev.stamp(r, c))
 	}
 	for id, c := range owners {
-		credits[id] = append(credits[id], c)
+		credits[id] = append(credits[id], ev.stamp(r, c))
 	}
 	return res, nil
 }
@@ -215,6 +215,11 @@ func (d RulesDecision) Pending() string {
 	}
 	for _, b := range d.Blocks {
 		parts = append(parts, fmt.Sprintf("changes requested by %s (%s) to be approved or dismissed", b.Login, b.Team))
+	}
+	if alt := d.IfAgentSession; alt != nil && !alt.Satisfied {
+		if p := strings.TrimPrefix(alt.Pending(), "waiting for: "); p != "" && !slices.Contains(parts, p) {
+			parts = append(parts, p+" (from_agent_session is not proven, so the rules must hold as if it were true)")
+		}
 	}
 	if len(parts) == 0 {
 		return ""
