@@ -24,6 +24,9 @@ type Resolved struct {
 	// when none, so the hash of a contract without them is unchanged.
 	Tools  []Tool `json:"tools,omitempty"`
 	Policy []Rule `json:"policy,omitempty"`
+	// Retention is the retention: section (kernel/contract/retention.go),
+	// absent when none.
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // Check is one fully resolved check.

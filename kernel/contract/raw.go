@@ -6,17 +6,18 @@ import "encoding/json"
 // field. Pointers and nil slices tell "absent" from "set".
 
 type rawContract struct {
-	Version  json.Number           `json:"version"`
-	Name     string                `json:"name"`
-	Defaults *rawSettings          `json:"defaults"`
-	Checks   []rawCheck            `json:"checks"`
-	Criteria []Criterion           `json:"criteria"`
-	Approval *rawApproval          `json:"approval"`
-	Budget   *rawBudget            `json:"budget"`
-	Profiles map[string]rawProfile `json:"profiles"`
-	Caches   map[string]rawCache   `json:"caches"`
-	Tools    []rawTool             `json:"tools"`
-	Policy   []rawRule             `json:"policy"`
+	Version   json.Number           `json:"version"`
+	Name      string                `json:"name"`
+	Defaults  *rawSettings          `json:"defaults"`
+	Checks    []rawCheck            `json:"checks"`
+	Criteria  []Criterion           `json:"criteria"`
+	Approval  *rawApproval          `json:"approval"`
+	Budget    *rawBudget            `json:"budget"`
+	Profiles  map[string]rawProfile `json:"profiles"`
+	Caches    map[string]rawCache   `json:"caches"`
+	Tools     []rawTool             `json:"tools"`
+	Policy    []rawRule             `json:"policy"`
+	Retention *rawRetention         `json:"retention"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check

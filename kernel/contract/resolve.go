@@ -74,6 +74,10 @@ func (r *Resolved) clone() *Resolved {
 		}
 	}
 	out.Policy = slices.Clone(r.Policy)
+	if r.Retention != nil {
+		rt := *r.Retention
+		out.Retention = &rt
+	}
 	return &out
 }
 
@@ -118,6 +122,9 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if base.Policy, err = p.resolvePolicy(base.Tools, raw.Policy); err != nil {
+		return nil, err
+	}
+	if base.Retention, err = p.resolveRetention(raw.Retention); err != nil {
 		return nil, err
 	}
 
