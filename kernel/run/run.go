@@ -20,6 +20,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
@@ -147,6 +148,9 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 		return nil, err
 	}
 	hash := canon.SumBytes(frozen)
+	if err := Recover(opts.StateDir); err != nil {
+		return nil, err
+	}
 	store := NewStore(opts.StateDir)
 	if err := os.MkdirAll(store.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -271,9 +275,19 @@ func Open(stateDir, id string) (r *Run, err error) {
 		return nil, err
 	}
 	dir := store.Path(id)
+	if err := Recover(stateDir); err != nil {
+		return nil, err
+	}
+	if retention.IsArchived(dir) {
+		return nil, &ArchivedError{ID: id}
+	}
 	lk, err := lock.Acquire(filepath.Join(dir, LockFile))
 	if err != nil {
 		return nil, err
+	}
+	if retention.IsArchived(dir) { // archived while we took the lock
+		lk.Release()
+		return nil, &ArchivedError{ID: id}
 	}
 	return openLocked(dir, id, lk)
 }

@@ -16,6 +16,11 @@ import (
 // contract.json, and the source of the first line. It streams and keeps no
 // events. Refusals are *eventlog.ChainError.
 func VerifyLog(dir string) (eventlog.Summary, error) {
+	dir, _, done, err := readable(dir)
+	if err != nil {
+		return eventlog.Summary{}, err
+	}
+	defer done()
 	f, want, err := openLog(dir)
 	if err != nil {
 		return eventlog.Summary{}, err
@@ -26,6 +31,11 @@ func VerifyLog(dir string) (eventlog.Summary, error) {
 
 // ReadLog is VerifyLog returning the events.
 func ReadLog(dir string) ([]eventlog.Event, error) {
+	dir, _, done, err := readable(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	f, want, err := openLog(dir)
 	if err != nil {
 		return nil, err
