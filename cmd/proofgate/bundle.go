@@ -435,7 +435,12 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 				return err
 			}
 			opts.Replace = force
-			res, sb, err := exportSigned(store.Path(id), out, s, ms, opts)
+			rd, _, done, err := run.ReadDir(g.state, id)
+			if err != nil {
+				return classify(err)
+			}
+			defer done()
+			res, sb, err := exportSigned(rd, out, s, ms, opts)
 			if err != nil {
 				return err
 			}

@@ -25,6 +25,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/source"
 )
@@ -521,6 +522,9 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 		fmt.Fprintf(w, "stale: %s\n", esc(r))
 	}
 	printSessions(w, st.Report, audit)
+	if a := st.Archived; a != nil {
+		fmt.Fprintf(w, "archived: read from %s (%s, as the prune log recorded it); the run is read-only\n", a.Archive, a.Digest)
+	}
 	if st.Writer != nil {
 		state := "dead"
 		if st.Writer.Alive {
@@ -547,18 +551,22 @@ a run whose code changed since is not shown STALE here). A run that does not
 reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := run.Recover(g.state); err != nil {
+				return envErr(err)
+			}
 			ids, err := run.NewStore(g.state).List()
 			if err != nil {
 				return envErr(err)
 			}
-			if len(ids) == 0 && !asJSON {
+			if len(ids) == 0 && !asJSON && len(archiveProblems(g.state)) == 0 {
 				printNoRuns(g.stdout, g.state)
 				return nil
 			}
 			type row struct {
-				RunID string    `json:"run_id"`
-				State run.State `json:"state,omitempty"`
-				Error string    `json:"error,omitempty"`
+				RunID    string    `json:"run_id"`
+				State    run.State `json:"state,omitempty"`
+				Archived bool      `json:"archived,omitempty"`
+				Error    string    `json:"error,omitempty"`
 			}
 			rows := []row{}
 			bad := false
@@ -571,7 +579,12 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 						continue
 					}
 				}
-				rows = append(rows, row{RunID: id, State: rep.State})
+				rows = append(rows, row{RunID: id, State: rep.State, Archived: retention.IsArchived(run.NewStore(g.state).Path(id))})
+			}
+			// What the prune log recorded and is gone (list.go).
+			for _, p := range archiveProblems(g.state) {
+				rows = append(rows, row{RunID: p.Run, Error: fmt.Sprintf("%s: %s", p.Reason, p.Detail)})
+				bad = true
 			}
 			if asJSON {
 				if err := writeJSON(g.stdout, rows); err != nil {
@@ -581,6 +594,8 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 				for _, r := range rows {
 					if r.Error != "" {
 						fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", esc(r.RunID), esc(r.Error))
+					} else if r.Archived {
+						fmt.Fprintf(g.stdout, "%s  %s  (archived)\n", r.RunID, r.State)
 					} else {
 						fmt.Fprintf(g.stdout, "%s  %s\n", r.RunID, r.State)
 					}
@@ -844,8 +859,11 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 	}
 	if err != nil {
 		var ce *eventlog.ChainError
+		var re *retention.Error
 		if errors.As(err, &ce) {
 			res.Reason, res.Line, res.Detail = string(ce.Reason), ce.Line, ce.Detail
+		} else if errors.As(err, &re) {
+			res.Reason, res.Detail = string(re.Reason), re.Detail
 		} else {
 			res.Reason, res.Detail = "unreadable", err.Error()
 		}
@@ -954,7 +972,12 @@ content.`,
 				if s == nil {
 					return usageErr(fmt.Errorf("check %q has no recorded %s", args[1], stream))
 				}
-				f, err := blob.New(filepath.Join(store.Path(id), run.BlobDir)).Open(s.Digest)
+				rd, _, done, err := run.ReadDir(g.state, id)
+				if err != nil {
+					return refusedErr(err)
+				}
+				defer done()
+				f, err := blob.New(filepath.Join(rd, run.BlobDir)).Open(s.Digest)
 				if err != nil {
 					return refusedErr(err)
 				}

@@ -65,6 +65,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	addActionCommands(root, g)
 	addInitCommands(root, g)
 	addAgentCommands(root, g)
+	addPruneCommands(root, g)
 	setVersionFlag(root)
 
 	cmd, err := root.ExecuteC()
