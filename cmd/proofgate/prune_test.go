@@ -224,6 +224,7 @@ func TestPruneKilledAtRandomMoments(t *testing.T) {
 	state := filepath.Join(p.dir, ".proofgate")
 	rng := rand.New(rand.NewPCG(15, 3))
 	killed, midway := 0, 0
+	phases := map[string]int{}
 	for i := range 24 {
 		os.RemoveAll(state)
 		copyDir(t, pristine, state)
@@ -250,6 +251,8 @@ func TestPruneKilledAtRandomMoments(t *testing.T) {
 		if len(leftovers(t, state)) > 0 {
 			midway++
 		}
+		phase := phaseOf(state, ids[:6])
+		phases[phase]++
 		if err := run.Recover(state); err != nil {
 			t.Fatalf("kill %d: recover: %v", i, err)
 		}
@@ -285,10 +288,38 @@ func TestPruneKilledAtRandomMoments(t *testing.T) {
 			}
 		}
 	}
+	// The kills land in each phase: while archiving, and while blobs are
+	// renamed to .pruning.
+	if phases["archiving"] == 0 || phases["blobs"] == 0 {
+		t.Fatalf("kills by phase %v: not every phase was hit", phases)
+	}
 	if killed < 20 || midway < 10 {
 		t.Fatalf("only %d of 24 prunes were killed, %d of them mid-way", killed, midway)
 	}
-	t.Logf("%d kills (%d left a prune's leftovers) over an apply of %s", killed, midway, full)
+	t.Logf("%d kills (%d left a prune's leftovers; by phase %v) over an apply of %s", killed, midway, phases, full)
+}
+
+// phaseOf says where a killed prune was: before archiving, archiving
+// (some runs archived or an archive half-written), blobs (.pruning names),
+// or after.
+func phaseOf(state string, archivable []string) string {
+	n := 0
+	for _, id := range archivable {
+		if retention.IsArchived(filepath.Join(state, "runs", id)) {
+			n++
+		}
+	}
+	if m, _ := filepath.Glob(filepath.Join(state, "runs", "*", "blobs", "sha256", "*"+retention.PruningSuffix)); len(m) > 0 {
+		return "blobs"
+	}
+	tmp, _ := filepath.Glob(filepath.Join(state, "archive", ".*.tmp"))
+	switch {
+	case n == 0 && len(tmp) == 0:
+		return "before"
+	case n < len(archivable) || len(tmp) > 0:
+		return "archiving"
+	}
+	return "after-archiving"
 }
 
 func mapsEqual(a, b map[string]string) bool {
