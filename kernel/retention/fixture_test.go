@@ -25,12 +25,12 @@ approval: {required: 1}
 `
 
 type fixture struct {
-	t           *testing.T
+	t           testing.TB
 	repo, state string
 	c           *contract.Resolved
 }
 
-func newFixture(t *testing.T) *fixture {
+func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	repo := t.TempDir()
 	for name, body := range map[string]string{"README.md": "hi\n", ".gitignore": ".proofgate/\n"} {
@@ -107,7 +107,7 @@ func (f *fixture) cancelled() string {
 func (f *fixture) dir(id string) string { return filepath.Join(f.state, "runs", id) }
 
 // settings are the defaults with a short settle (tests only).
-func settings(t *testing.T) retention.Settings {
+func settings(t testing.TB) retention.Settings {
 	t.Helper()
 	s, err := retention.Resolve(nil, retention.Inputs{})
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 type ArchivedError struct{ ID string }
 
 func (e *ArchivedError) Error() string {
-	return fmt.Sprintf("run %s is archived (%s): it is read-only; status, audit, events verify, output and bundle export read it from its archive", e.ID, retention.ArchiveDir+"/"+e.ID+retention.ArchiveSuffix)
+	return fmt.Sprintf("run %s: %s: it is archived (%s) and read-only; status, audit, events verify, output and bundle export read it from its archive", e.ID, retention.ReasonArchived, retention.ArchiveDir+"/"+e.ID+retention.ArchiveSuffix)
 }
 
 // Is makes the refusal exit 1.
