@@ -110,8 +110,10 @@ func Files(path string) ([]string, error) {
 
 // chainFile is one file of a log as readers see it.
 type chainFile struct {
-	path   string
-	sealed bool
+	path    string
+	sealed  bool
+	limited bool  // read only the first limit bytes (Log.Load)
+	limit   int64 // when limited
 }
 
 // chain returns the files readers read, refusing a hole in the numbering
@@ -265,7 +267,11 @@ func (r *reader) readOne(cf chainFile, br *bufio.Reader, later bool) (*ChainErro
 	}
 	defer f.Close()
 	start, n0, seq0 := r.line, r.n, r.seq
-	br.Reset(f)
+	var src io.Reader = f
+	if cf.limited {
+		src = io.LimitReader(f, cf.limit)
+	}
+	br.Reset(src)
 	torn := r.acceptTorn
 	r.acceptTorn = torn && !cf.sealed
 	ce, t, err := r.runBuffered(br)
