@@ -51,9 +51,9 @@ type chainState struct {
 	base     int
 	baseFile string
 	baseEnd  int64
-	asize   int64 // the active file's length, staged bytes excluded
-	nsealed int   // sealed segments
-	segMax  int64 // seal the active file once it is this long
+	asize    int64 // the active file's length, staged bytes excluded
+	nsealed  int   // sealed segments
+	segMax   int64 // seal the active file once it is this long
 	// lastFile and lastOff locate last: the active file, or the last
 	// sealed segment right after a seal.
 	lastFile string
