@@ -173,6 +173,7 @@ func auditForExport(runDir, id string) (map[string][]byte, *replay.Report, []eve
 	}
 	rep, err := replay.AuditFS(replay.Overlay(runDir, mem), replay.BlobsVerified())
 	if err != nil {
+		err = replay.Located(runDir, err)
 		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
 	}
 	if rep.RunID != id {

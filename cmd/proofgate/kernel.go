@@ -752,7 +752,10 @@ func eventsVerifyCmd(g *globals) *cobra.Command {
 		Long: `Verify every line of the run's events.ndjson: canonical form, hash, link to
 the previous line, sequence, and binding to the run, source and contract.
 A refusal names the line and a typed reason: broken-link, seq-gap,
-foreign-binding, unchained-after-chained, malformed, torn-tail.
+foreign-binding, unchained-after-chained, malformed, torn-tail. A log sealed
+into segments (events.00000001.ndjson, ... then the active events.ndjson) is
+read whole, in order; a refusal then names the file too, and a missing,
+reordered or damaged segment is segment-gap, segment-order or segment-torn.
 With --checkpoint and --trust, also check the log against a signed
 checkpoint (entries rewritten or removed after it was exported).
 
@@ -779,6 +782,8 @@ were proved ("proved", "not_proved" in --json).`,
 				if res.Checkpoint != nil {
 					printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
 				}
+			} else if res.usage == nil && res.File != "" {
+				fmt.Fprintf(g.stdout, "refused: %s line %d: %s: %s\n", res.File, res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil && res.Line > 0 {
 				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil {
@@ -805,6 +810,10 @@ type eventsResult struct {
 	Length int    `json:"length,omitempty"`
 	Head   string `json:"head,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// File is the log file the refused line is in (a sealed segment
+	// events.NNNNNNNN.ndjson or the active events.ndjson); Line counts
+	// in it.
+	File   string `json:"file,omitempty"`
 	Line   int    `json:"line,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	// Proved names what an ok result established; NotProved says what it
@@ -845,7 +854,7 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 	if err != nil {
 		var ce *eventlog.ChainError
 		if errors.As(err, &ce) {
-			res.Reason, res.Line, res.Detail = string(ce.Reason), ce.Line, ce.Detail
+			res.Reason, res.File, res.Line, res.Detail = string(ce.Reason), ce.File, ce.Line, ce.Detail
 		} else {
 			res.Reason, res.Detail = "unreadable", err.Error()
 		}

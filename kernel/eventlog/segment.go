@@ -294,7 +294,7 @@ func (r *reader) readOne(cf chainFile, br *bufio.Reader, later bool) (*ChainErro
 	case later && ce.Line == 1 && ce.Reason == SeqGap:
 		ce.Reason = SegmentGap
 		ce.Detail = fmt.Sprintf("%s starts after seq %d: %s", name, seq0, ce.Detail)
-	case later && ce.Line == 1 && ce.Reason == BrokenLink:
+	case later && ce.Line == 1 && ce.Reason == BrokenLink && strings.HasPrefix(ce.Detail, "prev "):
 		ce.Detail = fmt.Sprintf("the first event of %s does not link to the last of the previous file: %s", name, ce.Detail)
 	}
 	return ce, t, nil

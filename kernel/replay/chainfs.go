@@ -1,6 +1,8 @@
 package replay
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -70,6 +72,22 @@ func readEvents(fsys fs.FS) ([]eventlog.Event, error) {
 	}
 	defer ef.Close()
 	return eventlog.Read(ef, nil)
+}
+
+// Located is err, a refusal of the log of the run in dir read as one
+// stream (ReadChain's bytes), restated naming the file and its line: the
+// log is read again by path. Any other error is returned as it is.
+func Located(dir string, err error) error {
+	var ae *AuditError
+	if !errors.As(err, &ae) || ae.Reason != ReasonChain {
+		return err
+	}
+	_, ferr := eventlog.ReadFile(filepath.Join(dir, EventsFile), nil)
+	var ce *eventlog.ChainError
+	if !errors.As(ferr, &ce) || ce.File == "" {
+		return err
+	}
+	return &AuditError{Reason: ReasonChain, Line: ce.Line, Detail: fmt.Sprintf("%s: %s: %s", ce.File, ce.Reason, ce.Detail), Err: ce}
 }
 
 // ReadChain is the run directory dir's whole log as one stream's bytes
