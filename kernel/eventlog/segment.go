@@ -351,3 +351,24 @@ func VerifyPath(path string, want *Binding) (Summary, error) {
 	}
 	return r.summary(), nil
 }
+
+// VerifyPathAt is VerifyPath that also returns the hash of event n (the
+// n-th, 1-based; "" when the verified chain holds fewer), for checking a
+// checkpoint taken at length n without keeping the events.
+func VerifyPathAt(path string, want *Binding, n int) (Summary, string, error) {
+	r := newReader(want)
+	var at string
+	r.onEvent = func(line []byte, f *fields) {
+		if r.n == n {
+			at = "sha256:" + string(f.hash.of(line))
+		}
+	}
+	ce, _, err := r.readChain(path)
+	if err != nil {
+		return r.summary(), at, err
+	}
+	if ce != nil {
+		return r.summary(), at, ce
+	}
+	return r.summary(), at, nil
+}

@@ -64,3 +64,13 @@ func logBinding(dir string) (*eventlog.Binding, error) {
 	}
 	return want, nil
 }
+
+// VerifyLogAt is VerifyLog that also returns the hash of event n ("" when
+// the log holds fewer than n), for a checkpoint taken at length n.
+func VerifyLogAt(dir string, n int) (eventlog.Summary, string, error) {
+	want, err := logBinding(dir)
+	if err != nil {
+		return eventlog.Summary{}, "", err
+	}
+	return eventlog.VerifyPathAt(filepath.Join(dir, EventsFile), want, n)
+}
