@@ -746,8 +746,9 @@ executed is executed, one it named but never created is planned.`,
 func eventsVerifyCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var cpFile, trustFile string
+	var sf stateFlags
 	c := &cobra.Command{
-		Use:   "verify RUN",
+		Use:   "verify (RUN | --all [--repo-id ID])",
 		Short: "Verify a run's hash-chained event log",
 		Long: `Verify every line of the run's events.ndjson: canonical form, hash, link to
 the previous line, sequence, and binding to the run, source and contract.
@@ -763,9 +764,29 @@ This proves the chain, not the history: a log forged and re-chained from
 line 1, or cut back after any line, passes. 'proofgate audit RUN' replays
 the log against the contract and run.json; a signed checkpoint (--checkpoint)
 detects rewriting and truncation before it. The output says which of these
-were proved ("proved", "not_proved" in --json).`,
-		Args: cobra.ExactArgs(1),
+were proved ("proved", "not_proved" in --json).
+
+With --all (no RUN), verify every run's chain in the state directory, and
+with --checkpoint and --trust a state checkpoint ("events checkpoint --all"):
+the same repository (root commit and --repo-id), every run it lists present
+(checkpoint-run-missing), holding the signed head at the signed length
+(checkpoint-truncated, checkpoint-rewritten), its chain verifying
+(checkpoint-chain-refused); another repository's state directory is
+checkpoint-foreign-repository. Runs planned after it are listed as
+"uncovered".`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return stateVerify(cmd, g, &sf, cpFile, trustFile, asJSON)
+			}
+			if sf.repoID != "" {
+				return usageErr(errors.New("--repo-id goes with --all"))
+			}
 			store := run.NewStore(g.state)
 			id, err := store.Resolve(args[0])
 			if err != nil {
@@ -801,6 +822,7 @@ were proved ("proved", "not_proved" in --json).`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().StringVar(&cpFile, "checkpoint", "", "signed checkpoint file to check the log against")
 	c.Flags().StringVar(&trustFile, "trust", "", "trust store for --checkpoint")
+	sf.register(c, "verify")
 	return c
 }
 
