@@ -761,13 +761,17 @@ executed is executed, one it named but never created is planned.`,
 func eventsVerifyCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var cpFile, trustFile string
+	var sf stateFlags
 	c := &cobra.Command{
-		Use:   "verify RUN",
+		Use:   "verify (RUN | --all [--repo-id ID])",
 		Short: "Verify a run's hash-chained event log",
 		Long: `Verify every line of the run's events.ndjson: canonical form, hash, link to
 the previous line, sequence, and binding to the run, source and contract.
 A refusal names the line and a typed reason: broken-link, seq-gap,
-foreign-binding, unchained-after-chained, malformed, torn-tail.
+foreign-binding, unchained-after-chained, malformed, torn-tail. A log sealed
+into segments (events.00000001.ndjson, ... then the active events.ndjson) is
+read whole, in order; a refusal then names the file too, and a missing,
+reordered or damaged segment is segment-gap, segment-order or segment-torn.
 With --checkpoint and --trust, also check the log against a signed
 checkpoint (entries rewritten or removed after it was exported).
 
@@ -775,9 +779,29 @@ This proves the chain, not the history: a log forged and re-chained from
 line 1, or cut back after any line, passes. 'proofgate audit RUN' replays
 the log against the contract and run.json; a signed checkpoint (--checkpoint)
 detects rewriting and truncation before it. The output says which of these
-were proved ("proved", "not_proved" in --json).`,
-		Args: cobra.ExactArgs(1),
+were proved ("proved", "not_proved" in --json).
+
+With --all (no RUN), verify every run's chain in the state directory, and
+with --checkpoint and --trust a state checkpoint ("events checkpoint --all"):
+the same repository (root commit and --repo-id), every run it lists present
+(checkpoint-run-missing), holding the signed head at the signed length
+(checkpoint-truncated, checkpoint-rewritten), its chain verifying
+(checkpoint-chain-refused); another repository's state directory is
+checkpoint-foreign-repository. Runs planned after it are listed as
+"uncovered".`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return stateVerify(cmd, g, &sf, cpFile, trustFile, asJSON)
+			}
+			if sf.repoID != "" {
+				return usageErr(errors.New("--repo-id goes with --all"))
+			}
 			store := run.NewStore(g.state)
 			id, err := store.Resolve(args[0])
 			if err != nil {
@@ -794,6 +818,8 @@ were proved ("proved", "not_proved" in --json).`,
 				if res.Checkpoint != nil {
 					printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
 				}
+			} else if res.usage == nil && res.File != "" {
+				fmt.Fprintf(g.stdout, "refused: %s line %d: %s: %s\n", res.File, res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil && res.Line > 0 {
 				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil {
@@ -811,6 +837,7 @@ were proved ("proved", "not_proved" in --json).`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().StringVar(&cpFile, "checkpoint", "", "signed checkpoint file to check the log against")
 	c.Flags().StringVar(&trustFile, "trust", "", "trust store for --checkpoint")
+	sf.register(c, "verify")
 	return c
 }
 
@@ -820,6 +847,10 @@ type eventsResult struct {
 	Length int    `json:"length,omitempty"`
 	Head   string `json:"head,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// File is the log file the refused line is in (a sealed segment
+	// events.NNNNNNNN.ndjson or the active events.ndjson); Line counts
+	// in it.
+	File   string `json:"file,omitempty"`
 	Line   int    `json:"line,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	// Proved names what an ok result established; NotProved says what it
@@ -861,7 +892,7 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 		var ce *eventlog.ChainError
 		var re *retention.Error
 		if errors.As(err, &ce) {
-			res.Reason, res.Line, res.Detail = string(ce.Reason), ce.Line, ce.Detail
+			res.Reason, res.File, res.Line, res.Detail = string(ce.Reason), ce.File, ce.Line, ce.Detail
 		} else if errors.As(err, &re) {
 			res.Reason, res.Detail = string(re.Reason), re.Detail
 		} else {

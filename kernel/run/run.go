@@ -314,6 +314,11 @@ func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 			lg.Close()
 		}
 	}()
+	// Open read no sealed segment (its head index vouched for them): the
+	// replay needs every event, so Load reads and verifies the rest.
+	if err := lg.Load(); err != nil {
+		return nil, err
+	}
 	events := lg.Events()
 	if len(events) == 0 || events[0].Contract != hash || events[0].Run != id {
 		return nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: "the log is not bound to this run's contract.json and id"}
