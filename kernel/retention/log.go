@@ -116,10 +116,14 @@ type History struct {
 func ReadHistory(stateDir string) (*History, error) {
 	h := &History{Archived: map[string]ArchivedData{}}
 	p := filepath.Join(stateDir, LogFile)
-	f, err := os.Open(p)
-	if errors.Is(err, os.ErrNotExist) {
-		return h, nil
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		if segs, _ := filepath.Glob(filepath.Join(stateDir, "prune-log.*.ndjson")); len(segs) == 0 {
+			return h, nil
+		}
 	}
+	// The prune log is sealed into segments like any event log
+	// (prune-log.NNNNNNNN.ndjson): read the whole chain.
+	f, err := eventlog.OpenChain(p)
 	if err != nil {
 		return nil, &Error{Reason: ReasonPruneLog, Detail: err.Error(), Err: err}
 	}

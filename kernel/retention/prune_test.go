@@ -374,3 +374,40 @@ func TestNeededRunKept(t *testing.T) {
 		t.Fatalf("would archive %v", p.Archive)
 	}
 }
+
+// A segmented run (sealed events.NNNNNNNN.ndjson beside the active file)
+// is archived whole and reads back through every reader.
+func TestArchiveSegmentedRun(t *testing.T) {
+	t.Setenv("PROOFGATE_SEGMENT_SIZE", "1KiB")
+	f := newFixture(t)
+	id := f.complete()
+	segs, _ := filepath.Glob(filepath.Join(f.dir(id), "events.0*.ndjson"))
+	if len(segs) == 0 {
+		t.Fatal("the run has no sealed segment")
+	}
+	want, err := run.ReadLog(f.dir(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := f.apply(later)
+	if len(res.Archived) != 1 || res.Archived[0].Files < 4+len(segs) {
+		t.Fatalf("archived %+v", res.Archived)
+	}
+	got, err := run.ReadLog(f.dir(id))
+	if err != nil || len(got) != len(want) || got[len(got)-1].Hash != want[len(want)-1].Hash {
+		t.Fatalf("read back %d events (%v), want %d", len(got), err, len(want))
+	}
+	rd, _, done, err := run.ReadDir(f.state, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer done()
+	for _, s := range segs {
+		if _, err := os.Stat(filepath.Join(rd, filepath.Base(s))); err != nil {
+			t.Errorf("segment %s not in the archive: %v", filepath.Base(s), err)
+		}
+	}
+	if st, err := run.Inspect(context.Background(), f.state, id, run.Freshness{}); err != nil || st.State != run.Complete {
+		t.Fatalf("status: %v", err)
+	}
+}
