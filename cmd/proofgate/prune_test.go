@@ -398,3 +398,62 @@ func TestPruneWithKey(t *testing.T) {
 		t.Fatalf("checkpoint %s", evs[0].Data)
 	}
 }
+
+// TestPruneCrashAtEveryLogAppend kills prune --apply at each of its prune
+// log appends (before it, mid-line, after it; eventlog.CrashEnv): the
+// archived lines and prune.applied. Each time every run verifies, the torn
+// line is tolerated, recovery leaves nothing and a rerun completes.
+func TestPruneCrashAtEveryLogAppend(t *testing.T) {
+	p, ids := pruneState(t, 2, 1, "")
+	state := filepath.Join(p.dir, ".proofgate")
+	pristine := filepath.Join(t.TempDir(), "pristine")
+	copyDir(t, state, pristine)
+	want := heads(t, pristine, ids)
+	for _, mode := range crashModes {
+		for n := 1; n <= 3; n++ {
+			os.RemoveAll(state)
+			copyDir(t, pristine, state)
+			r := p.prune([]string{eventlog.CrashEnv + "=" + mode + ":" + string(rune('0'+n))}, "--apply")
+			if r.code == 0 {
+				t.Fatalf("%s:%d: prune was not killed", mode, n)
+			}
+			if got := heads(t, state, ids); !mapsEqual(got, want) {
+				t.Fatalf("%s:%d: heads %v", mode, n, got)
+			}
+			if r := p.run("", "list"); r.code != 0 {
+				t.Fatalf("%s:%d: list after the crash: %d %s%s", mode, n, r.code, r.stdout, r.stderr)
+			}
+			if l := leftovers(t, state); len(l) > 0 {
+				t.Fatalf("%s:%d: leftovers after a store open: %v", mode, n, l)
+			}
+			if r := p.prune(nil, "--apply"); r.code != 0 {
+				t.Fatalf("%s:%d: rerun: %d %s", mode, n, r.code, r.stderr)
+			}
+			h, err := retention.ReadHistory(state)
+			if err != nil || len(h.Archived) != 2 {
+				t.Fatalf("%s:%d: history %v %v", mode, n, h, err)
+			}
+			if got := heads(t, state, ids); !mapsEqual(got, want) {
+				t.Fatalf("%s:%d: heads after the rerun %v", mode, n, got)
+			}
+		}
+	}
+}
+
+// With --key, a tampered archive of an earlier apply also refuses.
+func TestPruneWithKeyRefusesTamperedArchive(t *testing.T) {
+	p, ids := pruneState(t, 1, 0, "")
+	if r := p.prune(nil, "--apply"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	key := filepath.Join(t.TempDir(), "k.pem")
+	p.run("", "keygen", "-o", key)
+	arc := filepath.Join(p.dir, ".proofgate", "archive", ids[0]+".tar.gz")
+	os.Chmod(arc, 0o644)
+	f, _ := os.OpenFile(arc, os.O_WRONLY|os.O_APPEND, 0)
+	f.Write([]byte{0})
+	f.Close()
+	if r := p.prune(nil, "--apply", "--key", key); r.code != 1 || !strings.Contains(r.stderr, "archive-tampered") {
+		t.Fatalf("apply --key over a tampered archive: %d %s", r.code, r.stderr)
+	}
+}

@@ -121,7 +121,7 @@ func Apply(ctx context.Context, stateDir string, o Options) (res *Result, err er
 	defer lg.Close()
 	res = &Result{Plan: plan, Archived: []ArchivedData{}}
 	if o.Signer != nil {
-		if err := checkpoint(lg, plan, o.Signer); err != nil {
+		if err := checkpoint(stateDir, lg, plan, o.Signer); err != nil {
 			return nil, err
 		}
 		step(o, "checkpoint")
@@ -167,7 +167,7 @@ func acquirePruneLock(stateDir string) (*lock.Lock, error) {
 
 // checkpoint records the signed list of the chains about to be archived,
 // refusing if any run's chain does not verify.
-func checkpoint(lg *eventlog.Log, plan *Plan, s Signer) error {
+func checkpoint(stateDir string, lg *eventlog.Log, plan *Plan, s Signer) error {
 	heads := []ChainHead{}
 	for _, rp := range plan.Runs {
 		if rp.unreadable && !rp.Archived {
@@ -176,6 +176,9 @@ func checkpoint(lg *eventlog.Log, plan *Plan, s Signer) error {
 		if rp.Decision == Archive {
 			heads = append(heads, ChainHead{Run: rp.Run, Head: rp.head, Length: rp.length})
 		}
+	}
+	if err := verifyArchives(stateDir); err != nil {
+		return err
 	}
 	payload, err := canon.Marshal(heads)
 	if err != nil {
@@ -187,6 +190,24 @@ func checkpoint(lg *eventlog.Log, plan *Plan, s Signer) error {
 	}
 	_, err = lg.Append(TypeCheckpoint, CheckpointData{Runs: heads, Envelope: json.RawMessage(env)})
 	return err
+}
+
+// verifyArchives hashes every archive a placeholder stands for against the
+// prune log's record (an archived run's chain is proved by its archive).
+func verifyArchives(stateDir string) error {
+	ids, err := listRuns(stateDir)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if !IsArchived(filepath.Join(stateDir, RunsDir, id)) {
+			continue
+		}
+		if _, err := verifiedRecord(stateDir, id); err != nil {
+			return &Error{Reason: ReasonChain, Run: id, Detail: err.Error(), Err: err}
+		}
+	}
+	return nil
 }
 
 // reclaimBlobs reclaims the unreachable blobs, with a fresh plan (the
