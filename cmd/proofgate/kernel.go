@@ -551,9 +551,7 @@ a run whose code changed since is not shown STALE here). A run that does not
 reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := run.Recover(g.state); err != nil {
-				return envErr(err)
-			}
+			_ = run.Recover(g.state) // what it cannot restore, the rows below report
 			ids, err := run.NewStore(g.state).List()
 			if err != nil {
 				return envErr(err)

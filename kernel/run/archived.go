@@ -39,6 +39,12 @@ type ArchiveInfo struct {
 // (retention.Recover); every store open (Plan, Open, Inspect) calls it.
 func Recover(stateDir string) error { return retention.Recover(stateDir) }
 
+// recoverPrune is Recover for the store opens: a failure to recover (the
+// prune log does not verify, say) must not stop the run's own readers and
+// writers. What it leaves is safe to read (only unreachable blobs are ever
+// renamed), and readers of archived runs report what is wrong.
+func recoverPrune(stateDir string) { _ = retention.Recover(stateDir) }
+
 // ReadDir returns a directory holding run id's files, for reading: the run
 // directory itself, or for an archived run a temporary extraction of its
 // verified archive (info says which). done removes the extraction. id must

@@ -148,9 +148,7 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 		return nil, err
 	}
 	hash := canon.SumBytes(frozen)
-	if err := Recover(opts.StateDir); err != nil {
-		return nil, err
-	}
+	recoverPrune(opts.StateDir)
 	store := NewStore(opts.StateDir)
 	if err := os.MkdirAll(store.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -275,9 +273,7 @@ func Open(stateDir, id string) (r *Run, err error) {
 		return nil, err
 	}
 	dir := store.Path(id)
-	if err := Recover(stateDir); err != nil {
-		return nil, err
-	}
+	recoverPrune(stateDir)
 	if retention.IsArchived(dir) {
 		return nil, &ArchivedError{ID: id}
 	}

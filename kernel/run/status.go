@@ -55,9 +55,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 		return nil, err
 	}
 	dir := store.Path(id)
-	if err := Recover(stateDir); err != nil {
-		return nil, err
-	}
+	recoverPrune(stateDir)
 	if retention.IsArchived(dir) {
 		return inspectArchived(ctx, dir)
 	}
