@@ -110,7 +110,7 @@ func TestPruneCLI(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("dry run: %d\n%s%s", r.code, r.stdout, r.stderr)
 	}
-	for _, want := range []string{"dry run", "archive_after  20d      from contract (retention.archive_after)", "blob_min_age   2h0m0s   from environment (PROOFGATE_PRUNE_BLOB_MIN_AGE)", "settle         6s       from flag (--settle)", "archive 2, keep 1"} {
+	for _, want := range []string{"dry run", "archive_after  20d      from contract (retention.archive_after)", "blob_min_age   2h       from environment (PROOFGATE_PRUNE_BLOB_MIN_AGE)", "settle         6s       from flag (--settle)", "archive 2, keep 1"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("dry run output lacks %q:\n%s", want, r.stdout)
 		}

@@ -111,6 +111,7 @@ func Apply(ctx context.Context, stateDir string, o Options) (res *Result, err er
 	if err != nil {
 		return nil, err
 	}
+	plan.Leftovers = 0 // the lock it sees is this apply's own
 	if len(plan.Problems) > 0 {
 		return nil, &Error{Reason: ReasonIntegrity, Run: plan.Problems[0].Run, Detail: fmt.Sprintf("%s: %s (apply refuses until it is resolved)", plan.Problems[0].Reason, plan.Problems[0].Detail)}
 	}

@@ -2,6 +2,7 @@ package retention
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -125,5 +126,12 @@ func Age(d time.Duration) string {
 	if d > 0 && d%(24*time.Hour) == 0 {
 		return fmt.Sprintf("%dd", d/(24*time.Hour))
 	}
-	return d.String()
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
