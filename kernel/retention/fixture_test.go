@@ -33,7 +33,7 @@ type fixture struct {
 func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	repo := t.TempDir()
-	for name, body := range map[string]string{"README.md": "hi\n", ".gitignore": ".proofgate/\n"} {
+	for name, body := range map[string]string{"README.md": "hi\n", ".gitignore": ".proofgate/runs/\n"} {
 		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}

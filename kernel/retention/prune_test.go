@@ -411,3 +411,23 @@ func TestArchiveSegmentedRun(t *testing.T) {
 		t.Fatalf("status: %v", err)
 	}
 }
+
+// What prune writes beside runs/ (archive/, the prune log, its lock) does
+// not make the work tree dirty: the next run plans as before.
+func TestPruneFilesAreNotWorkTree(t *testing.T) {
+	f := newFixture(t)
+	f.complete()
+	f.apply(later)
+	os.WriteFile(filepath.Join(f.state, retention.PruneLock), []byte("{}"), 0o644)
+	r, err := run.Plan(context.Background(), run.PlanOptions{RepoDir: f.repo, StateDir: f.state, Contract: f.c, Origin: "test"})
+	if err != nil {
+		t.Fatalf("plan after a prune: %v", err)
+	}
+	r.Close()
+	os.Remove(filepath.Join(f.state, retention.PruneLock))
+	// Anything else in the state directory still counts.
+	os.WriteFile(filepath.Join(f.state, "notes.txt"), []byte("x"), 0o644)
+	if _, err := run.Plan(context.Background(), run.PlanOptions{RepoDir: f.repo, StateDir: f.state, Contract: f.c, Origin: "test"}); err == nil {
+		t.Fatal("an untracked file beside the prune files did not make the tree dirty")
+	}
+}

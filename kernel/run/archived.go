@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"path"
 	"path/filepath"
 
 	"github.com/proofgate/proofgate/kernel/exit"
@@ -44,6 +45,18 @@ func Recover(stateDir string) error { return retention.Recover(stateDir) }
 // writers. What it leaves is safe to read (only unreachable blobs are ever
 // renamed), and readers of archived runs report what is wrong.
 func recoverPrune(stateDir string) { _ = retention.Recover(stateDir) }
+
+// pruneExclude is what `proofgate prune` writes beside runs/ (the archive
+// directory, the prune log with its segments and head index, the prune lock): harness
+// state, never part of the work tree a run binds, like runs/ itself.
+func pruneExclude(root, stateDir string) []string {
+	ex := stateExclude(root, stateDir)
+	if len(ex) == 0 {
+		return nil
+	}
+	base := path.Dir(ex[0])
+	return []string{path.Join(base, retention.ArchiveDir), path.Join(base, "prune-log.*"), path.Join(base, retention.PruneLock)}
+}
 
 // ReadDir returns a directory holding run id's files, for reading: the run
 // directory itself, or for an archived run a temporary extraction of its

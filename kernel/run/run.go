@@ -484,7 +484,7 @@ func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error
 	if err != nil {
 		return source.State{}, err
 	}
-	return source.Inspect(ctx, repoDir, stateExclude(root, stateDir)...)
+	return source.Inspect(ctx, repoDir, append(stateExclude(root, stateDir), pruneExclude(root, stateDir)...)...)
 }
 
 // stateExclude returns the state directory's runs/ (everything the harness
