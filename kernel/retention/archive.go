@@ -68,8 +68,8 @@ func listRunFiles(dir string) ([]runFile, error) {
 		switch {
 		case d.IsDir():
 			return nil
-		case rel == lockFile:
-			return nil
+		case rel == lockFile || strings.HasPrefix(rel, lockFile+"."):
+			return nil // the lock and a lock's temporary file: not evidence
 		case !d.Type().IsRegular():
 			return fmt.Errorf("%s is not a regular file (%s)", rel, d.Type())
 		}

@@ -58,17 +58,31 @@ func recoverLeftovers(stateDir string, dead lock.Owner) error {
 	if err != nil {
 		return err
 	}
+	removeLockTemps(filepath.Join(stateDir, PruneLock), dead)
 	for _, id := range ids {
 		dir := filepath.Join(stateDir, RunsDir, id)
 		if o, err := lock.Read(filepath.Join(dir, lockFile)); err == nil && o.PID == dead.PID && o.Start == dead.Start && o.BootID == dead.BootID && !lock.Alive(o) {
 			os.Remove(filepath.Join(dir, lockFile))
 		}
+		removeLockTemps(filepath.Join(dir, lockFile), dead)
 		if err := recoverRun(stateDir, dir, h); err != nil {
 			return err
 		}
 		restorePruning(dir)
 	}
 	return recoverArchives(stateDir, h)
+}
+
+// removeLockTemps removes the temporary files the dead prune left while
+// taking the lock at path (<path>.<pid>.<hex>.tmp, kernel/lock).
+func removeLockTemps(path string, dead lock.Owner) {
+	if dead.PID == 0 {
+		return
+	}
+	m, _ := filepath.Glob(fmt.Sprintf("%s.%d.*.tmp", path, dead.PID))
+	for _, p := range m {
+		os.Remove(p)
+	}
 }
 
 // recoverRun finishes or undoes an archiving cut short at dir.

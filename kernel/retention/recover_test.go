@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -61,8 +62,11 @@ func TestRecoverLeftovers(t *testing.T) {
 	run2 := filepath.Join(before, "runs", b, "run.json")
 	raw, _ := os.ReadFile(run2)
 	os.WriteFile(filepath.Join(f.dir(b), "run.json"), raw, 0o644)
-	// 3. The dead prune's lock on a run.
+	// 3. The dead prune's lock on a run, and a lock's temporary file it
+	// left while taking one.
 	writeLock(t, filepath.Join(f.dir(d), "events.lock"), dead)
+	lockTmp := filepath.Join(f.dir(c), fmt.Sprintf("events.lock.%d.0123456789abcdef.tmp", dead.PID))
+	os.WriteFile(lockTmp, []byte("{}"), 0o644)
 	// 4. A blob renamed to .pruning in a retained run.
 	blobs, _ := filepath.Glob(filepath.Join(f.dir(d), "blobs", "sha256", "*"))
 	pruning := blobs[0] + retention.PruningSuffix
@@ -97,7 +101,7 @@ func TestRecoverLeftovers(t *testing.T) {
 	if _, err := os.Stat(blobs[0]); err != nil {
 		t.Errorf("the .pruning blob was not restored: %v", err)
 	}
-	for _, p := range []string{pruning, half, unrecorded, filepath.Join(f.state, retention.PruneLock)} {
+	for _, p := range []string{pruning, half, unrecorded, lockTmp, filepath.Join(f.state, retention.PruneLock)} {
 		if _, err := os.Stat(p); !os.IsNotExist(err) {
 			t.Errorf("%s survived recovery: %v", filepath.Base(p), err)
 		}
