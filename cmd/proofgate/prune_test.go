@@ -222,7 +222,9 @@ func TestPruneKilledAtRandomMoments(t *testing.T) {
 	}
 	full := time.Since(start)
 	state := filepath.Join(p.dir, ".proofgate")
-	rng := rand.New(rand.NewPCG(15, 3))
+	seed := uint64(time.Now().UnixNano())
+	t.Logf("kill moments seeded with %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 3))
 	killed, midway := 0, 0
 	phases := map[string]int{}
 	for i := range 24 {
