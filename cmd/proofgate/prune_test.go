@@ -459,3 +459,29 @@ func TestPruneWithKeyRefusesTamperedArchive(t *testing.T) {
 		t.Fatalf("apply --key over a tampered archive: %d %s", r.code, r.stderr)
 	}
 }
+
+// The state-wide checkpoint reads archived runs like the others: signed
+// over a pruned state it verifies; a run whose archive and placeholder
+// are removed is a deleted run to it, and an integrity error to list.
+func TestPruneThenStateCheckpoint(t *testing.T) {
+	p, ids := pruneState(t, 2, 1, "")
+	if r := p.prune(nil, "--apply"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	dir := t.TempDir()
+	key, cp, trust := filepath.Join(dir, "k.pem"), filepath.Join(dir, "state.json"), filepath.Join(dir, "trust.json")
+	p.must([]int{0}, "keygen", "-o", key)
+	p.must([]int{0}, "trust", "add", "--store", trust, "--public-key", filepath.Join(dir, "k.pub.pem"))
+	p.must([]int{0}, "events", "checkpoint", "--all", "--key", key, "--repo-id", "acme/w", "-o", cp)
+	if r := p.must([]int{0}, "events", "verify", "--all", "--checkpoint", cp, "--trust", trust, "--repo-id", "acme/w"); !strings.Contains(r.stdout, "ok: 3 runs") {
+		t.Fatalf("verify --all over a pruned state:\n%s", r.stdout)
+	}
+	os.RemoveAll(filepath.Join(p.dir, ".proofgate", "runs", ids[0]))
+	os.Remove(filepath.Join(p.dir, ".proofgate", "archive", ids[0]+".tar.gz"))
+	if r := p.run("", "events", "verify", "--all", "--checkpoint", cp, "--trust", trust, "--repo-id", "acme/w", "--json"); r.code != 1 || !strings.Contains(r.stdout, "checkpoint-") {
+		t.Fatalf("a removed archived run: %d %s", r.code, r.stdout)
+	}
+	if r := p.run("", "list", "--json"); r.code != 1 || !strings.Contains(r.stdout, `"run_id": "`+ids[0]+`"`) || !strings.Contains(r.stdout, "archive-missing") {
+		t.Fatalf("list after a removed archived run: %d %s", r.code, r.stdout)
+	}
+}

@@ -78,6 +78,11 @@ func logBinding(dir string) (*eventlog.Binding, error) {
 // VerifyLogAt is VerifyLog that also returns the hash of event n ("" when
 // the log holds fewer than n), for a checkpoint taken at length n.
 func VerifyLogAt(dir string, n int) (eventlog.Summary, string, error) {
+	dir, _, done, err := readable(dir)
+	if err != nil {
+		return eventlog.Summary{}, "", err
+	}
+	defer done()
 	want, err := logBinding(dir)
 	if err != nil {
 		return eventlog.Summary{}, "", err
