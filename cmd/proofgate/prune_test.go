@@ -146,9 +146,19 @@ func TestPruneCLI(t *testing.T) {
 			t.Errorf("status does not say it is archived:\n%s", r.stdout)
 		}
 	}
-	p.run("", "keygen", "-o", filepath.Join(p.dir, "..", "k.pem"))
-	if r := p.run("", "bundle", "export", archived, "--key", filepath.Join(p.dir, "..", "k.pem"), "-o", filepath.Join(t.TempDir(), "b.tar.gz")); r.code != 0 {
+	kd := t.TempDir()
+	p.must([]int{0}, "keygen", "-o", filepath.Join(kd, "k.pem"))
+	p.must([]int{0}, "trust", "add", "--store", filepath.Join(kd, "trust.json"), "--public-key", filepath.Join(kd, "k.pub.pem"))
+	bf := filepath.Join(kd, "b.tar.gz")
+	if r := p.run("", "bundle", "export", archived, "--key", filepath.Join(kd, "k.pem"), "-o", bf); r.code != 0 {
 		t.Errorf("bundle export of an archived run: %d %s", r.code, r.stderr)
+	}
+	head, err := gitOut(p.dir, "rev-parse", "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := p.run("", "bundle", "verify", bf, "--trust", filepath.Join(kd, "trust.json"), "--commit", strings.TrimSpace(head), "--contract", ".proofgate/contract.yaml"); r.code != 0 {
+		t.Errorf("bundle verify of an archived run's bundle: %d %s%s", r.code, r.stdout, r.stderr)
 	}
 	if r := p.run("", "approve", archived, "--actor", "bob"); r.code != 1 || !strings.Contains(r.stderr, "archived") {
 		t.Errorf("approve of an archived run: %d %s", r.code, r.stderr)
