@@ -495,3 +495,65 @@ func TestPruneThenStateCheckpoint(t *testing.T) {
 		t.Fatalf("list after a removed archived run: %d %s", r.code, r.stdout)
 	}
 }
+
+// Hostile: `proofgate prune --apply` racing a live `proofgate run` on the
+// same state directory, as separate processes. The live run (locked,
+// not terminal) is untouched and finishes; the old runs are archived; every
+// run verifies afterwards.
+func TestPruneRacesLiveRunProcess(t *testing.T) {
+	p, ids := pruneState(t, 3, 0, "")
+	p.write(".proofgate/contract.yaml", strings.Replace(pruneContract, "checks:\n", "checks:\n  - {id: slow, run: [sh, -c, 'sleep 1.5; date +%s%N']}\n", 1))
+	p.git("commit", "-q", "-am", "slow check")
+	cmd := exec.Command(os.Args[0], "run", "--quiet")
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), mainEnv+"=1")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until the live run exists and holds its lock.
+	var live string
+	for deadline := time.Now().Add(20 * time.Second); live == "" && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		for _, id := range p.runs() {
+			if !slices.Contains(ids, id) && run.ValidID(id) {
+				if _, err := os.Stat(filepath.Join(p.dir, ".proofgate", "runs", id, "events.lock")); err == nil {
+					live = id
+				}
+			}
+		}
+	}
+	if live == "" {
+		t.Fatalf("no live run appeared: %s", out.String())
+	}
+	r := p.prune(nil, "--apply", "--json")
+	if r.code != 0 {
+		t.Fatalf("prune beside a live run: %d %s", r.code, r.stderr)
+	}
+	var res struct{ Runs []retention.RunPlan }
+	if err := json.Unmarshal([]byte(r.stdout), &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, rp := range res.Runs {
+		if rp.Run == live && (rp.Decision != retention.Keep || !strings.Contains(rp.Reason, "live writer")) {
+			t.Fatalf("the live run's plan: %+v", rp)
+		}
+	}
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 3 {
+		t.Fatalf("the live run: %v\n%s", err, out.String())
+	}
+	state := filepath.Join(p.dir, ".proofgate")
+	if retention.IsArchived(filepath.Join(state, "runs", live)) {
+		t.Fatal("the live run was archived")
+	}
+	for _, id := range ids {
+		if !retention.IsArchived(filepath.Join(state, "runs", id)) {
+			t.Errorf("old run %s was not archived", id)
+		}
+	}
+	heads(t, state, append(ids, live))
+	if r := p.run("", "status", live); r.code != 3 {
+		t.Fatalf("status of the live run after the prune: %d %s%s", r.code, r.stdout, r.stderr)
+	}
+}
