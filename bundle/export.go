@@ -165,7 +165,7 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 func auditForExport(runDir, id string) (map[string][]byte, *replay.Report, []eventlog.Event, error) {
 	mem := map[string][]byte{}
 	for _, name := range []string{RunFile, EventsFile, ContractFile} {
-		b, err := readFileBounded(filepath.Join(runDir, name), maxSmallFile)
+		b, err := readRunFile(runDir, name)
 		if err != nil {
 			return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
 		}
@@ -176,6 +176,7 @@ func auditForExport(runDir, id string) (map[string][]byte, *replay.Report, []eve
 	}
 	rep, err := replay.AuditFS(replay.Overlay(runDir, mem), replay.BlobsVerified())
 	if err != nil {
+		err = replay.Located(runDir, err)
 		return nil, nil, nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: err.Error(), Err: err}
 	}
 	if rep.RunID != id {
@@ -309,6 +310,20 @@ func checkCheckpointShape(b []byte, events []eventlog.Event) error {
 		return fmt.Errorf("%s: length %d", CheckpointFile, c.Length)
 	}
 	return checkpoint.Match(&c, events)
+}
+
+// readRunFile reads one of a run directory's small files; the log is the
+// whole chain (its sealed segments, then the active file, concatenated: a
+// bundle holds one events.ndjson member whatever the run's segments).
+func readRunFile(dir, name string) ([]byte, error) {
+	if name == EventsFile {
+		b, err := replay.ReadChain(dir, maxSmallFile)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(dir, name), err)
+		}
+		return b, nil
+	}
+	return readFileBounded(filepath.Join(dir, name), maxSmallFile)
 }
 
 func readFileBounded(p string, max int64) ([]byte, error) {

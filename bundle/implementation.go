@@ -136,7 +136,7 @@ func packImplementation(runDir string, rep *replay.Report, subjects map[string]s
 func auditImplementationDir(dir, id string) (map[string][]byte, *replay.Report, []eventlog.Event, error) {
 	mem := map[string][]byte{}
 	for _, name := range []string{RunFile, EventsFile, ContractFile} {
-		b, err := readFileBounded(filepath.Join(dir, name), maxSmallFile)
+		b, err := readRunFile(dir, name)
 		if err != nil {
 			return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: "implementation run: " + err.Error(), Err: err}
 		}

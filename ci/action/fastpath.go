@@ -345,7 +345,7 @@ func (j *job) installRun(id string, files map[string][]byte) error {
 		return refuse(FastMalformed, "run id %q", id)
 	}
 	dir := run.NewStore(j.stateDir).Path(id)
-	if have, err := os.ReadFile(filepath.Join(dir, bundle.EventsFile)); err == nil {
+	if have, err := readRunFile(dir, bundle.EventsFile); err == nil {
 		if !bytes.Equal(have, files[bundle.EventsFile]) {
 			return refuse(FastExists, "run %s is in the state directory with another log", id)
 		}

@@ -63,6 +63,15 @@ type HandoffPR struct {
 	BaseSHA string `json:"base_sha"`
 }
 
+// readRunFile reads a run directory's file; the log is its whole chain
+// (sealed segments, then the active file) as the one member it becomes.
+func readRunFile(dir, name string) ([]byte, error) {
+	if name == bundle.EventsFile {
+		return replay.ReadChain(dir, 1<<30)
+	}
+	return os.ReadFile(filepath.Join(dir, name))
+}
+
 // exportRun packs the AWAITING_APPROVAL run in dir and signs its
 // statement with sign. It returns the archive's bytes.
 func exportRun(ctx context.Context, dir string, pr HandoffPR, keyID string, sign func([]byte) ([]byte, []byte, error)) ([]byte, error) {
@@ -79,7 +88,7 @@ func exportRun(ctx context.Context, dir string, pr HandoffPR, keyID string, sign
 func packRun(dir string, want replay.State, statement func(rep *replay.Report, subjects []bundle.Subject, signedAt string) any, sign func([]byte) ([]byte, []byte, error)) ([]byte, error) {
 	mem := map[string][]byte{}
 	for _, n := range []string{bundle.RunFile, bundle.EventsFile, bundle.ContractFile} {
-		b, err := os.ReadFile(filepath.Join(dir, n))
+		b, err := readRunFile(dir, n)
 		if err != nil {
 			return nil, fmt.Errorf("hand-off: %w", err)
 		}

@@ -435,7 +435,12 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 				return err
 			}
 			opts.Replace = force
-			res, sb, err := exportSigned(store.Path(id), out, s, ms, opts)
+			rd, _, done, err := run.ReadDir(g.state, id)
+			if err != nil {
+				return classify(err)
+			}
+			defer done()
+			res, sb, err := exportSigned(rd, out, s, ms, opts)
 			if err != nil {
 				return err
 			}
@@ -701,17 +706,36 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 func checkpointCmd(g *globals) *cobra.Command {
 	var keyRef, out string
 	var asJSON, force bool
+	var sf stateFlags
 	c := &cobra.Command{
-		Use:   "checkpoint RUN --key key.pem [-o FILE] [--force]",
-		Short: "Sign a checkpoint of a run's event chain",
+		Use:   "checkpoint (RUN | --all [--repo-id ID]) --key key.pem [-o FILE] [--force]",
+		Short: "Sign a checkpoint of a run's event chain, or of every run (--all)",
 		Long: `Sign {run, length, head, time} of the run's event log under its writer lock,
 store it as checkpoints/<length>.dsse.json in the run directory (and in FILE
 with -o), and record a checkpoint.signed event. "events verify RUN
 --checkpoint FILE --trust trust.json" later detects entries rewritten or
 removed before that point. An existing FILE is refused unless --force; a
-FILE inside the run store (<state>/runs) always is.`,
-		Args: cobra.ExactArgs(1),
+FILE inside the run store (<state>/runs) always is.
+
+With --all (no RUN), sign one state checkpoint over every run in the state
+directory: each run's id, chain length and head (every chain is verified
+first), bound to this repository (its root commit, and --repo-id if given),
+stored as <state>/checkpoints/state-<ns>.dsse.json. "events verify --all
+--checkpoint FILE --trust trust.json" later detects a deleted run, a
+truncated or rewritten one, and a state directory of another repository.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return stateCheckpoint(cmd, g, &sf, keyRef, out, force, asJSON)
+			}
+			if sf.repoID != "" {
+				return usageErr(errors.New("--repo-id goes with --all"))
+			}
 			s, err := loadSigner(keyRef)
 			if err != nil {
 				return err
@@ -749,5 +773,6 @@ FILE inside the run store (<state>/runs) always is.`,
 	c.Flags().StringVarP(&out, "output", "o", "", "also write the checkpoint to FILE")
 	c.Flags().BoolVar(&force, "force", false, "replace an existing FILE")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	sf.register(c, "sign")
 	return c
 }

@@ -1,9 +1,23 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/bundle/checkpoint/record"
+	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/source"
 
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/trust"
@@ -54,4 +68,191 @@ func printCheckpointCover(w io.Writer, c *checkpointCover, total int) {
 	if total > c.Length {
 		fmt.Fprintf(w, "checkpoint: events %d..%d came after it (chain only; 'proofgate events checkpoint %s' signs a new one)\n", c.Length+1, total, c.RunID)
 	}
+}
+
+// stateFlags are the flags of the state-wide forms: events checkpoint
+// --all and events verify --all.
+type stateFlags struct {
+	all    bool
+	repoID string
+}
+
+func (f *stateFlags) register(c *cobra.Command, verb string) {
+	c.Flags().BoolVar(&f.all, "all", false, verb+" every run in the state directory at once (a state checkpoint), bound to this repository")
+	c.Flags().StringVar(&f.repoID, "repo-id", "", "with --all: a repository id (e.g. owner/name) bound beside the root commit; forks share a root commit, so give it to tell them apart (the same value on verify)")
+}
+
+// repository is the identity of the repository proofgate runs in: its
+// root commit, and the --repo-id given.
+func (f *stateFlags) repository(ctx context.Context) (checkpoint.Repository, error) {
+	if len(f.repoID) > 256 || printable.Escape(f.repoID) != f.repoID {
+		return checkpoint.Repository{}, usageErr(errors.New("--repo-id: at most 256 printable characters"))
+	}
+	dir, err := repoDir(ctx)
+	if err != nil {
+		return checkpoint.Repository{}, err
+	}
+	root, err := source.RootCommit(ctx, dir)
+	if err != nil {
+		return checkpoint.Repository{}, usageErr(fmt.Errorf("--all binds the repository's root commit: %w", err))
+	}
+	return checkpoint.Repository{Root: root, ID: f.repoID}, nil
+}
+
+// stateCheckpoint is events checkpoint --all.
+func stateCheckpoint(cmd *cobra.Command, g *globals, sf *stateFlags, keyRef, out string, force, asJSON bool) error {
+	repo, err := sf.repository(cmd.Context())
+	if err != nil {
+		return err
+	}
+	s, err := loadSigner(keyRef)
+	if err != nil {
+		return err
+	}
+	if out != "" {
+		if err := g.checkOutput("-o", out); err != nil {
+			return err
+		}
+		if _, err := os.Lstat(out); err == nil && !force {
+			return outputErr(fmt.Errorf("%s: %w", out, fs.ErrExist))
+		}
+	}
+	rec, err := record.State(g.state, repo, s, time.Now())
+	if err != nil {
+		var se *checkpoint.StateError
+		if errors.As(err, &se) {
+			return exit.Wrap(exit.Refused, err)
+		}
+		return classify(err)
+	}
+	if out != "" {
+		write := durable.CreateExclusive
+		if force {
+			write = durable.WriteFile
+		}
+		if err := write(out, rec.Envelope, 0o644); err != nil {
+			return outputErr(fmt.Errorf("the state checkpoint is recorded in %s; writing %s: %w", rec.Path, out, err))
+		}
+	}
+	if asJSON {
+		return writeJSON(g.stdout, map[string]any{"runs": rec.Runs, "repository": rec.Repository,
+			"time": rec.Time, "key_id": rec.KeyID, "file": rec.Path})
+	}
+	fmt.Fprintf(g.stdout, "state checkpoint of %d runs (repository root %s, id %q)\n%s\n", len(rec.Runs), rec.Repository.Root, esc(rec.Repository.ID), rec.Path)
+	return nil
+}
+
+// stateVerifyResult is events verify --all's result.
+type stateVerifyResult struct {
+	OK         bool                   `json:"ok"`
+	Runs       []eventsResult         `json:"runs"`
+	Checkpoint *stateCover            `json:"checkpoint,omitempty"`
+	Uncovered  []string               `json:"uncovered,omitempty"`
+	Reason     string                 `json:"reason,omitempty"`
+	RunID      string                 `json:"run_id,omitempty"`
+	File       string                 `json:"file,omitempty"`
+	Line       int                    `json:"line,omitempty"`
+	Detail     string                 `json:"detail,omitempty"`
+	Repository *checkpoint.Repository `json:"repository,omitempty"`
+}
+
+// stateCover is what a verified state checkpoint covered.
+type stateCover struct {
+	Runs       int                   `json:"runs"`
+	Repository checkpoint.Repository `json:"repository"`
+	Time       string                `json:"time"`
+	KeyID      string                `json:"key_id"`
+}
+
+// stateVerify is events verify --all [--checkpoint F --trust T]: every
+// run's chain, then (with a checkpoint) the state checkpoint.
+func stateVerify(cmd *cobra.Command, g *globals, sf *stateFlags, cpFile, trustFile string, asJSON bool) error {
+	if (cpFile == "") != (trustFile == "") {
+		return usageErr(errors.New("--checkpoint and --trust go together"))
+	}
+	store := run.NewStore(g.state)
+	ids, err := store.List()
+	if err != nil {
+		return classify(err)
+	}
+	res := stateVerifyResult{OK: true, Runs: []eventsResult{}}
+	for _, id := range ids {
+		r := verifyEvents(store.Path(id), id, "", "")
+		if !r.OK && res.OK {
+			res.OK, res.Reason, res.RunID, res.File, res.Line, res.Detail = false, r.Reason, id, r.File, r.Line, r.Detail
+		}
+		r.Proved, r.NotProved = nil, ""
+		res.Runs = append(res.Runs, r)
+	}
+	if cpFile != "" && res.OK {
+		if err := res.checkState(cmd.Context(), g, sf, cpFile, trustFile); err != nil {
+			return err
+		}
+	}
+	return printStateVerify(g, &res, asJSON)
+}
+
+func (res *stateVerifyResult) checkState(ctx context.Context, g *globals, sf *stateFlags, cpFile, trustFile string) error {
+	repo, err := sf.repository(ctx)
+	if err != nil {
+		return err
+	}
+	res.Repository = &repo
+	ts, err := trust.Load(trustFile)
+	if err != nil {
+		return usageErr(err)
+	}
+	env, err := checkpoint.ReadFile(cpFile)
+	if err != nil {
+		return usageErr(err)
+	}
+	rep, err := record.VerifyState(g.state, env, ts, repo)
+	var se *checkpoint.StateError
+	var ce *checkpoint.Error
+	var le *eventlog.ChainError
+	switch {
+	case errors.As(err, &se):
+		res.OK, res.Reason, res.RunID, res.Detail = false, string(se.Reason), se.Run, se.Detail
+		if errors.As(err, &le) {
+			res.File, res.Line = le.File, le.Line
+		}
+	case errors.As(err, &ce):
+		res.OK, res.Reason, res.Detail = false, string(ce.Reason), ce.Detail
+	case err != nil:
+		return classify(err)
+	default:
+		res.Checkpoint = &stateCover{Runs: len(rep.Runs), Repository: rep.Repository, Time: rep.Time, KeyID: rep.KeyID}
+		res.Uncovered = rep.Uncovered
+	}
+	return nil
+}
+
+func printStateVerify(g *globals, res *stateVerifyResult, asJSON bool) error {
+	if asJSON {
+		if err := writeJSON(g.stdout, res); err != nil {
+			return err
+		}
+	} else if res.OK {
+		fmt.Fprintf(g.stdout, "ok: %d runs, every chain verifies\n", len(res.Runs))
+		if c := res.Checkpoint; c != nil {
+			fmt.Fprintf(g.stdout, "state checkpoint: covers %d runs of repository root %s id %q, signed at %s by key %s; none deleted, truncated or rewritten\n",
+				c.Runs, c.Repository.Root, esc(c.Repository.ID), esc(c.Time), c.KeyID)
+			if len(res.Uncovered) > 0 {
+				fmt.Fprintf(g.stdout, "state checkpoint: %d runs came after it (chain only): %s\n", len(res.Uncovered), strings.Join(res.Uncovered, ", "))
+			}
+		}
+	} else {
+		where := ""
+		if res.RunID != "" {
+			where = "run " + res.RunID + ": "
+		}
+		if res.File != "" {
+			where += fmt.Sprintf("%s line %d: ", res.File, res.Line)
+		}
+		fmt.Fprintf(g.stdout, "refused: %s%s: %s\n", where, res.Reason, esc(res.Detail))
+	}
+	if !res.OK {
+		return silent(exit.Refused)
+	}
+	return nil
 }

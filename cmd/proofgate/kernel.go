@@ -25,6 +25,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/source"
 )
@@ -536,6 +537,9 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 		fmt.Fprintf(w, "stale: %s\n", esc(r))
 	}
 	printSessions(w, st.Report, audit)
+	if a := st.Archived; a != nil {
+		fmt.Fprintf(w, "archived: read from %s (%s, as the prune log recorded it); the run is read-only\n", a.Archive, a.Digest)
+	}
 	if st.Writer != nil {
 		state := "dead"
 		if st.Writer.Alive {
@@ -562,18 +566,20 @@ a run whose code changed since is not shown STALE here). A run that does not
 reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			_ = run.Recover(g.state) // what it cannot restore, the rows below report
 			ids, err := run.NewStore(g.state).List()
 			if err != nil {
 				return envErr(err)
 			}
-			if len(ids) == 0 && !asJSON {
+			if len(ids) == 0 && !asJSON && len(archiveProblems(g.state)) == 0 {
 				printNoRuns(g.stdout, g.state)
 				return nil
 			}
 			type row struct {
-				RunID string    `json:"run_id"`
-				State run.State `json:"state,omitempty"`
-				Error string    `json:"error,omitempty"`
+				RunID    string    `json:"run_id"`
+				State    run.State `json:"state,omitempty"`
+				Archived bool      `json:"archived,omitempty"`
+				Error    string    `json:"error,omitempty"`
 			}
 			rows := []row{}
 			bad := false
@@ -586,7 +592,12 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 						continue
 					}
 				}
-				rows = append(rows, row{RunID: id, State: rep.State})
+				rows = append(rows, row{RunID: id, State: rep.State, Archived: retention.IsArchived(run.NewStore(g.state).Path(id))})
+			}
+			// What the prune log recorded and is gone (list.go).
+			for _, p := range archiveProblems(g.state) {
+				rows = append(rows, row{RunID: p.Run, Error: fmt.Sprintf("%s: %s", p.Reason, p.Detail)})
+				bad = true
 			}
 			if asJSON {
 				if err := writeJSON(g.stdout, rows); err != nil {
@@ -596,6 +607,8 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 				for _, r := range rows {
 					if r.Error != "" {
 						fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", esc(r.RunID), esc(r.Error))
+					} else if r.Archived {
+						fmt.Fprintf(g.stdout, "%s  %s  (archived)\n", r.RunID, r.State)
 					} else {
 						fmt.Fprintf(g.stdout, "%s  %s\n", r.RunID, r.State)
 					}
@@ -763,13 +776,17 @@ executed is executed, one it named but never created is planned.`,
 func eventsVerifyCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	var cpFile, trustFile string
+	var sf stateFlags
 	c := &cobra.Command{
-		Use:   "verify RUN",
+		Use:   "verify (RUN | --all [--repo-id ID])",
 		Short: "Verify a run's hash-chained event log",
 		Long: `Verify every line of the run's events.ndjson: canonical form, hash, link to
 the previous line, sequence, and binding to the run, source and contract.
 A refusal names the line and a typed reason: broken-link, seq-gap,
-foreign-binding, unchained-after-chained, malformed, torn-tail.
+foreign-binding, unchained-after-chained, malformed, torn-tail. A log sealed
+into segments (events.00000001.ndjson, ... then the active events.ndjson) is
+read whole, in order; a refusal then names the file too, and a missing,
+reordered or damaged segment is segment-gap, segment-order or segment-torn.
 With --checkpoint and --trust, also check the log against a signed
 checkpoint (entries rewritten or removed after it was exported).
 
@@ -777,9 +794,29 @@ This proves the chain, not the history: a log forged and re-chained from
 line 1, or cut back after any line, passes. 'proofgate audit RUN' replays
 the log against the contract and run.json; a signed checkpoint (--checkpoint)
 detects rewriting and truncation before it. The output says which of these
-were proved ("proved", "not_proved" in --json).`,
-		Args: cobra.ExactArgs(1),
+were proved ("proved", "not_proved" in --json).
+
+With --all (no RUN), verify every run's chain in the state directory, and
+with --checkpoint and --trust a state checkpoint ("events checkpoint --all"):
+the same repository (root commit and --repo-id), every run it lists present
+(checkpoint-run-missing), holding the signed head at the signed length
+(checkpoint-truncated, checkpoint-rewritten), its chain verifying
+(checkpoint-chain-refused); another repository's state directory is
+checkpoint-foreign-repository. Runs planned after it are listed as
+"uncovered".`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return stateVerify(cmd, g, &sf, cpFile, trustFile, asJSON)
+			}
+			if sf.repoID != "" {
+				return usageErr(errors.New("--repo-id goes with --all"))
+			}
 			store := run.NewStore(g.state)
 			id, err := store.Resolve(args[0])
 			if err != nil {
@@ -796,6 +833,8 @@ were proved ("proved", "not_proved" in --json).`,
 				if res.Checkpoint != nil {
 					printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
 				}
+			} else if res.usage == nil && res.File != "" {
+				fmt.Fprintf(g.stdout, "refused: %s line %d: %s: %s\n", res.File, res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil && res.Line > 0 {
 				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
 			} else if res.usage == nil {
@@ -813,6 +852,7 @@ were proved ("proved", "not_proved" in --json).`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	c.Flags().StringVar(&cpFile, "checkpoint", "", "signed checkpoint file to check the log against")
 	c.Flags().StringVar(&trustFile, "trust", "", "trust store for --checkpoint")
+	sf.register(c, "verify")
 	return c
 }
 
@@ -822,6 +862,10 @@ type eventsResult struct {
 	Length int    `json:"length,omitempty"`
 	Head   string `json:"head,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// File is the log file the refused line is in (a sealed segment
+	// events.NNNNNNNN.ndjson or the active events.ndjson); Line counts
+	// in it.
+	File   string `json:"file,omitempty"`
 	Line   int    `json:"line,omitempty"`
 	Detail string `json:"detail,omitempty"`
 	// Proved names what an ok result established; NotProved says what it
@@ -861,8 +905,11 @@ func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
 	}
 	if err != nil {
 		var ce *eventlog.ChainError
+		var re *retention.Error
 		if errors.As(err, &ce) {
-			res.Reason, res.Line, res.Detail = string(ce.Reason), ce.Line, ce.Detail
+			res.Reason, res.File, res.Line, res.Detail = string(ce.Reason), ce.File, ce.Line, ce.Detail
+		} else if errors.As(err, &re) {
+			res.Reason, res.Detail = string(re.Reason), re.Detail
 		} else {
 			res.Reason, res.Detail = "unreadable", err.Error()
 		}
@@ -971,7 +1018,12 @@ content.`,
 				if s == nil {
 					return usageErr(fmt.Errorf("check %q has no recorded %s", args[1], stream))
 				}
-				f, err := blob.New(filepath.Join(store.Path(id), run.BlobDir)).Open(s.Digest)
+				rd, _, done, err := run.ReadDir(g.state, id)
+				if err != nil {
+					return refusedErr(err)
+				}
+				defer done()
+				f, err := blob.New(filepath.Join(rd, run.BlobDir)).Open(s.Digest)
 				if err != nil {
 					return refusedErr(err)
 				}

@@ -67,6 +67,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	addAgentCommands(root, g)
 	addEvidenceCommands(root, g)
 	addHistoryCommands(root, g)
+	addPruneCommands(root, g)
 	setVersionFlag(root)
 
 	cmd, err := root.ExecuteC()

@@ -32,6 +32,9 @@ type Resolved struct {
 	// not declared, so the hash of a contract without them is unchanged.
 	Cleanup   []string   `json:"cleanup,omitempty"`
 	Benchmark *Benchmark `json:"benchmark,omitempty"`
+	// Retention is the retention: section (kernel/contract/retention.go),
+	// absent when none.
+	Retention *Retention `json:"retention,omitempty"`
 }
 
 // Check is one fully resolved check.

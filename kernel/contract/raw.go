@@ -22,6 +22,7 @@ type rawContract struct {
 	// Cleanup and Benchmark: cleanup.go and benchmark.go (issue 16).
 	Cleanup   []string      `json:"cleanup"`
 	Benchmark *rawBenchmark `json:"benchmark"`
+	Retention *rawRetention `json:"retention"`
 }
 
 // rawSettings are the settings of defaults and of a check: what the check

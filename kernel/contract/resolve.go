@@ -83,6 +83,10 @@ func (r *Resolved) clone() *Resolved {
 		b := *r.Benchmark
 		out.Benchmark = &b
 	}
+	if r.Retention != nil {
+		rt := *r.Retention
+		out.Retention = &rt
+	}
 	return &out
 }
 
@@ -136,6 +140,9 @@ func (p *parser) resolve(raw *rawContract, profile string) (*Resolved, error) {
 		return nil, err
 	}
 	if base.Benchmark, err = p.resolveBenchmark(raw.Benchmark); err != nil {
+		return nil, err
+	}
+	if base.Retention, err = p.resolveRetention(raw.Retention); err != nil {
 		return nil, err
 	}
 

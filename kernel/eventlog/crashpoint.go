@@ -17,7 +17,9 @@ import (
 // its line, no '\n') or "after" (through its line, fsynced, before Append
 // or Flush returns). It exists so
 // that tests can kill real processes at every append boundary
-// deterministically; it grants nothing a process's environment could not
+// deterministically. "seal<k>:<n>" (k in 1-4) kills it after step k of
+// its n-th seal of an active file into a segment (see Log.sealLocked). It
+// grants nothing a process's environment could not
 // do anyway (kill it, write the file).
 const CrashEnv = "PROOFGATE_TEST_CRASH"
 
@@ -34,10 +36,20 @@ var crash struct {
 	when  int
 	at    int64
 	count atomic.Int64
+	seal  int // the seal step to die after, 0 for none
+	seals atomic.Int64
 }
 
 // crashPoint returns the crash point for the current Append.
 func crashPoint() int {
+	parseCrash()
+	if crash.when == crashNone || crash.count.Add(1) != crash.at {
+		return crashNone
+	}
+	return crash.when
+}
+
+func parseCrash() {
 	crash.once.Do(func() {
 		v, ok := os.LookupEnv(CrashEnv)
 		if !ok {
@@ -49,6 +61,9 @@ func crashPoint() int {
 			return
 		}
 		switch when {
+		case "seal1", "seal2", "seal3", "seal4":
+			crash.seal, crash.at = int(when[4]-'0'), at
+			return
 		case "before":
 			crash.when = crashBefore
 		case "torn":
@@ -60,10 +75,15 @@ func crashPoint() int {
 		}
 		crash.at = at
 	})
-	if crash.when == crashNone || crash.count.Add(1) != crash.at {
-		return crashNone
+}
+
+// sealCrash kills the process after step k of this process's n-th seal
+// when the crash hook says so.
+func sealCrash(k int, n int64) {
+	parseCrash()
+	if crash.seal == k && n == crash.at {
+		die()
 	}
-	return crash.when
 }
 
 // die kills the process without running deferred functions or exit hooks,

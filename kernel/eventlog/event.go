@@ -46,12 +46,19 @@ const (
 )
 
 // ChainError is a refused log: the reason and the 1-based line it names.
+// File is the base name of the file of a log read by path (a sealed
+// segment or the active file), "" for a log read from a stream; Line is
+// then the line in that file.
 type ChainError struct {
 	Reason Reason
+	File   string
 	Line   int
 	Detail string
 }
 
 func (e *ChainError) Error() string {
+	if e.File != "" {
+		return fmt.Sprintf("%s line %d: %s: %s", e.File, e.Line, e.Reason, e.Detail)
+	}
 	return fmt.Sprintf("events line %d: %s: %s", e.Line, e.Reason, e.Detail)
 }

@@ -21,20 +21,43 @@ type Log struct {
 	f      *os.File
 	path   string
 	b      Binding
-	events []Event
-	lines  int    // physical lines in the file
-	repair *tail  // damage at the end, repaired by the next Append
-	err    error  // a failed write: the file may hold a torn line
-	buf    []byte // staged lines, written by Flush
+	events []Event // the events after the first base ones (all, once loaded)
+	repair *tail   // damage at the end, repaired by the next Append
+	err    error   // a failed write: the file may hold a torn line
+	buf    []byte  // staged lines, written by Flush
 	segs   []segment
 	// repairStaged: the repair of the damaged tail is in buf
 	repairStaged bool
 	p            lineParser
 	now          func() time.Time
 	// last is the last complete line verified or written, with its '\n';
-	// size the file's length at Suspend, -1 when it cannot be resumed.
+	// size the active file's length at Suspend, -1 when it cannot be
+	// resumed.
 	last []byte
 	size int64
+	chainState
+}
+
+// chainState is where a Log stands in its chain (see segments.go): what
+// Open verified or trusted, and where the next event goes.
+type chainState struct {
+	n     int    // events in the whole chain, staged ones included
+	seq   uint64 // seq of the last event
+	hd    string // hash of the last event
+	lines int    // physical lines of the whole chain (sealed and active)
+	// base events precede events[0] and are not held: those of the chain's
+	// files up to the first baseEnd bytes of baseFile (Open does not read
+	// them, see headIndex); Load reads and verifies them.
+	base     int
+	baseFile string
+	baseEnd  int64
+	asize    int64 // the active file's length, staged bytes excluded
+	nsealed  int   // sealed segments
+	segMax   int64 // seal the active file once it is this long
+	// lastFile and lastOff locate last: the active file, or the last
+	// sealed segment right after a seal.
+	lastFile string
+	lastOff  int64
 }
 
 // ErrNoBinding is returned by Open for a log without a complete event: its
@@ -45,6 +68,10 @@ var ErrNoBinding = errors.New("log has no complete event to take the binding fro
 // and fsyncs it and its directory.
 func Create(path string, b Binding) (*Log, error) {
 	if err := checkBinding(b); err != nil {
+		return nil, fmt.Errorf("create %s: %w", path, err)
+	}
+	segMax, err := SegmentSize()
+	if err != nil {
 		return nil, fmt.Errorf("create %s: %w", path, err)
 	}
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|os.O_APPEND, 0o644)
@@ -59,7 +86,9 @@ func Create(path string, b Binding) (*Log, error) {
 		f.Close()
 		return nil, fmt.Errorf("create events: %w", err)
 	}
-	return &Log{f: f, path: path, b: b, now: time.Now}, nil
+	l := &Log{f: f, path: path, b: b, now: time.Now}
+	l.segMax, l.lastFile = segMax, path
+	return l, nil
 }
 
 func checkBinding(b Binding) error {
@@ -103,39 +132,18 @@ func OpenBound(path string, want Binding) (*Log, error) {
 }
 
 func open(path string, want *Binding) (*Log, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND, 0)
+	segMax, err := SegmentSize()
 	if err != nil {
-		return nil, fmt.Errorf("open events: %w", err)
-	}
-	l := &Log{f: f, path: path, now: time.Now}
-	r := newReader(want)
-	r.acceptTorn = true
-	r.onEvent = func(line []byte, fl *fields) {
-		l.events = append(l.events, eventOf(line, fl))
-		l.last = append(append(l.last[:0], line...), '\n')
-	}
-	ce, t, err := r.run(f)
-	if err != nil {
-		f.Close()
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	if ce != nil && t == nil {
-		f.Close()
-		ce.Detail = path + ": " + ce.Detail
-		return nil, ce
+	l, err := openFast(path, want)
+	if l == nil && err == nil {
+		l, err = openSlow(path, want)
 	}
-	l.repair = t
-	l.lines = r.line
-	switch {
-	case want != nil:
-		l.b = *want
-	case len(l.events) > 0:
-		e := l.events[0]
-		l.b = Binding{Run: e.Run, Source: e.Source, Contract: e.Contract}
-	default:
-		f.Close()
-		return nil, fmt.Errorf("open %s: %w", path, ErrNoBinding)
+	if err != nil {
+		return nil, err
 	}
+	l.segMax = segMax
 	return l, nil
 }
 
@@ -179,16 +187,13 @@ func (l *Log) Stage(typ string, data any) (Event, error) {
 		return Event{}, fmt.Errorf("append %s: log is closed", typ)
 	case l.err != nil:
 		return Event{}, fmt.Errorf("append %s: an earlier write failed, reopen the log: %w", typ, l.err)
-	case len(l.events)+2 > MaxEvents:
+	case l.n+2 > MaxEvents:
 		return Event{}, fmt.Errorf("append %s: log holds %d events, the limit", typ, MaxEvents)
 	}
 	buf := l.buf
 	seg := segment{start: len(buf)}
 	var added []Event
-	seq, prev := uint64(len(l.events)), l.head()
-	if len(l.events) > 0 {
-		seq = l.events[len(l.events)-1].Seq
-	}
+	seq, prev := l.seq, l.hd
 	lines := l.lines
 	tm := formatTime(l.now())
 	if t := l.repair; t != nil && !l.repairStaged {
@@ -217,6 +222,8 @@ func (l *Log) Stage(typ string, data any) (Event, error) {
 	l.segs = append(l.segs, seg)
 	l.repairStaged = l.repair != nil
 	l.events = append(l.events, added...)
+	l.n += len(added)
+	l.seq, l.hd = ev.Seq, ev.Hash
 	l.lines = lines + 1
 	return ev, nil
 }
@@ -255,8 +262,13 @@ func (l *Log) flushLocked() error {
 	}
 	last := l.segs[len(l.segs)-1]
 	l.last = append(l.last[:0], buf[last.ev:last.end]...)
+	l.lastFile, l.lastOff = l.path, l.asize+int64(last.ev)
+	l.asize += int64(len(buf))
 	l.buf, l.segs = buf[:0], l.segs[:0]
 	l.repair, l.repairStaged = nil, false
+	if l.asize >= l.segMax {
+		l.sealLocked()
+	}
 	return nil
 }
 
@@ -326,15 +338,14 @@ func canonicalData(data any) ([]byte, error) {
 	return b, nil
 }
 
-func (l *Log) head() string {
-	if len(l.events) == 0 {
-		return ""
-	}
-	return l.events[len(l.events)-1].Hash
-}
+func (l *Log) head() string { return l.hd }
 
-// Events returns a copy of all events so far.
+// Events returns a copy of all events so far, sealed segments included: it
+// loads what Open did not read (see Load). Should that load fail, it
+// returns only the events Open read and the Log refuses further appends;
+// a caller that must know calls Load first.
 func (l *Log) Events() []Event {
+	_ = l.Load()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]Event(nil), l.events...)
@@ -344,7 +355,7 @@ func (l *Log) Events() []Event {
 func (l *Log) Len() int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return len(l.events)
+	return l.n
 }
 
 // Head is the hash of the last event, "" when the log is empty.
@@ -382,6 +393,7 @@ func (l *Log) Close() error {
 	if err != nil {
 		return fmt.Errorf("close %s: %w", l.path, err)
 	}
+	l.writeIndex()
 	return nil
 }
 

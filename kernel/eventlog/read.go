@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"hash"
 	"io"
-	"os"
 	"strconv"
 )
 
@@ -236,7 +235,11 @@ func (r *reader) complete(line []byte) *ChainError {
 // run reads the whole log. It returns the first refusal, and a tail when
 // that refusal is damage at the end of the file that a writer may repair.
 func (r *reader) run(src io.Reader) (*ChainError, *tail, error) {
-	br := bufio.NewReaderSize(src, readBuf)
+	return r.runBuffered(bufio.NewReaderSize(src, readBuf))
+}
+
+// runBuffered is run on a buffered reader.
+func (r *reader) runBuffered(br *bufio.Reader) (*ChainError, *tail, error) {
 	for {
 		b, err := r.next(br)
 		switch {
@@ -399,19 +402,21 @@ func Read(src io.Reader, want *Binding) ([]Event, error) {
 	return events, nil
 }
 
-// ReadFile is Read on the file at path.
+// ReadFile is Read on the log whose active file is path: its sealed
+// segments in order, then the active file, as one chain. A refusal names
+// the file (ChainError.File) and the line in it.
 func ReadFile(path string, want *Binding) ([]Event, error) {
-	f, err := os.Open(path)
+	r := newReader(want)
+	var events []Event
+	r.onEvent = func(line []byte, f *fields) { events = append(events, eventOf(line, f)) }
+	ce, _, err := r.readChain(path)
 	if err != nil {
-		return nil, fmt.Errorf("read events: %w", err)
+		return events, err
 	}
-	defer f.Close()
-	events, err := Read(f, want)
-	var ce *ChainError
-	if errors.As(err, &ce) {
-		ce.Detail = path + ": " + ce.Detail
+	if ce != nil {
+		return events, ce
 	}
-	return events, err
+	return events, nil
 }
 
 // Verify checks a log as Read does, keeping no events. On refusal the

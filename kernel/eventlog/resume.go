@@ -39,6 +39,9 @@ func (l *Log) Suspend() error {
 	if ferr != nil {
 		return ferr
 	}
+	if cerr == nil {
+		l.writeIndex()
+	}
 	if cerr != nil {
 		return fmt.Errorf("close %s: %w", l.path, cerr)
 	}
@@ -67,12 +70,16 @@ func (l *Log) Resume() ([]Event, error) {
 		f.Close()
 		return nil, err
 	}
-	l.f, l.size = f, size
+	l.f, l.size, l.asize = f, size, size
 	evs := stripLines(added)
 	l.events = append(l.events, evs...)
+	l.n += len(evs)
 	l.lines += len(added)
 	if len(added) > 0 {
+		e := evs[len(evs)-1]
+		l.seq, l.hd = e.Seq, e.Hash
 		l.last = added[len(added)-1].line
+		l.lastFile, l.lastOff = l.path, size-int64(len(l.last))
 	}
 	return evs, nil
 }
@@ -87,26 +94,21 @@ func (l *Log) resumeFrom(f *os.File) ([]resumed, int64, error) {
 	if size < l.size {
 		return nil, 0, fmt.Errorf("resume %s: %w (%d bytes, %d verified)", l.path, ErrChanged, size, l.size)
 	}
-	at := l.size - int64(len(l.last))
-	got := make([]byte, len(l.last))
-	if at < 0 {
-		return nil, 0, fmt.Errorf("resume %s: %w (size below the last line)", l.path, ErrChanged)
+	if !notExist(segPath(l.path, l.nsealed+1)) {
+		return nil, 0, fmt.Errorf("resume %s: %w (the active file was sealed meanwhile)", l.path, ErrChanged)
 	}
-	if _, err := f.ReadAt(got, at); err != nil {
-		return nil, 0, fmt.Errorf("resume events: %w", err)
-	}
-	if !bytes.Equal(got, l.last) {
-		return nil, 0, fmt.Errorf("resume %s: %w (the last verified line, at byte %d, differs)", l.path, ErrChanged, at)
+	if l.lastFile == l.path {
+		if err := l.checkLast(f); err != nil {
+			return nil, 0, err
+		}
 	}
 	if size == l.size {
 		return nil, size, nil
 	}
 	r := newReader(&l.b)
-	r.line, r.n = l.lines, len(l.events)
-	e := l.events[len(l.events)-1]
-	r.seq = e.Seq
-	if h, err := hex.DecodeString(strings.TrimPrefix(e.Hash, "sha256:")); err != nil || len(h) != len(r.head) {
-		return nil, 0, fmt.Errorf("resume %s: %w (head %q)", l.path, ErrChanged, e.Hash)
+	r.line, r.n, r.seq = l.lines, l.n, l.seq
+	if h, err := hex.DecodeString(strings.TrimPrefix(l.hd, "sha256:")); err != nil || len(h) != len(r.head) {
+		return nil, 0, fmt.Errorf("resume %s: %w (head %q)", l.path, ErrChanged, l.hd)
 	} else {
 		copy(r.head[:], h)
 	}
@@ -122,6 +124,23 @@ func (l *Log) resumeFrom(f *os.File) ([]resumed, int64, error) {
 		return nil, 0, fmt.Errorf("resume %s: %w (%v)", l.path, ErrChanged, ce)
 	}
 	return added, size, nil
+}
+
+// checkLast checks that f holds, ending at the size verified, the last
+// line verified.
+func (l *Log) checkLast(f *os.File) error {
+	at := l.size - int64(len(l.last))
+	got := make([]byte, len(l.last))
+	if at < 0 {
+		return fmt.Errorf("resume %s: %w (size below the last line)", l.path, ErrChanged)
+	}
+	if _, err := f.ReadAt(got, at); err != nil {
+		return fmt.Errorf("resume events: %w", err)
+	}
+	if !bytes.Equal(got, l.last) {
+		return fmt.Errorf("resume %s: %w (the last verified line, at byte %d, differs)", l.path, ErrChanged, at)
+	}
+	return nil
 }
 
 // resumed is an event read by Resume with its line (and '\n').

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -80,15 +79,16 @@ func auditFS(fsys fs.FS, opts ...AuditOption) (*Report, *Folder, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ef, err := fsys.Open(EventsFile)
-	if err != nil {
-		return nil, nil, &AuditError{Reason: ReasonMissing, Detail: EventsFile + ": " + err.Error()}
-	}
-	events, err := eventlog.Read(ef, nil)
-	ef.Close()
+	events, err := readEvents(fsys)
 	if err != nil {
 		var ce *eventlog.ChainError
-		if errors.As(err, &ce) {
+		var ae *AuditError
+		switch {
+		case errors.As(err, &ae):
+			return nil, nil, ae
+		case errors.As(err, &ce) && ce.File != "":
+			return nil, nil, &AuditError{Reason: ReasonChain, Line: ce.Line, Detail: fmt.Sprintf("%s: %s: %s", ce.File, ce.Reason, ce.Detail), Err: ce}
+		case errors.As(err, &ce):
 			return nil, nil, &AuditError{Reason: ReasonChain, Line: ce.Line, Detail: fmt.Sprintf("%s: %s", ce.Reason, ce.Detail), Err: ce}
 		}
 		return nil, nil, &AuditError{Reason: ReasonChain, Detail: err.Error(), Err: err}
@@ -188,7 +188,7 @@ func Audit(dir string) (*Report, error) {
 }
 
 func auditDir(dir string) (*Report, *Folder, error) {
-	rep, f, err := auditFS(os.DirFS(dir))
+	rep, f, err := auditFS(DirFS(dir))
 	if rep != nil && rep.RunID != filepath.Base(dir) {
 		return nil, nil, &AuditError{Reason: ReasonBadEvent, Line: 1, Detail: fmt.Sprintf("the log belongs to run %s, not %s", rep.RunID, filepath.Base(dir))}
 	}

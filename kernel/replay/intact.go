@@ -20,7 +20,7 @@ func AuditIntact(dir string) (rep *Report, f *Folder, ok bool, err error) {
 	if err != nil {
 		return nil, nil, false, err
 	}
-	b, err := os.ReadFile(filepath.Join(dir, EventsFile))
+	b, err := ReadChain(dir, maxChain)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -49,8 +49,19 @@ func (o overlayFS) Open(name string) (fs.File, error) {
 	if data, ok := o.files[name]; ok {
 		return &memFile{Reader: bytes.NewReader(data), name: name, size: int64(len(data))}, nil
 	}
-	return os.DirFS(o.dir).Open(name)
+	return DirFS(o.dir).Open(name)
 }
+
+// eventsPath: the log is read from the directory unless it is overlaid.
+func (o overlayFS) eventsPath() (string, bool) {
+	if _, ok := o.files[EventsFile]; ok {
+		return "", false
+	}
+	return filepath.Join(o.dir, EventsFile), true
+}
+
+// maxChain bounds a log read whole into memory (AuditIntact).
+const maxChain = 1 << 30
 
 type memFile struct {
 	*bytes.Reader

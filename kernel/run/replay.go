@@ -93,7 +93,15 @@ const (
 func AuditFS(fsys fs.FS, opts ...AuditOption) (*Report, error) { return replay.AuditFS(fsys, opts...) }
 
 // Audit is replay.Audit.
-func Audit(dir string) (*Report, error) { return replay.Audit(dir) }
+// An archived run is audited from its verified archive (ReadDir).
+func Audit(dir string) (*Report, error) {
+	rd, _, done, err := readable(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	return replay.Audit(rd)
+}
 
 // BlobsVerified is replay.BlobsVerified.
 func BlobsVerified() AuditOption { return replay.BlobsVerified() }

@@ -20,6 +20,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
@@ -147,6 +148,7 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 		return nil, err
 	}
 	hash := canon.SumBytes(frozen)
+	recoverPrune(opts.StateDir)
 	store := NewStore(opts.StateDir)
 	if err := os.MkdirAll(store.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("state directory: %w", err)
@@ -271,9 +273,17 @@ func Open(stateDir, id string) (r *Run, err error) {
 		return nil, err
 	}
 	dir := store.Path(id)
+	recoverPrune(stateDir)
+	if retention.IsArchived(dir) {
+		return nil, &ArchivedError{ID: id}
+	}
 	lk, err := lock.Acquire(filepath.Join(dir, LockFile))
 	if err != nil {
 		return nil, err
+	}
+	if retention.IsArchived(dir) { // archived while we took the lock
+		lk.Release()
+		return nil, &ArchivedError{ID: id}
 	}
 	return openLocked(dir, id, lk)
 }
@@ -300,6 +310,11 @@ func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 			lg.Close()
 		}
 	}()
+	// Open read no sealed segment (its head index vouched for them): the
+	// replay needs every event, so Load reads and verifies the rest.
+	if err := lg.Load(); err != nil {
+		return nil, err
+	}
 	events := lg.Events()
 	if len(events) == 0 || events[0].Contract != hash || events[0].Run != id {
 		return nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: "the log is not bound to this run's contract.json and id"}
@@ -469,7 +484,7 @@ func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error
 	if err != nil {
 		return source.State{}, err
 	}
-	return source.Inspect(ctx, repoDir, stateExclude(root, stateDir)...)
+	return source.Inspect(ctx, repoDir, append(stateExclude(root, stateDir), pruneExclude(root, stateDir)...)...)
 }
 
 // stateExclude returns the state directory's runs/ (everything the harness

@@ -9,6 +9,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 )
 
 // Status is a reconciled report plus what only the live directory shows:
@@ -32,6 +33,8 @@ type Status struct {
 	// writer died before recording it (the run still reads
 	// AWAITING_APPROVAL); the next writer records it.
 	DecisionPending *StateData `json:"decision_pending,omitempty"`
+	// Archived is set for a run read from its archive (kernel/retention).
+	Archived *ArchiveInfo `json:"archived,omitempty"`
 }
 
 // Writer describes a run's lock holder.
@@ -52,6 +55,10 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 		return nil, err
 	}
 	dir := store.Path(id)
+	recoverPrune(stateDir)
+	if retention.IsArchived(dir) {
+		return inspectArchived(ctx, dir)
+	}
 	st := &Status{}
 	if o, err := lock.Read(filepath.Join(dir, LockFile)); err == nil {
 		st.Writer = &Writer{PID: o.PID, Host: o.Host, Created: o.Created, Alive: lock.Alive(o)}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 )
 
 // Store is the directory holding one repository's runs: <state>/runs.
@@ -97,7 +98,7 @@ func (s *Store) Resolve(id string) (string, error) {
 	if !ValidID(id) {
 		return "", &InvalidIDError{ID: id}
 	}
-	if _, err := os.Stat(filepath.Join(s.Dir, id, EventsFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(s.Dir, id, EventsFile)); err != nil && !retention.IsArchived(s.Path(id)) {
 		return "", &NotFoundError{ID: id}
 	}
 	return id, nil

@@ -15,34 +15,52 @@ import (
 // the directory itself gives: its name as the run id, the hash of its
 // contract.json, and the source of the first line. It streams and keeps no
 // events. Refusals are *eventlog.ChainError.
+//
+// A segmented log (sealed events.NNNNNNNN.ndjson files beside the active
+// events.ndjson) is read whole, in chain order; a refusal names the file.
 func VerifyLog(dir string) (eventlog.Summary, error) {
-	f, want, err := openLog(dir)
+	dir, _, done, err := readable(dir)
 	if err != nil {
 		return eventlog.Summary{}, err
 	}
-	defer f.Close()
-	return eventlog.Verify(f, want)
+	defer done()
+	want, err := logBinding(dir)
+	if err != nil {
+		return eventlog.Summary{}, err
+	}
+	return eventlog.VerifyPath(filepath.Join(dir, EventsFile), want)
 }
 
 // ReadLog is VerifyLog returning the events.
 func ReadLog(dir string) ([]eventlog.Event, error) {
-	f, want, err := openLog(dir)
+	dir, _, done, err := readable(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
+	want, err := logBinding(dir)
+	if err != nil {
+		return nil, err
+	}
+	return eventlog.ReadFile(filepath.Join(dir, EventsFile), want)
+}
+
+// logBinding is the binding the directory gives, with the source of line 1
+// of the log's first file (nil when line 1 is malformed: the reader says so).
+func logBinding(dir string) (*eventlog.Binding, error) {
+	cb, err := os.ReadFile(filepath.Join(dir, ContractFile))
+	if err != nil {
+		return nil, err
+	}
+	files, err := eventlog.Files(filepath.Join(dir, EventsFile))
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(files[0])
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	return eventlog.Read(f, want)
-}
-
-func openLog(dir string) (*os.File, *eventlog.Binding, error) {
-	cb, err := os.ReadFile(filepath.Join(dir, ContractFile))
-	if err != nil {
-		return nil, nil, err
-	}
-	f, err := os.Open(filepath.Join(dir, EventsFile))
-	if err != nil {
-		return nil, nil, err
-	}
 	want := &eventlog.Binding{Run: filepath.Base(dir), Contract: canon.SumBytes(cb)}
 	// The source is whatever line 1 says; every later line must repeat it.
 	line, _ := bufio.NewReaderSize(io.LimitReader(f, eventlog.MaxLine+1), 64<<10).ReadSlice('\n')
@@ -54,9 +72,20 @@ func openLog(dir string) (*os.File, *eventlog.Binding, error) {
 	} else {
 		want = nil // line 1 is malformed: let the reader say so
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		f.Close()
-		return nil, nil, err
+	return want, nil
+}
+
+// VerifyLogAt is VerifyLog that also returns the hash of event n ("" when
+// the log holds fewer than n), for a checkpoint taken at length n.
+func VerifyLogAt(dir string, n int) (eventlog.Summary, string, error) {
+	dir, _, done, err := readable(dir)
+	if err != nil {
+		return eventlog.Summary{}, "", err
 	}
-	return f, want, nil
+	defer done()
+	want, err := logBinding(dir)
+	if err != nil {
+		return eventlog.Summary{}, "", err
+	}
+	return eventlog.VerifyPathAt(filepath.Join(dir, EventsFile), want, n)
 }
