@@ -12,15 +12,22 @@
 #      warm GOCACHE/GOMODCACHE; cold vs cold; the cache mount cost per check
 #   8. (agent only, scripts/bench-agent.sh) a governed tool call vs the same
 #      argv run directly; the manifest dedup ratio of a 28-turn session
+#   9. (segments only, scripts/bench-segments.sh) events verify of 1 000 000
+#      events in 100 segments vs sha256sum; append latency at 1M vs 1k
 # Usage: bash scripts/bench.sh [ROUNDS]        (default 5; needs root for Docker)
 #        bash scripts/bench.sh warm [ROUNDS]   (only 7; COLD_ROUNDS, default 1,
 #        sets its cold rounds: each takes minutes)
 #        bash scripts/bench.sh agent [COUNT]  (only 8; no Docker)
+#        bash scripts/bench.sh segments [ROUNDS] (only 9; no Docker)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = agent ]; then
 	shift
 	exec bash scripts/bench-agent.sh "$@"
+fi
+if [ "${1:-}" = segments ]; then
+	shift
+	exec bash scripts/bench-segments.sh "$@"
 fi
 MODE=all
 if [ "${1:-}" = warm ]; then
