@@ -79,8 +79,14 @@ func TestCrashDuringSeal(t *testing.T) {
 			if len(files) > 1 && duplicate(files[len(files)-2], mustStat(t, path), path) {
 				t.Fatal("the writer left the active file a copy of the last segment")
 			}
-			if s, err := VerifyPath(path, &testBinding); err != nil || s.Len < m+1 {
+			s, err := VerifyPath(path, &testBinding)
+			if err != nil || s.Len < m+1 {
 				t.Fatalf("after the next append: %+v %v", s, err)
+			}
+			// the repair's log.recovered names the line across the chain:
+			// the concatenation (a bundle's member) verifies too
+			if cs := verifyOK(t, chainBytes(t, path), &testBinding); cs.Len != s.Len || len(cs.Recovered) != len(s.Recovered) {
+				t.Fatalf("chain stream %+v, by path %+v", cs, s)
 			}
 		})
 	}

@@ -327,3 +327,77 @@ func TestFilesSingleFile(t *testing.T) {
 		t.Fatal("Files of nothing")
 	}
 }
+
+// Suspend and Resume across seals: a seal by another writer while
+// suspended is ErrChanged (the caller reopens); a seal by the Log itself
+// before it suspended resumes cleanly on the fresh active file.
+func TestResumeAcrossSeals(t *testing.T) {
+	path := segLog(t, testBinding, "1KiB", 3)
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := other.nsealed
+	appendN(t, other, 3, 12)
+	if other.nsealed == before {
+		t.Fatal("the other writer sealed nothing")
+	}
+	other.Close()
+	if _, err := l.Resume(); !errors.Is(err, ErrChanged) {
+		t.Fatalf("resume after a foreign seal: %v", err)
+	}
+
+	l, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := l.nsealed; l.nsealed == n; {
+		appendN(t, l, l.Len(), 1)
+	}
+	if err := l.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	added, err := l.Resume()
+	if err != nil || len(added) != 0 {
+		t.Fatalf("resume after its own seal: %v %v", added, err)
+	}
+	appendN(t, l, l.Len(), 2)
+	n := l.Len()
+	l.Close()
+	if s, err := VerifyPath(path, &testBinding); err != nil || s.Len != n {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+// OpenBound refuses a segmented log of another binding, whether the
+// active file holds events or is empty right after a seal.
+func TestOpenBoundSegments(t *testing.T) {
+	path := segLog(t, testBinding, "1KiB", 30)
+	other := testBinding
+	other.Run = "20261129T210000Z-zzzzzz"
+	var ce *ChainError
+	if _, err := OpenBound(path, other); !errors.As(err, &ce) || ce.Reason != ForeignBinding {
+		t.Fatalf("OpenBound: %v", err)
+	}
+	os.WriteFile(path, nil, 0o644) // as right after a seal
+	os.Remove(headPath(path))
+	if _, err := OpenBound(path, other); !errors.As(err, &ce) || ce.Reason != ForeignBinding {
+		t.Fatalf("OpenBound on an empty active file: %v", err)
+	}
+	l, err := OpenBound(path, testBinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 0, 1)
+	l.Close()
+	if _, err := VerifyPath(path, &testBinding); err != nil {
+		t.Fatal(err)
+	}
+}
