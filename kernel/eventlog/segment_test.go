@@ -213,7 +213,7 @@ func TestSegmentHostile(t *testing.T) {
 		"edit a byte of a segment": func(t *testing.T, path string) (Reason, string, int) {
 			b, _ := os.ReadFile(seg(path, 3))
 			i := bytes.Index(b, []byte(`"exit_code":`)) + len(`"exit_code":`)
-			b[i] = '7'
+			b[i] = flip(b[i])
 			os.WriteFile(seg(path, 3), b, 0o644)
 			return BrokenLink, "events.00000003.ndjson", 1
 		},
@@ -260,7 +260,7 @@ func TestOpenHotPathTrustsIndexVerifyDoesNot(t *testing.T) {
 	path := segLog(t, testBinding, "1KiB", 60)
 	b, _ := os.ReadFile(seg(path, 1))
 	i := bytes.Index(b, []byte(`"exit_code":`)) + len(`"exit_code":`)
-	b[i] = '9'
+	b[i] = flip(b[i])
 	os.WriteFile(seg(path, 1), b, 0o644)
 	l, err := Open(path)
 	if err != nil {
@@ -400,4 +400,12 @@ func TestOpenBoundSegments(t *testing.T) {
 	if _, err := VerifyPath(path, &testBinding); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// flip returns another digit than d.
+func flip(d byte) byte {
+	if d == '7' {
+		return '8'
+	}
+	return '7'
 }
