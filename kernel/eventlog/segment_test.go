@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // segLog writes a real log of n events with PROOFGATE_SEGMENT_SIZE=size and
@@ -182,6 +183,11 @@ func TestSegmentHostile(t *testing.T) {
 			return SegmentGap, "events.00000002.ndjson", 0
 		},
 		"delete the last sealed segment": func(t *testing.T, path string) (Reason, string, int) {
+			if fi, _ := os.Stat(path); fi.Size() == 0 { // just sealed: give the active file an event
+				l, _ := Open(path)
+				appendN(t, l, l.Len(), 1)
+				l.Close()
+			}
 			ns, _ := sealed(path)
 			os.Remove(seg(path, len(ns)))
 			return SegmentGap, "events.ndjson", 1
@@ -230,14 +236,15 @@ func TestSegmentHostile(t *testing.T) {
 			return ForeignBinding, "events.00000002.ndjson", 1
 		},
 		"substitute a segment from a fork of the same run": func(t *testing.T, path string) (Reason, string, int) {
-			op := filepath.Join(t.TempDir(), "events.ndjson")
-			l, _ := Create(op, testBinding)
-			for i := range 60 { // same seqs, other content
-				l.Append("check.finished", map[string]any{"check": fmt.Sprintf("f%d", i), "exit_code": i, "note": "segment \"padding\" ü"})
+			// the same run, seqs and event count, other content: a valid
+			// chain of its own that the next segment does not link to
+			var fork []byte
+			prev := ""
+			for i := range lines(t, seg(path, 1)) {
+				line, h := buildLine(nil, &testBinding, uint64(i+1), "check.finished", formatTime(time.Now()), []byte(fmt.Sprintf(`{"fork":%d}`, i)), prev)
+				fork, prev = append(append(fork, line...), '\n'), h
 			}
-			l.Close()
-			b, _ := os.ReadFile(seg(op, 1))
-			os.WriteFile(seg(path, 1), b, 0o644)
+			os.WriteFile(seg(path, 1), fork, 0o644)
 			return BrokenLink, "events.00000002.ndjson", 1
 		},
 	}
