@@ -15,11 +15,14 @@
 #   9. (shards only) merge of 10 shards at 50/100/200 trivial checks (linear
 #      in checks); bundle verify of 200 checks merged from 10 shards vs the
 #      same 200 checks run on one machine, interleaved (ratio, goal <= 1.2)
+#  10. (segments only, scripts/bench-segments.sh) events verify of 1 000 000
+#      events in 100 segments vs sha256sum; append latency at 1M vs 1k
 # Usage: bash scripts/bench.sh [ROUNDS]        (default 5; needs root for Docker)
 #        bash scripts/bench.sh warm [ROUNDS]   (only 7; COLD_ROUNDS, default 1,
 #        sets its cold rounds: each takes minutes)
 #        bash scripts/bench.sh agent [COUNT]  (only 8; no Docker)
 #        bash scripts/bench.sh shards [COUNT] (only 9; no Docker; COUNT runs)
+#        bash scripts/bench.sh segments [ROUNDS] (only 10; no Docker)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = agent ]; then
@@ -31,6 +34,10 @@ if [ "${1:-}" = shards ]; then
 	go test -run '^$' -bench 'BenchmarkMerge' -benchtime 5x -count "$count" ./kernel/shard | grep -E '^Benchmark'
 	go test -run '^$' -bench 'BenchmarkVerifyMergedVsSingle200' -benchtime 30x -count "$count" ./bundle | grep -E '^Benchmark'
 	exit 0
+fi
+if [ "${1:-}" = segments ]; then
+	shift
+	exec bash scripts/bench-segments.sh "$@"
 fi
 MODE=all
 if [ "${1:-}" = warm ]; then

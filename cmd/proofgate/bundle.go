@@ -720,7 +720,7 @@ FILE inside the run store (<state>/runs) always is.
 With --all (no RUN), sign one state checkpoint over every run in the state
 directory: each run's id, chain length and head (every chain is verified
 first), bound to this repository (its root commit, and --repo-id if given),
-stored as <state>/checkpoints/state-<ns>.dsse.json. "events verify --all
+stored as <state>/runs/.state-checkpoints/state-<ns>.dsse.json. "events verify --all
 --checkpoint FILE --trust trust.json" later detects a deleted run, a
 truncated or rewritten one, and a state directory of another repository.`,
 		Args: func(cmd *cobra.Command, args []string) error {

@@ -20,18 +20,19 @@ import (
 func main() {
 	state := flag.String("state", "", "state directory to create the run in")
 	n := flag.Int("events", 100000, "number of events")
+	segs := flag.Int("segments", 0, "seal the log into about this many segments (0: one file)")
 	flag.Parse()
 	if *state == "" {
 		fmt.Fprintln(os.Stderr, "benchgen: -state is required")
 		os.Exit(2)
 	}
-	if err := gen(*state, *n); err != nil {
+	if err := gen(*state, *n, *segs); err != nil {
 		fmt.Fprintln(os.Stderr, "benchgen:", err)
 		os.Exit(1)
 	}
 }
 
-func gen(state string, n int) error {
+func gen(state string, n, segs int) error {
 	c, err := contract.Parse("bench.yaml", []byte("version: 1\nname: bench\ndefaults: {runtime: process}\nchecks:\n  - {id: a, run: ['true']}\n"), "")
 	if err != nil {
 		return err
@@ -50,18 +51,45 @@ func gen(state string, n int) error {
 	}
 	b := eventlog.Binding{Run: id, Source: eventlog.Source{Commit: strings.Repeat("a", 40), Tree: strings.Repeat("b", 40)}, Contract: canon.SumBytes(frozen)}
 	// Write without a per-event fsync: this builds a fixture, it does not
-	// measure appends (BenchmarkAppend in kernel/eventlog does).
-	lg, err := eventlog.Create(filepath.Join(dir, run.EventsFile), b)
+	// measure appends (BenchmarkAppend in kernel/eventlog does). Events are
+	// staged and flushed 1000 at a time, and the log reopened every 20 000
+	// so that the writer's memory stays bounded; with -segments the seal
+	// threshold is set from the first batch's bytes per event.
+	p := filepath.Join(dir, run.EventsFile)
+	lg, err := eventlog.Create(p, b)
 	if err != nil {
 		return err
 	}
-	defer lg.Close()
 	data := map[string]any{"check": "a", "outcome": "passed", "exit_code": 0, "duration_ms": 12,
 		"stdout": map[string]any{"digest": "sha256:" + strings.Repeat("c", 64), "size": 1234}}
-	for i := 0; i < n; i++ {
-		if _, err := lg.Append("bench.event", data); err != nil {
+	for i := 1; i <= n; i++ {
+		if _, err := lg.Stage("bench.event", data); err != nil {
 			return err
 		}
+		if i%1000 != 0 && i != n {
+			continue
+		}
+		if err := lg.Flush(); err != nil {
+			return err
+		}
+		if (i == 1000 && segs > 0) || (i%20_000 == 0 && i < n) {
+			if i == 1000 && segs > 0 {
+				fi, err := os.Stat(p)
+				if err != nil {
+					return err
+				}
+				os.Setenv(eventlog.SegmentSizeEnv, fmt.Sprint(max(fi.Size()/1000*int64(n)/int64(segs), 1024)))
+			}
+			if err := lg.Close(); err != nil {
+				return err
+			}
+			if lg, err = eventlog.Open(p); err != nil {
+				return err
+			}
+		}
+	}
+	if err := lg.Close(); err != nil {
+		return err
 	}
 	fmt.Println(id)
 	return nil

@@ -58,6 +58,38 @@
 // damaged end without recovery is refused: torn-tail when the region is a
 // final fragment, malformed otherwise.
 //
+// # Segments
+//
+// A log may span several files beside its active file (events.ndjson):
+// sealed segments events.00000001.ndjson, events.00000002.ndjson, ...
+// (SegmentName), each ending in a complete line, never written again. The
+// writer seals the active file under its lock once a flush leaves it at
+// least SegmentSize bytes long (PROOFGATE_SEGMENT_SIZE, default 10 MiB), by
+// link, head index, fresh file, rename (Log.sealLocked); the chain goes on:
+// the next event has the next seq and links to the sealed one's last. The
+// files concatenated in order (OpenChain) are a valid single-file log, so
+// log.recovered line numbers count physical lines across all files.
+// ReadFile, VerifyPath and the readers built on them read the segments in
+// order, then the active file; a refusal names the file (ChainError.File)
+// and the line in it, with these reasons besides the ones above:
+//
+//   - segment-gap: a hole in the numbering (File is the missing name), or a
+//     file whose first event does not follow the previous file's last;
+//   - segment-order: a file's first seq is not after the previous file's;
+//   - segment-torn: a sealed segment is empty or ends in damage.
+//
+// An active file that is the last segment itself (or a byte-identical
+// copy) is an interrupted seal: readers read it once, Open finishes it.
+//
+// # The head index
+//
+// events.head.json (HeadFile) is a cache the writer rewrites (rename, no
+// fsync) when it closes, suspends or seals: where the last event is and
+// how long the active file was. Open trusts it only as far as the files
+// agree (see headIndex) and then reads neither the sealed segments nor the
+// active file's known prefix: appends are O(1) in the log's length. No
+// verifier reads it. Log.Load reads and verifies what Open skipped.
+//
 // # Performance
 //
 // Verify never canonicalises: a zero-allocation validator checks in one

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 )
 
 // segLog writes a real log of n events with PROOFGATE_SEGMENT_SIZE=size and
@@ -182,6 +183,11 @@ func TestSegmentHostile(t *testing.T) {
 			return SegmentGap, "events.00000002.ndjson", 0
 		},
 		"delete the last sealed segment": func(t *testing.T, path string) (Reason, string, int) {
+			if fi, _ := os.Stat(path); fi.Size() == 0 { // just sealed: give the active file an event
+				l, _ := Open(path)
+				appendN(t, l, l.Len(), 1)
+				l.Close()
+			}
 			ns, _ := sealed(path)
 			os.Remove(seg(path, len(ns)))
 			return SegmentGap, "events.ndjson", 1
@@ -213,7 +219,7 @@ func TestSegmentHostile(t *testing.T) {
 		"edit a byte of a segment": func(t *testing.T, path string) (Reason, string, int) {
 			b, _ := os.ReadFile(seg(path, 3))
 			i := bytes.Index(b, []byte(`"exit_code":`)) + len(`"exit_code":`)
-			b[i] = '7'
+			b[i] = flip(b[i])
 			os.WriteFile(seg(path, 3), b, 0o644)
 			return BrokenLink, "events.00000003.ndjson", 1
 		},
@@ -230,14 +236,15 @@ func TestSegmentHostile(t *testing.T) {
 			return ForeignBinding, "events.00000002.ndjson", 1
 		},
 		"substitute a segment from a fork of the same run": func(t *testing.T, path string) (Reason, string, int) {
-			op := filepath.Join(t.TempDir(), "events.ndjson")
-			l, _ := Create(op, testBinding)
-			for i := range 60 { // same seqs, other content
-				l.Append("check.finished", map[string]any{"check": fmt.Sprintf("f%d", i), "exit_code": i, "note": "segment \"padding\" ü"})
+			// the same run, seqs and event count, other content: a valid
+			// chain of its own that the next segment does not link to
+			var fork []byte
+			prev := ""
+			for i := range lines(t, seg(path, 1)) {
+				line, h := buildLine(nil, &testBinding, uint64(i+1), "check.finished", formatTime(time.Now()), []byte(fmt.Sprintf(`{"fork":%d}`, i)), prev)
+				fork, prev = append(append(fork, line...), '\n'), h
 			}
-			l.Close()
-			b, _ := os.ReadFile(seg(op, 1))
-			os.WriteFile(seg(path, 1), b, 0o644)
+			os.WriteFile(seg(path, 1), fork, 0o644)
 			return BrokenLink, "events.00000002.ndjson", 1
 		},
 	}
@@ -260,7 +267,7 @@ func TestOpenHotPathTrustsIndexVerifyDoesNot(t *testing.T) {
 	path := segLog(t, testBinding, "1KiB", 60)
 	b, _ := os.ReadFile(seg(path, 1))
 	i := bytes.Index(b, []byte(`"exit_code":`)) + len(`"exit_code":`)
-	b[i] = '9'
+	b[i] = flip(b[i])
 	os.WriteFile(seg(path, 1), b, 0o644)
 	l, err := Open(path)
 	if err != nil {
@@ -326,4 +333,86 @@ func TestFilesSingleFile(t *testing.T) {
 	if _, err := Files(filepath.Join(t.TempDir(), "events.ndjson")); err == nil {
 		t.Fatal("Files of nothing")
 	}
+}
+
+// Suspend and Resume across seals: a seal by another writer while
+// suspended is ErrChanged (the caller reopens); a seal by the Log itself
+// before it suspended resumes cleanly on the fresh active file.
+func TestResumeAcrossSeals(t *testing.T) {
+	path := segLog(t, testBinding, "1KiB", 3)
+	l, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	other, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := other.nsealed
+	appendN(t, other, 3, 12)
+	if other.nsealed == before {
+		t.Fatal("the other writer sealed nothing")
+	}
+	other.Close()
+	if _, err := l.Resume(); !errors.Is(err, ErrChanged) {
+		t.Fatalf("resume after a foreign seal: %v", err)
+	}
+
+	l, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := l.nsealed; l.nsealed == n; {
+		appendN(t, l, l.Len(), 1)
+	}
+	if err := l.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	added, err := l.Resume()
+	if err != nil || len(added) != 0 {
+		t.Fatalf("resume after its own seal: %v %v", added, err)
+	}
+	appendN(t, l, l.Len(), 2)
+	n := l.Len()
+	l.Close()
+	if s, err := VerifyPath(path, &testBinding); err != nil || s.Len != n {
+		t.Fatalf("%+v %v", s, err)
+	}
+}
+
+// OpenBound refuses a segmented log of another binding, whether the
+// active file holds events or is empty right after a seal.
+func TestOpenBoundSegments(t *testing.T) {
+	path := segLog(t, testBinding, "1KiB", 30)
+	other := testBinding
+	other.Run = "20261129T210000Z-zzzzzz"
+	var ce *ChainError
+	if _, err := OpenBound(path, other); !errors.As(err, &ce) || ce.Reason != ForeignBinding {
+		t.Fatalf("OpenBound: %v", err)
+	}
+	os.WriteFile(path, nil, 0o644) // as right after a seal
+	os.Remove(headPath(path))
+	if _, err := OpenBound(path, other); !errors.As(err, &ce) || ce.Reason != ForeignBinding {
+		t.Fatalf("OpenBound on an empty active file: %v", err)
+	}
+	l, err := OpenBound(path, testBinding)
+	if err != nil {
+		t.Fatal(err)
+	}
+	appendN(t, l, 0, 1)
+	l.Close()
+	if _, err := VerifyPath(path, &testBinding); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// flip returns another digit than d.
+func flip(d byte) byte {
+	if d == '7' {
+		return '8'
+	}
+	return '7'
 }

@@ -13,8 +13,11 @@ import (
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
-// StateDir is the state-directory subdirectory holding state checkpoints.
-const StateDir = "checkpoints"
+// StateDir is where state checkpoints are kept, relative to the state
+// directory: inside runs/, which the work-tree digest excludes (a file
+// elsewhere in .proofgate would make the work tree dirty), hidden, so no
+// reader takes it for a run (run ids never start with a dot).
+const StateDir = "runs/.state-checkpoints"
 
 // StateFileName is the name of a state checkpoint signed at t inside
 // StateDir: state-<unix nanoseconds, 20 digits>.dsse.json.
@@ -29,7 +32,8 @@ type StateRecorded struct {
 }
 
 // State signs a state checkpoint over every run in stateDir, bound to
-// repository repo, and writes it to <stateDir>/checkpoints/. Every run's
+// repository repo, and writes it to <stateDir>/runs/.state-checkpoints/.
+// Every run's
 // log is verified whole first (sealed segments included): a log that does
 // not verify refuses the checkpoint (*checkpoint.StateError, reason
 // checkpoint-chain-refused, naming the run), so nothing signed vouches for
@@ -56,7 +60,7 @@ func State(stateDir string, repo checkpoint.Repository, s envelope.Signer, now t
 	if err != nil {
 		return nil, err
 	}
-	p := filepath.Join(stateDir, StateDir, StateFileName(now))
+	p := filepath.Join(stateDir, filepath.FromSlash(StateDir), StateFileName(now))
 	if err := writeAtomic(p, env); err != nil {
 		return nil, err
 	}

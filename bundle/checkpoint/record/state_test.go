@@ -95,7 +95,7 @@ func TestStateCheckpointRoundTrip(t *testing.T) {
 	if len(rec.Runs) != 3 || rec.Runs[0].Run != runID(0) || rec.Runs[2].Length != 7 {
 		t.Fatalf("runs %+v", rec.Runs)
 	}
-	if b, err := os.ReadFile(rec.Path); err != nil || !bytes.Equal(b, rec.Envelope) || filepath.Dir(rec.Path) != filepath.Join(state, StateDir) {
+	if b, err := os.ReadFile(rec.Path); err != nil || !bytes.Equal(b, rec.Envelope) || filepath.Dir(rec.Path) != filepath.Join(state, "runs", ".state-checkpoints") {
 		t.Fatalf("file %s: %v", rec.Path, err)
 	}
 	rep, err := VerifyState(state, rec.Envelope, trustOf(t, k.PubPEM), repoA)
