@@ -688,3 +688,21 @@ func TestMergedRunConcludesAsExec(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// More shards than dependency components: the extra shards run nothing,
+// and still merge (every index of 1..N is accounted for).
+func TestMergeWithEmptyShards(t *testing.T) {
+	f := newFixture(t, contractYAML(0, ""))
+	a, err := Assign(f.c.Checks, 4)
+	if err != nil || len(a[2]) != 0 || len(a[3]) != 0 {
+		t.Fatalf("assignment %v %v", a, err)
+	}
+	dirs := f.execAll(t, 4)
+	res, err := f.merge(dirs, unsigned)
+	if err != nil || res.Shards != 4 || res.Checks != 5 || res.State != string(run.AwaitingApproval) {
+		t.Fatalf("merge: %v %+v", err, res)
+	}
+	if _, err := replay.Audit(filepath.Join(f.state, "runs", f.id)); err != nil {
+		t.Fatal(err)
+	}
+}
