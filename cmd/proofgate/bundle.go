@@ -447,18 +447,7 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 			if err := sigstore.WriteFile(sigOut, sb, force); err != nil {
 				return outputErr(err)
 			}
-			if asJSON {
-				return writeJSON(g.stdout, struct {
-					*bundle.ExportResult
-					File     string `json:"file"`
-					Sigstore string `json:"sigstore_file"`
-				}{res, out, sigOut})
-			}
-			fmt.Fprintf(g.stdout, "%s\n", out)
-			fmt.Fprintf(g.stderr, "exported run %s: %d files, %d bytes, signed by %s at %s\n",
-				res.RunID, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
-			fmt.Fprintf(g.stderr, "wrote Sigstore bundle %s\n", sigOut)
-			return nil
+			return g.printExport(asJSON, res, out, sigOut)
 		},
 	}
 	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
@@ -469,6 +458,23 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// printExport reports an exported bundle: its path on stdout (or JSON), a
+// summary on stderr.
+func (g *globals) printExport(asJSON bool, res *bundle.ExportResult, out, sigOut string) error {
+	if asJSON {
+		return writeJSON(g.stdout, struct {
+			*bundle.ExportResult
+			File     string `json:"file"`
+			Sigstore string `json:"sigstore_file"`
+		}{res, out, sigOut})
+	}
+	fmt.Fprintf(g.stdout, "%s\n", out)
+	fmt.Fprintf(g.stderr, "exported run %s: %d files, %d bytes, signed by %s at %s\n",
+		res.RunID, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
+	fmt.Fprintf(g.stderr, "wrote Sigstore bundle %s\n", sigOut)
+	return nil
 }
 
 // verifyFlags are bundle verify's policy flags.

@@ -823,22 +823,8 @@ checkpoint-foreign-repository. Runs planned after it are listed as
 				return classify(err)
 			}
 			res := verifyEvents(store.Path(id), id, cpFile, trustFile)
-			if asJSON {
-				if err := writeJSON(g.stdout, res); err != nil {
-					return err
-				}
-			} else if res.OK {
-				fmt.Fprintf(g.stdout, "ok: %d events, head %s\nproved: %s\nnot proved: %s\n", res.Length, res.Head,
-					strings.Join(res.Proved, ", "), res.NotProved)
-				if res.Checkpoint != nil {
-					printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
-				}
-			} else if res.usage == nil && res.File != "" {
-				fmt.Fprintf(g.stdout, "refused: %s line %d: %s: %s\n", res.File, res.Line, res.Reason, res.Detail)
-			} else if res.usage == nil && res.Line > 0 {
-				fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
-			} else if res.usage == nil {
-				fmt.Fprintf(g.stdout, "refused: %s: %s\n", res.Reason, res.Detail)
+			if err := g.printEvents(res, asJSON); err != nil {
+				return err
 			}
 			if res.usage != nil {
 				return usageErr(res.usage)
@@ -854,6 +840,29 @@ checkpoint-foreign-repository. Runs planned after it are listed as
 	c.Flags().StringVar(&trustFile, "trust", "", "trust store for --checkpoint")
 	sf.register(c, "verify")
 	return c
+}
+
+// printEvents reports an events verify result: JSON, or a line saying ok
+// (with what was proved) or refused (with file, line and reason).
+func (g *globals) printEvents(res eventsResult, asJSON bool) error {
+	switch {
+	case asJSON:
+		return writeJSON(g.stdout, res)
+	case res.OK:
+		fmt.Fprintf(g.stdout, "ok: %d events, head %s\nproved: %s\nnot proved: %s\n", res.Length, res.Head,
+			strings.Join(res.Proved, ", "), res.NotProved)
+		if res.Checkpoint != nil {
+			printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
+		}
+	case res.usage != nil:
+	case res.File != "":
+		fmt.Fprintf(g.stdout, "refused: %s line %d: %s: %s\n", res.File, res.Line, res.Reason, res.Detail)
+	case res.Line > 0:
+		fmt.Fprintf(g.stdout, "refused: line %d: %s: %s\n", res.Line, res.Reason, res.Detail)
+	default:
+		fmt.Fprintf(g.stdout, "refused: %s: %s\n", res.Reason, res.Detail)
+	}
+	return nil
 }
 
 type eventsResult struct {

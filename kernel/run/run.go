@@ -136,18 +136,10 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	if now == nil {
 		now = time.Now
 	}
-	st, err := inspect(ctx, opts.RepoDir, opts.StateDir)
+	st, frozen, hash, err := planInputs(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
-	if st.Dirty && !opts.AllowDirty {
-		return nil, &DirtyError{Changes: st.Changes}
-	}
-	frozen, err := opts.Contract.Canonical()
-	if err != nil {
-		return nil, err
-	}
-	hash := canon.SumBytes(frozen)
 	recoverPrune(opts.StateDir)
 	store := NewStore(opts.StateDir)
 	if err := os.MkdirAll(store.Dir, 0o755); err != nil {
@@ -208,6 +200,23 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 	}
 	published = true
 	return r, r.moved(final)
+}
+
+// planInputs is what a plan binds: the source (refused when dirty unless
+// opts.AllowDirty), the frozen contract and its hash.
+func planInputs(ctx context.Context, opts PlanOptions) (source.State, []byte, string, error) {
+	st, err := inspect(ctx, opts.RepoDir, opts.StateDir)
+	if err != nil {
+		return source.State{}, nil, "", err
+	}
+	if st.Dirty && !opts.AllowDirty {
+		return source.State{}, nil, "", &DirtyError{Changes: st.Changes}
+	}
+	frozen, err := opts.Contract.Canonical()
+	if err != nil {
+		return source.State{}, nil, "", err
+	}
+	return st, frozen, canon.SumBytes(frozen), nil
 }
 
 // moved points an open run at its directory's new name.
