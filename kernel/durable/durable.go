@@ -34,7 +34,7 @@ func Syncs() int64 { return syncs.Load() }
 // (process records), which no power loss leaves alive: their readers must
 // treat an unreadable file from before the current boot as stale.
 func ReplaceVolatile(path string, b []byte, mode os.FileMode) error {
-	tmp, err := stageWith(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err }, false)
+	tmp, err := stageBytes(path, mode, b, false)
 	if err != nil {
 		return err
 	}
@@ -52,7 +52,7 @@ func WriteFile(path string, b []byte, mode os.FileMode) error {
 // previous file may come back, never a partial one. For derived files
 // (run.json) that a later writer repairs.
 func ReplaceFile(path string, b []byte, mode os.FileMode) error {
-	tmp, err := stage(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+	tmp, err := stageBytes(path, mode, b, true)
 	if err != nil {
 		return err
 	}
@@ -114,16 +114,28 @@ func stage(path string, mode os.FileMode, write func(io.Writer) error) (string, 
 
 // stageWith is stage; without fsync it only writes the temporary file.
 func stageWith(path string, mode os.FileMode, write func(io.Writer) error, fsync bool) (string, error) {
+	return stageFile(path, mode, fsync, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// stageBytes is stageWith for bytes in memory: one write(2), no 1 MiB
+// buffer (a process record is written twice per governed tool call).
+func stageBytes(path string, mode os.FileMode, b []byte, fsync bool) (string, error) {
+	return stageFile(path, mode, fsync, func(f *os.File) error { _, err := f.Write(b); return err })
+}
+
+func stageFile(path string, mode os.FileMode, fsync bool, write func(*os.File) error) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return "", err
 	}
 	tmp := f.Name()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
+	err = write(f)
 	if err == nil {
 		err = f.Chmod(mode)
 	}

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -174,4 +175,79 @@ func BenchmarkGovernedCallGrowth(b *testing.B) {
 	}
 	b.ReportMetric(float64(first.Nanoseconds())/float64(10*b.N), "ns/call@1-10")
 	b.ReportMetric(float64(last.Nanoseconds())/float64(10*b.N), "ns/call@191-200")
+}
+
+// BenchmarkGovernedVsDirect measures a governed call and a direct os/exec
+// of the same argv interleaved, call by call, in one run: on a shared
+// machine both see the same load. It reports the median of each, their
+// ratio, the fsyncs per governed call (durable.Syncs) and the goal, 2×
+// the direct median plus the median cost of those fsyncs (BenchmarkFsync's
+// unit, measured in the same interleaving). Run with -benchtime Nx (N
+// calls of each).
+func BenchmarkGovernedVsDirect(b *testing.B) {
+	f := newFixture(b)
+	s, err := session.Start(ctx, f.opts("agent-1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := func(i int) {
+		res, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(fmt.Sprintf(`{"name":"n%d"}`, i))})
+		if err != nil || res.Result != "success" {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+	call(-1) // the blob directory's creation
+	dir := b.TempDir()
+	direct := func(i int) {
+		var out, errb bytes.Buffer
+		cmd := exec.Command(helper, "hello", fmt.Sprintf("n%d", i))
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &errb
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	sf, err := os.Create(filepath.Join(f.dir(), "fsync-probe"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer sf.Close()
+	fsync := func() {
+		if _, err := sf.Write([]byte("0123456789abcdef\n")); err != nil {
+			b.Fatal(err)
+		}
+		if err := sf.Sync(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var gov, dir0, syn []time.Duration
+	var syncs int64
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		direct(i)
+		t1 := time.Now()
+		s0 := durable.Syncs()
+		call(i)
+		syncs += durable.Syncs() - s0
+		t2 := time.Now()
+		fsync()
+		t3 := time.Now()
+		dir0, gov, syn = append(dir0, t1.Sub(t0)), append(gov, t2.Sub(t1)), append(syn, t3.Sub(t2))
+	}
+	b.StopTimer()
+	g, d, y := median(gov), median(dir0), median(syn)
+	per := float64(syncs) / float64(b.N)
+	goal := 2*d + time.Duration(per*float64(y))
+	b.ReportMetric(float64(g.Microseconds()), "µs/governed")
+	b.ReportMetric(float64(d.Microseconds()), "µs/direct")
+	b.ReportMetric(float64(g)/float64(d), "ratio")
+	b.ReportMetric(per, "fsyncs/call")
+	b.ReportMetric(float64(y.Microseconds()), "µs/fsync")
+	b.ReportMetric(float64(goal.Microseconds()), "µs/goal")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 
@@ -281,36 +280,20 @@ type ran struct {
 	out, err       []byte
 }
 
-// invoke runs the tool with both streams captured to blobs (capped at the
-// tool's output_limit) and to memory for the caller.
+// invoke runs the tool with both streams captured to memory (capped at
+// the tool's output_limit), then stores them as blobs with one PutMany: a
+// stream whose blob exists already (the empty stderr, a repeated output)
+// costs no file and no fsync, the new ones share one directory fsync.
 func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
-	outW, err := j.blobs.Create()
-	if err != nil {
-		return ran{}, err
-	}
-	defer outW.Abort()
-	errW, err := j.blobs.Create()
-	if err != nil {
-		return ran{}, err
-	}
-	defer errW.Abort()
 	var ob, eb bytes.Buffer
 	limit := int64(j.t.Output)
-	stdout := runtime.NewCapture(io.MultiWriter(outW, &ob), limit)
-	stderr := runtime.NewCapture(io.MultiWriter(errW, &eb), limit)
+	stdout := runtime.NewCapture(&ob, limit)
+	stderr := runtime.NewCapture(&eb, limit)
 	res := j.run(ctx, s, stdout, stderr)
-	for _, c := range []*runtime.Capture{stdout, stderr} {
-		if err := c.Err(); err != nil {
-			return ran{res: res}, fmt.Errorf("storing output: %w", err)
-		}
-	}
-	if _, _, err := outW.Commit(); err != nil {
-		return ran{res: res}, err
-	}
-	if _, _, err := errW.Commit(); err != nil {
-		return ran{res: res}, err
-	}
 	so, se := stdout.Stream(), stderr.Stream()
+	if _, err := j.blobs.PutMany([]string{so.Digest, se.Digest}, [][]byte{ob.Bytes(), eb.Bytes()}); err != nil {
+		return ran{res: res}, fmt.Errorf("storing output: %w", err)
+	}
 	return ran{res: res, stdout: &so, stderr: &se, out: ob.Bytes(), err: eb.Bytes()}, nil
 }
 

@@ -263,7 +263,7 @@ func (s *Session) End(reason string) error {
 	if err := printable.CheckText("reason", reason); err != nil {
 		return err
 	}
-	return s.hold(func(r *run.Run) error {
+	err := s.hold(func(r *run.Run) error {
 		var amb []string
 		r.Session(func(f *replay.Folder) { amb = f.Ambiguous(s.id) })
 		if len(amb) > 0 {
@@ -272,6 +272,10 @@ func (s *Session) End(reason string) error {
 		_, err := r.AppendSession(replay.TypeSessionEnded, replay.SessionEndedData{Session: s.id, Reason: reason})
 		return err
 	})
+	if err == nil {
+		s.drop()
+	}
+	return err
 }
 
 // Begin moves the PLANNED run o.Run to IMPLEMENTING.
@@ -297,14 +301,27 @@ func (s *Session) hold(fn func(r *run.Run) error) error {
 		return err
 	}
 	ferr := fn(r)
-	if rerr := r.Release(); ferr == nil && rerr != nil {
+	rerr := r.Release()
+	if ferr != nil || rerr != nil {
+		r.Discard() // the next hold opens afresh
+		if ferr != nil {
+			return ferr
+		}
 		return rerr
-	}
-	if ferr != nil {
-		return ferr
 	}
 	s.mu.Lock()
 	s.held = r
 	s.mu.Unlock()
 	return nil
+}
+
+// drop forgets the run the last hold released, with the lock's kept owner
+// file: after session.ended no hold follows.
+func (s *Session) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		s.held.Discard()
+		s.held = nil
+	}
 }
