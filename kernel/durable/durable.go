@@ -10,22 +10,34 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 )
 
 // syncs counts every fsync made through Sync (and so SyncDir and every
 // writer here): the kernel's durable writes all go through it, so tests
 // can assert what an operation costs (ADR 0019).
-var syncs atomic.Int64
+var (
+	syncs    atomic.Int64
+	syncTime atomic.Int64 // nanoseconds spent in fsync(2)
+)
 
-// Sync fsyncs f and counts it. Every fsync the kernel makes goes through
-// Sync, so Syncs is the number of fsyncs this process made.
+// Sync fsyncs f and counts it and the time it took. Every fsync the
+// kernel makes goes through Sync, so Syncs is the number of fsyncs this
+// process made and SyncTime how long they took.
 func Sync(f *os.File) error {
 	syncs.Add(1)
-	return f.Sync()
+	t := time.Now()
+	err := f.Sync()
+	syncTime.Add(int64(time.Since(t)))
+	return err
 }
 
 // Syncs is the number of fsyncs made through Sync so far by this process.
 func Syncs() int64 { return syncs.Load() }
+
+// SyncTime is the wall time spent in the fsyncs of Syncs (a benchmark's
+// "plus the fsyncs", ADR 0020).
+func SyncTime() time.Duration { return time.Duration(syncTime.Load()) }
 
 // ReplaceVolatile replaces path with b (mode applied) by rename, with no
 // fsync at all: readers never see a partial file while the machine runs,

@@ -58,6 +58,7 @@ func AcquireKept(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", path, err)
 	}
+	raw = pad(raw, keptSize)
 	tmp, err := writeTemp(path, raw)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", path, err)
@@ -78,9 +79,11 @@ func (l *Lock) Retake() error {
 	if l.tmp == "" {
 		return fmt.Errorf("retake %s: the lock was not acquired to be kept", l.path)
 	}
-	if fi, err := os.Lstat(l.tmp); err != nil {
+	fi, err := os.Lstat(l.tmp)
+	if err != nil {
 		return fmt.Errorf("retake %s: %w", l.path, err)
-	} else if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 {
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 || !fi.Mode().IsRegular() {
 		// still linked as the lock (never released) or replaced
 		return fmt.Errorf("retake %s: the kept owner file is still linked or not a file", l.path)
 	}
@@ -88,11 +91,38 @@ func (l *Lock) Retake() error {
 	if err != nil {
 		return fmt.Errorf("retake %s: %w", l.path, err)
 	}
-	if err := os.WriteFile(l.tmp, raw, 0o644); err != nil {
+	// Rewritten in place and never truncated: ext4 writes a file truncated
+	// to zero back at once (auto_da_alloc), which costs more than the rest
+	// of a hold. A shorter owner is padded with spaces to the file's size.
+	raw = pad(raw, int(fi.Size()))
+	f, err := os.OpenFile(l.tmp, os.O_WRONLY, 0)
+	if err != nil {
+		return fmt.Errorf("retake %s: %w", l.path, err)
+	}
+	_, werr := f.WriteAt(raw, 0)
+	if err := errors.Join(werr, f.Close()); err != nil {
 		return fmt.Errorf("retake %s: %w", l.path, err)
 	}
 	l.raw, l.owner = raw, o
 	return l.link()
+}
+
+// keptSize is what a kept owner file is padded to at first, so that a
+// later owner line (another time) fits without growing it.
+const keptSize = 256
+
+// pad pads the owner line raw (JSON, then a newline) with spaces before
+// the newline to size bytes; a longer raw is returned as it is.
+func pad(raw []byte, size int) []byte {
+	if len(raw) >= size {
+		return raw
+	}
+	out := make([]byte, 0, size)
+	out = append(out, raw[:len(raw)-1]...)
+	for len(out) < size-1 {
+		out = append(out, ' ')
+	}
+	return append(out, '\n')
 }
 
 // Kept reports whether the lock keeps its owner file for Retake.

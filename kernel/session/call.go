@@ -127,11 +127,15 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	var prev *replay.ActionView
 	var amb []string
 	var open bool
+	// The replay's admission index: map reads, no walk over the
+	// session's earlier actions (replay.SessionHead, Latest).
 	r.Session(func(f *replay.Folder) {
-		v, ok := f.OpenSession()
-		open = ok && v.ID == s.id
+		h, ok := f.OpenHead()
+		open = ok && h.ID == s.id
 		amb = f.Unresolved(s.id)
-		prev = repeated(v, p)
+		if a, ok := f.Latest(s.id, p.c.Tool, p.hash); ok {
+			prev = repeated(a)
+		}
 	})
 	switch {
 	case !open:
@@ -167,22 +171,15 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	return s.request(r, p, res, retryOf)
 }
 
-// repeated is the latest action of v this call repeats: same tool and
-// input hash, pending, approved and not started, rejected, or decided
-// retry and not retried yet.
-func repeated(v replay.SessionView, p *prepared) *replay.ActionView {
-	for i := len(v.Actions) - 1; i >= 0; i-- {
-		a := v.Actions[i]
-		if a.Tool != p.c.Tool || a.InputHash != p.hash {
-			continue
-		}
-		switch {
-		case a.Status == replay.ActionPending, a.Status == replay.ActionApproved, a.Status == replay.ActionRejected:
-			return &a
-		case a.Status == replay.ActionRetried && a.RetriedBy == "":
-			return &a
-		}
-		return nil
+// repeated is a, the session's latest action with this call's tool and
+// input hash, when the call repeats it: pending, approved and not started,
+// rejected, or decided retry and not retried yet.
+func repeated(a replay.ActionView) *replay.ActionView {
+	switch {
+	case a.Status == replay.ActionPending, a.Status == replay.ActionApproved, a.Status == replay.ActionRejected:
+		return &a
+	case a.Status == replay.ActionRetried && a.RetriedBy == "":
+		return &a
 	}
 	return nil
 }

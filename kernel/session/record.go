@@ -107,9 +107,9 @@ func start(o Options) (*Session, error) {
 		if err := implementing(r); err != nil {
 			return err
 		}
-		var open replay.SessionView
+		var open replay.SessionHead
 		var isOpen bool
-		r.Session(func(f *replay.Folder) { open, isOpen = f.OpenSession() })
+		r.Session(func(f *replay.Folder) { open, isOpen = f.OpenHead() })
 		if isOpen {
 			if dead, why := deadOwner(open.Owner); !dead {
 				return &LiveSessionError{Session: open.ID, Owner: lockOwner(open.Owner), Why: why}
@@ -237,10 +237,8 @@ func (s *Session) BeginTurn() (string, error) {
 	var turn string
 	err := s.hold(func(r *run.Run) error {
 		r.Session(func(f *replay.Folder) {
-			for _, v := range f.Sessions() {
-				if v.ID == s.id {
-					turn = fmt.Sprintf("t-%d", v.Turns+1)
-				}
+			if h, ok := f.Head(s.id); ok {
+				turn = fmt.Sprintf("t-%d", h.Turns+1)
 			}
 		})
 		_, err := r.AppendSession(replay.TypeTurnStarted, replay.TurnData{Session: s.id, Turn: turn})
@@ -298,6 +296,9 @@ func (s *Session) hold(fn func(r *run.Run) error) error {
 	s.mu.Unlock()
 	r, err := run.Reopen(prev, s.o.StateDir, s.run, wait)
 	if err != nil {
+		if prev != nil {
+			prev.Discard()
+		}
 		return err
 	}
 	ferr := fn(r)
