@@ -286,7 +286,9 @@ func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
 	limit := int64(j.t.Output)
 	stdout := runtime.NewCapture(&ob, limit)
 	stderr := runtime.NewCapture(&eb, limit)
+	stop := j.checkpoints(s, stdout, stderr) // tool.progress, progress.go
 	res := j.run(ctx, s, stdout, stderr)
+	stop()
 	so, se := stdout.Stream(), stderr.Stream()
 	if _, err := j.blobs.PutMany([]string{so.Digest, se.Digest}, [][]byte{ob.Bytes(), eb.Bytes()}); err != nil {
 		return ran{res: res}, fmt.Errorf("storing output: %w", err)

@@ -51,7 +51,10 @@ type Options struct {
 	// Runtime returns the provider of a tool's runtime ("process" | "docker").
 	Runtime  func(kind string) (runtime.Runtime, error)
 	LockWait time.Duration // default DefaultLockWait
-	Now      func() time.Time
+	// ProgressEvery is how often a running tool's progress is checkpointed
+	// (tool.progress, progress.go): 0 means DefaultProgressEvery, < 0 never.
+	ProgressEvery time.Duration
+	Now           func() time.Time
 }
 
 // Session is an open agent session. It holds no lock between calls.
