@@ -50,8 +50,17 @@ func ReplaceVolatile(path string, b []byte, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	return os.Rename(tmp, path)
+	return renameOrRemove(tmp, path)
+}
+
+// renameOrRemove renames tmp to path, removing tmp only when that fails
+// (after a rename there is nothing left to remove: no wasted unlink).
+func renameOrRemove(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // WriteFile replaces path with b (mode applied) and fsyncs the directory,
@@ -68,8 +77,7 @@ func ReplaceFile(path string, b []byte, mode os.FileMode) error {
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	return os.Rename(tmp, path)
+	return renameOrRemove(tmp, path)
 }
 
 // Write streams the new content of path through write (buffered), then

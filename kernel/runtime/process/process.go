@@ -84,8 +84,10 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if !declared {
 		lookup = DefaultPath
 	}
-	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
 	fail := func(format string, args ...any) runtime.Result {
+		if res.Attestation.Provider == "" { // failed before the start
+			res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
+		}
 		return res.Fail(oneLine(fmt.Sprintf(format, args...)))
 	}
 	if stdout == nil || stderr == nil {
