@@ -85,8 +85,8 @@ func TestKeptLockExcludes(t *testing.T) {
 }
 
 // A recorder killed while it holds a kept lock: its owner is provably
-// dead, so Break removes the lock; the owner file it kept is swept by the
-// next AcquireKept. A live process's kept file is never swept.
+// dead, so Break removes the lock and the owner file it kept (as does the
+// next AcquireKept). A live process's kept file is never swept.
 func TestKeptLockOfKilledOwner(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "events.lock")
@@ -114,8 +114,8 @@ func TestKeptLockOfKilledOwner(t *testing.T) {
 	if _, err := Break(path, 0, time.Now()); err != nil {
 		t.Fatalf("break after the owner died: %v", err)
 	}
-	if names := dirNames(t, dir); len(names) != 2 {
-		t.Fatalf("after the break: %v, want both kept files", names)
+	if names := dirNames(t, dir); !slices.Equal(names, liveFiles) {
+		t.Fatalf("after the break: %v, want only the live owner's kept file %v", names, liveFiles)
 	}
 	l, err := AcquireKept(path)
 	if err != nil {
@@ -127,6 +127,29 @@ func TestKeptLockOfKilledOwner(t *testing.T) {
 	slices.Sort(want)
 	if !slices.Equal(names, want) {
 		t.Fatalf("after sweep: %v, want %v", names, want)
+	}
+	_ = l.Release()
+	l.Discard()
+
+	// a recorder that died between holds: its released kept file is
+	// swept by the next AcquireKept, the live one's still stays
+	gone := startHelper(t, "keptreleased", path)
+	if l := gone.line(t); !strings.HasPrefix(l, "locked") {
+		t.Fatal(l)
+	}
+	gone.cmd.Process.Kill()
+	gone.cmd.Wait()
+	if n := len(dirNames(t, dir)); n != 2 {
+		t.Fatalf("%d files, want the live and the dead helper's kept files", n)
+	}
+	l, err = AcquireKept(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want = []string{"events.lock", filepath.Base(l.tmp), liveFiles[0]}
+	slices.Sort(want)
+	if names := dirNames(t, dir); !slices.Equal(names, want) {
+		t.Fatalf("after the sweep: %v, want %v", names, want)
 	}
 	_ = l.Release()
 	l.Discard()

@@ -363,6 +363,7 @@ func breakOwned(path string, raw []byte, o Owner, olderThan time.Duration, now t
 	if err := os.Remove(aside); err != nil {
 		return o, fmt.Errorf("break %s: %w", path, err)
 	}
+	sweepKept(path) // the dead owner's kept owner file (AcquireKept), if any
 	return o, nil
 }
 
