@@ -312,7 +312,7 @@ func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Captu
 	}
 	spec := tool.Spec(s.run, j.action, j.t, j.call, j.repo)
 	spec.ProcDir = filepath.Join(j.dir, run.ProcDir)
-	spec.Exclude = run.WorkspaceExclude(j.repo, j.state)
+	spec.Exclude = s.workspaceExclude()
 	if j.p.parent != "" {
 		env := make(map[string]string, len(spec.Env)+2)
 		for k, v := range spec.Env {

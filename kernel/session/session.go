@@ -71,6 +71,16 @@ type Session struct {
 	// the next hold to re-take reading only what was appended since.
 	mu   sync.Mutex
 	held *run.Run
+
+	// exclude is what a tool's workspace copy leaves out (the state
+	// directory's runs/), resolved once per session, not per call.
+	excludeOnce sync.Once
+	exclude     []string
+}
+
+func (s *Session) workspaceExclude() []string {
+	s.excludeOnce.Do(func() { s.exclude = run.WorkspaceExclude(s.o.RepoDir, s.o.StateDir) })
+	return s.exclude
 }
 
 // ID is the session id (s-<12 hex>).
