@@ -63,12 +63,39 @@ func AcquireKept(path string) (*Lock, error) {
 	if err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", path, err)
 	}
-	l := &Lock{path: path, raw: raw, owner: o, tmp: tmp}
+	kf, err := os.OpenFile(tmp, os.O_WRONLY, 0)
+	if err != nil {
+		os.Remove(tmp)
+		return nil, fmt.Errorf("acquire %s: %w", path, err)
+	}
+	l := &Lock{path: path, raw: raw, owner: o, tmp: tmp, kf: kf}
 	if err := l.link(); err != nil {
+		kf.Close()
 		os.Remove(tmp)
 		return nil, err
 	}
 	return l, nil
+}
+
+// releaseKept releases a kept lock: the file in place must be the kept
+// file itself (same inode: this hold's owner, as written), then it is
+// unlinked; the kept file stays, open, for Retake.
+func (l *Lock) releaseKept() error {
+	cur, err := os.Lstat(l.path)
+	if err != nil {
+		return fmt.Errorf("release %s: %w", l.path, err)
+	}
+	mine, err := l.kf.Stat()
+	if err != nil {
+		return fmt.Errorf("release %s: %w", l.path, err)
+	}
+	if !os.SameFile(cur, mine) {
+		return fmt.Errorf("release %s: the lock was replaced by another owner", l.path)
+	}
+	if err := os.Remove(l.path); err != nil {
+		return fmt.Errorf("release %s: %w", l.path, err)
+	}
+	return nil
 }
 
 // Retake takes a released kept lock again: the kept file is rewritten
@@ -79,7 +106,7 @@ func (l *Lock) Retake() error {
 	if l.tmp == "" {
 		return fmt.Errorf("retake %s: the lock was not acquired to be kept", l.path)
 	}
-	fi, err := os.Lstat(l.tmp)
+	fi, err := l.kf.Stat()
 	if err != nil {
 		return fmt.Errorf("retake %s: %w", l.path, err)
 	}
@@ -95,12 +122,7 @@ func (l *Lock) Retake() error {
 	// to zero back at once (auto_da_alloc), which costs more than the rest
 	// of a hold. A shorter owner is padded with spaces to the file's size.
 	raw = pad(raw, int(fi.Size()))
-	f, err := os.OpenFile(l.tmp, os.O_WRONLY, 0)
-	if err != nil {
-		return fmt.Errorf("retake %s: %w", l.path, err)
-	}
-	_, werr := f.WriteAt(raw, 0)
-	if err := errors.Join(werr, f.Close()); err != nil {
+	if _, err := l.kf.WriteAt(raw, 0); err != nil {
 		return fmt.Errorf("retake %s: %w", l.path, err)
 	}
 	l.raw, l.owner = raw, o
@@ -131,6 +153,10 @@ func (l *Lock) Kept() bool { return l.tmp != "" }
 // Discard removes the kept owner file (nothing for a lock not kept). The
 // lock itself must be released first; a held lock is not touched.
 func (l *Lock) Discard() {
+	if l.kf != nil {
+		l.kf.Close()
+		l.kf = nil
+	}
 	if l.tmp != "" {
 		os.Remove(l.tmp)
 		l.tmp = ""

@@ -49,7 +49,8 @@ type Lock struct {
 	path  string
 	raw   []byte
 	owner Owner
-	tmp   string // the owner file kept for Retake (AcquireKept), "" otherwise
+	tmp   string   // the owner file kept for Retake (AcquireKept), "" otherwise
+	kf    *os.File // tmp, open for writing while kept
 }
 
 // Owner is the owner this lock was acquired with.
@@ -229,6 +230,9 @@ func (l *Lock) Moved(path string) error {
 
 // Release removes the lock if it is still this one.
 func (l *Lock) Release() error {
+	if l.kf != nil {
+		return l.releaseKept()
+	}
 	cur, err := os.ReadFile(l.path)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", l.path, err)
