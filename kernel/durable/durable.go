@@ -10,22 +10,34 @@ import (
 	"os"
 	"path/filepath"
 	"sync/atomic"
+	"time"
 )
 
 // syncs counts every fsync made through Sync (and so SyncDir and every
 // writer here): the kernel's durable writes all go through it, so tests
 // can assert what an operation costs (ADR 0019).
-var syncs atomic.Int64
+var (
+	syncs    atomic.Int64
+	syncTime atomic.Int64 // nanoseconds spent in fsync(2)
+)
 
-// Sync fsyncs f and counts it. Every fsync the kernel makes goes through
-// Sync, so Syncs is the number of fsyncs this process made.
+// Sync fsyncs f and counts it and the time it took. Every fsync the
+// kernel makes goes through Sync, so Syncs is the number of fsyncs this
+// process made and SyncTime how long they took.
 func Sync(f *os.File) error {
 	syncs.Add(1)
-	return f.Sync()
+	t := time.Now()
+	err := f.Sync()
+	syncTime.Add(int64(time.Since(t)))
+	return err
 }
 
 // Syncs is the number of fsyncs made through Sync so far by this process.
 func Syncs() int64 { return syncs.Load() }
+
+// SyncTime is the wall time spent in the fsyncs of Syncs (a benchmark's
+// "plus the fsyncs", ADR 0020).
+func SyncTime() time.Duration { return time.Duration(syncTime.Load()) }
 
 // ReplaceVolatile replaces path with b (mode applied) by rename, with no
 // fsync at all: readers never see a partial file while the machine runs,
@@ -34,12 +46,21 @@ func Syncs() int64 { return syncs.Load() }
 // (process records), which no power loss leaves alive: their readers must
 // treat an unreadable file from before the current boot as stale.
 func ReplaceVolatile(path string, b []byte, mode os.FileMode) error {
-	tmp, err := stageWith(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err }, false)
+	tmp, err := stageBytes(path, mode, b, false)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	return os.Rename(tmp, path)
+	return renameOrRemove(tmp, path)
+}
+
+// renameOrRemove renames tmp to path, removing tmp only when that fails
+// (after a rename there is nothing left to remove: no wasted unlink).
+func renameOrRemove(tmp, path string) error {
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }
 
 // WriteFile replaces path with b (mode applied) and fsyncs the directory,
@@ -52,12 +73,11 @@ func WriteFile(path string, b []byte, mode os.FileMode) error {
 // previous file may come back, never a partial one. For derived files
 // (run.json) that a later writer repairs.
 func ReplaceFile(path string, b []byte, mode os.FileMode) error {
-	tmp, err := stage(path, mode, func(w io.Writer) error { _, err := w.Write(b); return err })
+	tmp, err := stageBytes(path, mode, b, true)
 	if err != nil {
 		return err
 	}
-	defer os.Remove(tmp)
-	return os.Rename(tmp, path)
+	return renameOrRemove(tmp, path)
 }
 
 // Write streams the new content of path through write (buffered), then
@@ -114,16 +134,28 @@ func stage(path string, mode os.FileMode, write func(io.Writer) error) (string, 
 
 // stageWith is stage; without fsync it only writes the temporary file.
 func stageWith(path string, mode os.FileMode, write func(io.Writer) error, fsync bool) (string, error) {
+	return stageFile(path, mode, fsync, func(f *os.File) error {
+		bw := bufio.NewWriterSize(f, 1<<20)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	})
+}
+
+// stageBytes is stageWith for bytes in memory: one write(2), no 1 MiB
+// buffer (a process record is written twice per governed tool call).
+func stageBytes(path string, mode os.FileMode, b []byte, fsync bool) (string, error) {
+	return stageFile(path, mode, fsync, func(f *os.File) error { _, err := f.Write(b); return err })
+}
+
+func stageFile(path string, mode os.FileMode, fsync bool, write func(*os.File) error) (string, error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return "", err
 	}
 	tmp := f.Name()
-	bw := bufio.NewWriterSize(f, 1<<20)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
+	err = write(f)
 	if err == nil {
 		err = f.Chmod(mode)
 	}

@@ -49,6 +49,8 @@ type Lock struct {
 	path  string
 	raw   []byte
 	owner Owner
+	tmp   string   // the owner file kept for Retake (AcquireKept), "" otherwise
+	kf    *os.File // tmp, open for writing while kept
 }
 
 // Owner is the owner this lock was acquired with.
@@ -92,13 +94,10 @@ func (e *BreakRefused) Error() string {
 }
 
 // Self describes the current process as a lock owner.
+// The process's pid, start time and boot id do not change while it runs:
+// they are read from /proc once (selfProc), the host name every time.
 func Self(now time.Time) (Owner, error) {
-	pid := os.Getpid()
-	start, err := startTime(pid)
-	if err != nil {
-		return Owner{}, fmt.Errorf("lock owner: %w", err)
-	}
-	boot, err := bootID()
+	pid, start, boot, err := selfProc()
 	if err != nil {
 		return Owner{}, fmt.Errorf("lock owner: %w", err)
 	}
@@ -112,40 +111,30 @@ func Self(now time.Time) (Owner, error) {
 // Acquire takes the lock at path for the current process. If another owner
 // holds it, the error is a *HeldError naming that owner.
 func Acquire(path string) (*Lock, error) {
-	o, err := Self(time.Now())
+	o, raw, err := selfRaw()
 	if err != nil {
 		return nil, err
 	}
-	raw, err := json.Marshal(o)
-	if err != nil {
-		return nil, fmt.Errorf("acquire %s: %w", path, err)
-	}
-	raw = append(raw, '\n')
 	tmp, err := writeTemp(path, raw)
 	if err != nil {
 		return nil, fmt.Errorf("acquire %s: %w", path, err)
 	}
-	defer os.Remove(tmp)
-	for attempt := 0; ; attempt++ {
-		err := os.Link(tmp, path)
-		if err == nil {
-			break
-		}
-		if !errors.Is(err, os.ErrExist) {
-			return nil, fmt.Errorf("acquire %s: %w", path, err)
-		}
-		held, rerr := Read(path)
-		switch {
-		case rerr == nil:
-			return nil, &HeldError{Owner: held, Path: path}
-		case errors.Is(rerr, os.ErrNotExist) && attempt < 3:
-			continue // released meanwhile: try again
-		case attempt < 3 && removeTorn(path):
-			continue // torn by a crash before this boot: stale
-		}
-		return nil, &HeldError{Path: path, Err: rerr}
+	l := &Lock{path: path, raw: raw, owner: o, tmp: tmp}
+	err = l.link()
+	os.Remove(tmp)
+	l.tmp = ""
+	if err != nil {
+		return nil, err
 	}
-	return &Lock{path: path, raw: raw, owner: o}, nil
+	return l, nil
+}
+
+func jsonLine(o Owner) ([]byte, error) {
+	raw, err := json.Marshal(o)
+	if err != nil {
+		return nil, err
+	}
+	return append(raw, '\n'), nil
 }
 
 // writeTemp writes raw to a new file next to path (not fsynced: a lock
@@ -241,6 +230,9 @@ func (l *Lock) Moved(path string) error {
 
 // Release removes the lock if it is still this one.
 func (l *Lock) Release() error {
+	if l.kf != nil {
+		return l.releaseKept()
+	}
 	cur, err := os.ReadFile(l.path)
 	if err != nil {
 		return fmt.Errorf("release %s: %w", l.path, err)
@@ -375,6 +367,7 @@ func breakOwned(path string, raw []byte, o Owner, olderThan time.Duration, now t
 	if err := os.Remove(aside); err != nil {
 		return o, fmt.Errorf("break %s: %w", path, err)
 	}
+	sweepKept(path) // the dead owner's kept owner file (AcquireKept), if any
 	return o, nil
 }
 

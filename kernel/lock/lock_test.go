@@ -41,6 +41,21 @@ func helper(mode string) int {
 		fmt.Println("locked", os.Getpid())
 		time.Sleep(time.Minute)
 		return 0
+	case "holdkept", "keptreleased": // keep_test.go
+		l, err := AcquireKept(lockPath)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if mode == "keptreleased" {
+			if err := l.Release(); err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+		}
+		fmt.Println("locked", os.Getpid())
+		time.Sleep(time.Minute)
+		return 0
 	case "race":
 		dir := filepath.Dir(lockPath)
 		waitFile(filepath.Join(dir, "go"))

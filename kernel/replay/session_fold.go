@@ -48,6 +48,11 @@ type sessionState struct {
 	turns     map[string]bool // turn id → still open
 	nturns    int
 	actions   []string
+	// The admission index (session_index.go): kept as events apply, so
+	// that a call's admission costs the same after 10 or 10 000 calls.
+	latest  map[string]string // tool + "\x00" + input hash → latest action
+	running map[string]bool   // started, not finished
+	crashed map[string]bool   // closed crashed, not decided retry or abandon
 }
 
 type actionState struct {
@@ -127,7 +132,8 @@ func (f *Folder) applySessionStarted(line int, e eventlog.Event, d SessionStarte
 	if f.dry {
 		return nil
 	}
-	sf.sessions[d.Session] = &sessionState{id: d.Session, agent: d.Agent, owner: d.Owner, open: true, turns: map[string]bool{}}
+	sf.sessions[d.Session] = &sessionState{id: d.Session, agent: d.Agent, owner: d.Owner, open: true, turns: map[string]bool{},
+		latest: map[string]string{}, running: map[string]bool{}, crashed: map[string]bool{}}
 	sf.order = append(sf.order, d.Session)
 	sf.open = d.Session
 	return nil
@@ -136,13 +142,8 @@ func (f *Folder) applySessionStarted(line int, e eventlog.Event, d SessionStarte
 // ambiguous lists session s's actions that started and are not resolved:
 // unfinished, or closed crashed and awaiting retry or abandon.
 func (f *Folder) ambiguous(s *sessionState) []string {
-	var out []string
-	for _, id := range s.actions {
-		a := f.s.actions[id]
-		if a.started && (!a.finished || (a.v.Result == ResultCrashed && a.resolved == "")) {
-			out = append(out, id)
-		}
-	}
+	out := sortedKeys(s.running)
+	out = append(out, sortedKeys(s.crashed)...)
 	slices.Sort(out)
 	return out
 }
@@ -202,14 +203,11 @@ func (f *Folder) applySessionEnded(line int, e eventlog.Event, d SessionEndedDat
 // settled refuses what while session s has an action started and not
 // finished, or an ambiguous action not yet decided.
 func (f *Folder) settled(line int, s *sessionState, what string) error {
-	for _, id := range s.actions {
-		a := f.s.actions[id]
-		switch {
-		case a.started && !a.finished:
-			return bad(line, ReasonUnfinished, "%s with action %s started and not finished", what, id)
-		case a.v.Result == ResultCrashed && a.resolved == "":
-			return bad(line, ReasonAmbiguous, "%s with ambiguous action %s not decided (retry or abandon)", what, id)
-		}
+	if ids := sortedKeys(s.running); len(ids) > 0 {
+		return bad(line, ReasonUnfinished, "%s with action %s started and not finished", what, ids[0])
+	}
+	if ids := sortedKeys(s.crashed); len(ids) > 0 {
+		return bad(line, ReasonAmbiguous, "%s with ambiguous action %s not decided (retry or abandon)", what, ids[0])
 	}
 	return nil
 }

@@ -77,6 +77,7 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Trace: d.Trace, Status: ActionRequested, RetryOf: d.RetryOf}}
 	sf.actions[d.Action] = a
 	s.actions = append(s.actions, d.Action)
+	s.latest[latestKey(d.Tool, d.InputHash)] = d.Action
 	f.blobs[d.InputRef] = true
 	if d.Manifest {
 		sf.manifests[d.InputRef] = d.InputHash
@@ -89,10 +90,8 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 // has not finished in a live session is running, not ambiguous: calls may
 // overlap.
 func (f *Folder) unresolved(s *sessionState) string {
-	for _, id := range s.actions {
-		if a := f.s.actions[id]; a.v.Result == ResultCrashed && a.resolved == "" {
-			return id
-		}
+	if ids := sortedKeys(s.crashed); len(ids) > 0 {
+		return ids[0]
 	}
 	return ""
 }
@@ -195,6 +194,7 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 			return nil
 		}
 		a.resolved = d.Decision
+		delete(s.crashed, d.Action)
 		a.v.Status = map[string]string{DecisionRetry: ActionRetried, DecisionAbandon: ActionAbandoned}[d.Decision]
 		return nil
 	}
@@ -240,6 +240,7 @@ func (f *Folder) applyToolStarted(line int, e eventlog.Event, d ToolStartedData)
 	}
 	f.s.receipts[d.Receipt] = true
 	a.started, a.v.Receipt, a.v.Status = true, d.Receipt, ActionStarted
+	s.running[d.Action] = true
 	return nil
 }
 
@@ -310,8 +311,11 @@ func (f *Folder) applyToolFinished(line int, e eventlog.Event, d ToolFinishedDat
 	a.finished = true
 	a.v.Result, a.v.ExitCode, a.v.Output = d.Result, d.ExitCode, d.OutputHash
 	a.v.Status = ActionFinished
+	s := f.s.sessions[a.session]
+	delete(s.running, d.Action)
 	if d.Result == ResultCrashed {
 		a.v.Status = ActionAmbiguous
+		s.crashed[d.Action] = true
 	}
 	return nil
 }

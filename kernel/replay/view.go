@@ -132,11 +132,5 @@ func (f *Folder) Unresolved(id string) []string {
 	if f.s == nil || f.s.sessions[id] == nil {
 		return nil
 	}
-	var out []string
-	for _, a := range f.s.sessions[id].actions {
-		if x := f.s.actions[a]; x.v.Result == ResultCrashed && x.resolved == "" {
-			out = append(out, a)
-		}
-	}
-	return out
+	return sortedKeys(f.s.sessions[id].crashed)
 }

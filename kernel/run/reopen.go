@@ -24,9 +24,40 @@ func (r *Run) Release() error {
 	errs = append(errs, r.log.Suspend())
 	if r.lk != nil {
 		errs = append(errs, r.lk.Release())
+		if r.lk.Kept() {
+			r.kept = r.lk
+		}
 		r.lk = nil
 	}
 	return errors.Join(errs...)
+}
+
+// Discard drops what a Release kept for Reopen (the writer lock's owner
+// file, lock.AcquireKept): for a released run that will not be reopened.
+func (r *Run) Discard() {
+	if r.kept != nil {
+		r.kept.Discard()
+		r.kept = nil
+	}
+}
+
+// retake takes the writer lock for Reopen: the kept lock again with one
+// link(2) (lock.Retake), or a new kept one. Another live owner holding it
+// is a *lock.HeldError, which Reopen waits on.
+func (r *Run) retake() (*lock.Lock, error) {
+	if r.kept != nil {
+		err := r.kept.Retake()
+		var held *lock.HeldError
+		if err == nil || errors.As(err, &held) {
+			return r.kept, err
+		}
+		r.Discard() // unusable: start afresh
+	}
+	lk, err := lock.AcquireKept(filepath.Join(r.Dir, LockFile))
+	if err == nil {
+		r.kept = lk
+	}
+	return lk, err
 }
 
 // Reopen re-takes the writer lock of prev, a run this process opened and
@@ -45,11 +76,16 @@ func Reopen(prev *Run, stateDir, id string, wait time.Duration) (*Run, error) {
 		return OpenWait(stateDir, id, wait)
 	}
 	return retryHeld(wait, func() (*Run, error) {
-		lk, err := lock.Acquire(filepath.Join(prev.Dir, LockFile))
+		lk, err := prev.retake()
 		if err != nil {
 			return nil, err
 		}
-		return prev.resume(lk)
+		prev.kept = nil // lk is held now: whoever holds it keeps or discards it
+		r, err := prev.resume(lk)
+		if err != nil {
+			lk.Discard()
+		}
+		return r, err
 	})
 }
 

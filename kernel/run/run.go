@@ -43,6 +43,9 @@ type Run struct {
 	// lagging: session events were appended since run.json was last
 	// written; Close writes it (one projection per lock hold).
 	lagging bool
+	// kept is the re-takable writer lock a Release left for Reopen
+	// (lock.AcquireKept), nil when there is none.
+	kept *lock.Lock
 }
 
 // DirtyError refuses planning on a work tree with uncommitted changes.
@@ -385,7 +388,9 @@ func (r *Run) Close() error {
 	}
 	if r.lk != nil {
 		errs = append(errs, r.lk.Release())
+		r.lk.Discard()
 	}
+	r.Discard()
 	return errors.Join(errs...)
 }
 

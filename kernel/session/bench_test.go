@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"testing"
 	"time"
 
@@ -174,4 +175,63 @@ func BenchmarkGovernedCallGrowth(b *testing.B) {
 	}
 	b.ReportMetric(float64(first.Nanoseconds())/float64(10*b.N), "ns/call@1-10")
 	b.ReportMetric(float64(last.Nanoseconds())/float64(10*b.N), "ns/call@191-200")
+}
+
+// BenchmarkGovernedVsDirect measures a governed call and a direct os/exec
+// of the same argv interleaved, call by call, in one run: on a shared
+// machine both see the same load. It reports the median of each, their
+// ratio, the fsyncs per governed call (durable.Syncs), the median time a
+// call spends in them (durable.SyncTime) and the governed call without
+// that time against 2× direct: the goal is governed ≤ 2× direct plus the
+// fsyncs (issue 13, ADR 0020), i.e. "ratio-wo-fsync" ≤ 2. Run with
+// -benchtime Nx (N calls of each).
+func BenchmarkGovernedVsDirect(b *testing.B) {
+	f := newFixture(b)
+	s, err := session.Start(ctx, f.opts("agent-1"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := func(i int) {
+		res, err := s.Call(ctx, session.Call{Tool: "greet", Args: []byte(fmt.Sprintf(`{"name":"n%d"}`, i))})
+		if err != nil || res.Result != "success" {
+			b.Fatalf("%+v %v", res, err)
+		}
+	}
+	call(-1) // the blob directory's creation
+	dir := b.TempDir()
+	direct := func(i int) {
+		var out, errb bytes.Buffer
+		cmd := exec.Command(helper, "hello", fmt.Sprintf("n%d", i))
+		cmd.Dir, cmd.Stdout, cmd.Stderr = dir, &out, &errb
+		if err := cmd.Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var gov, dirs, syn, net []time.Duration
+	var syncs int64
+	b.ResetTimer()
+	for i := range b.N {
+		t0 := time.Now()
+		direct(i)
+		t1 := time.Now()
+		s0, y0 := durable.Syncs(), durable.SyncTime()
+		call(i)
+		g, y := time.Since(t1), durable.SyncTime()-y0
+		syncs += durable.Syncs() - s0
+		dirs, gov, syn, net = append(dirs, t1.Sub(t0)), append(gov, g), append(syn, y), append(net, g-y)
+	}
+	b.StopTimer()
+	d := median(dirs)
+	b.ReportMetric(float64(median(gov).Microseconds()), "µs/governed")
+	b.ReportMetric(float64(d.Microseconds()), "µs/direct")
+	b.ReportMetric(float64(median(gov))/float64(d), "ratio")
+	b.ReportMetric(float64(syncs)/float64(b.N), "fsyncs/call")
+	b.ReportMetric(float64(median(syn).Microseconds()), "µs-in-fsync/call")
+	b.ReportMetric(float64(median(net))/float64(d), "ratio-wo-fsync")
+}
+
+func median(ds []time.Duration) time.Duration {
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	return s[len(s)/2]
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 	"regexp"
 
@@ -128,11 +127,15 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	var prev *replay.ActionView
 	var amb []string
 	var open bool
+	// The replay's admission index: map reads, no walk over the
+	// session's earlier actions (replay.SessionHead, Latest).
 	r.Session(func(f *replay.Folder) {
-		v, ok := f.OpenSession()
-		open = ok && v.ID == s.id
+		h, ok := f.OpenHead()
+		open = ok && h.ID == s.id
 		amb = f.Unresolved(s.id)
-		prev = repeated(v, p)
+		if a, ok := f.Latest(s.id, p.c.Tool, p.hash); ok {
+			prev = repeated(a)
+		}
 	})
 	switch {
 	case !open:
@@ -168,22 +171,15 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	return s.request(r, p, res, retryOf)
 }
 
-// repeated is the latest action of v this call repeats: same tool and
-// input hash, pending, approved and not started, rejected, or decided
-// retry and not retried yet.
-func repeated(v replay.SessionView, p *prepared) *replay.ActionView {
-	for i := len(v.Actions) - 1; i >= 0; i-- {
-		a := v.Actions[i]
-		if a.Tool != p.c.Tool || a.InputHash != p.hash {
-			continue
-		}
-		switch {
-		case a.Status == replay.ActionPending, a.Status == replay.ActionApproved, a.Status == replay.ActionRejected:
-			return &a
-		case a.Status == replay.ActionRetried && a.RetriedBy == "":
-			return &a
-		}
-		return nil
+// repeated is a, the session's latest action with this call's tool and
+// input hash, when the call repeats it: pending, approved and not started,
+// rejected, or decided retry and not retried yet.
+func repeated(a replay.ActionView) *replay.ActionView {
+	switch {
+	case a.Status == replay.ActionPending, a.Status == replay.ActionApproved, a.Status == replay.ActionRejected:
+		return &a
+	case a.Status == replay.ActionRetried && a.RetriedBy == "":
+		return &a
 	}
 	return nil
 }
@@ -281,36 +277,22 @@ type ran struct {
 	out, err       []byte
 }
 
-// invoke runs the tool with both streams captured to blobs (capped at the
-// tool's output_limit) and to memory for the caller.
+// invoke runs the tool with both streams captured to memory (capped at
+// the tool's output_limit), then stores them as blobs with one PutMany: a
+// stream whose blob exists already (the empty stderr, a repeated output)
+// costs no file and no fsync, the new ones share one directory fsync.
 func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
-	outW, err := j.blobs.Create()
-	if err != nil {
-		return ran{}, err
-	}
-	defer outW.Abort()
-	errW, err := j.blobs.Create()
-	if err != nil {
-		return ran{}, err
-	}
-	defer errW.Abort()
 	var ob, eb bytes.Buffer
 	limit := int64(j.t.Output)
-	stdout := runtime.NewCapture(io.MultiWriter(outW, &ob), limit)
-	stderr := runtime.NewCapture(io.MultiWriter(errW, &eb), limit)
+	stdout := runtime.NewCapture(&ob, limit)
+	stderr := runtime.NewCapture(&eb, limit)
+	stop := j.checkpoints(s, stdout, stderr) // tool.progress, progress.go
 	res := j.run(ctx, s, stdout, stderr)
-	for _, c := range []*runtime.Capture{stdout, stderr} {
-		if err := c.Err(); err != nil {
-			return ran{res: res}, fmt.Errorf("storing output: %w", err)
-		}
-	}
-	if _, _, err := outW.Commit(); err != nil {
-		return ran{res: res}, err
-	}
-	if _, _, err := errW.Commit(); err != nil {
-		return ran{res: res}, err
-	}
+	stop()
 	so, se := stdout.Stream(), stderr.Stream()
+	if _, err := j.blobs.PutMany([]string{so.Digest, se.Digest}, [][]byte{ob.Bytes(), eb.Bytes()}); err != nil {
+		return ran{res: res}, fmt.Errorf("storing output: %w", err)
+	}
 	return ran{res: res, stdout: &so, stderr: &se, out: ob.Bytes(), err: eb.Bytes()}, nil
 }
 
@@ -330,7 +312,7 @@ func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Captu
 	}
 	spec := tool.Spec(s.run, j.action, j.t, j.call, j.repo)
 	spec.ProcDir = filepath.Join(j.dir, run.ProcDir)
-	spec.Exclude = run.WorkspaceExclude(j.repo, j.state)
+	spec.Exclude = s.workspaceExclude()
 	if j.p.parent != "" {
 		env := make(map[string]string, len(spec.Env)+2)
 		for k, v := range spec.Env {

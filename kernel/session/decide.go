@@ -57,10 +57,8 @@ func decide(o Options, action, actor, reason, decision string) error {
 		r.Session(func(f *replay.Folder) {
 			var sid string
 			a, sid, ok = f.Action(action)
-			for _, s := range f.Sessions() {
-				if s.ID == sid {
-					agent = s.Agent
-				}
+			if h, found := f.Head(sid); found {
+				agent = h.Agent
 			}
 		})
 		switch {

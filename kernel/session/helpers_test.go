@@ -93,7 +93,8 @@ func testContract(t testing.TB) *contract.Resolved {
 		mk("flood", 20*time.Second, 1024, helper, "flood", "10000000"),
 		mk("traced", 20*time.Second, 1<<20, helper, "env"),
 		mk("fail", 20*time.Second, 1<<20, helper, "exit", "3"),
-		mk("noop", 20*time.Second, 1<<20, helper, "true")}
+		mk("noop", 20*time.Second, 1<<20, helper, "true"),
+		mk("slow", 20*time.Second, 1<<20, helper, "slow", "12")}
 	c.Policy = []contract.Rule{
 		{ID: "no-wipe", Tool: "wipe", Effect: "block", Reason: "never delete the tree"},
 		{ID: "rule-1", Tool: "greet", Effect: "allow"},
@@ -103,6 +104,7 @@ func testContract(t testing.TB) *contract.Resolved {
 		{ID: "rule-5", Tool: "traced", Effect: "allow"},
 		{ID: "rule-6", Tool: "fail", Effect: "allow"},
 		{ID: "rule-7", Tool: "noop", Effect: "allow"},
+		{ID: "rule-8", Tool: "slow", Effect: "allow"},
 	}
 	return c
 }

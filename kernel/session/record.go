@@ -107,9 +107,9 @@ func start(o Options) (*Session, error) {
 		if err := implementing(r); err != nil {
 			return err
 		}
-		var open replay.SessionView
+		var open replay.SessionHead
 		var isOpen bool
-		r.Session(func(f *replay.Folder) { open, isOpen = f.OpenSession() })
+		r.Session(func(f *replay.Folder) { open, isOpen = f.OpenHead() })
 		if isOpen {
 			if dead, why := deadOwner(open.Owner); !dead {
 				return &LiveSessionError{Session: open.ID, Owner: lockOwner(open.Owner), Why: why}
@@ -237,10 +237,8 @@ func (s *Session) BeginTurn() (string, error) {
 	var turn string
 	err := s.hold(func(r *run.Run) error {
 		r.Session(func(f *replay.Folder) {
-			for _, v := range f.Sessions() {
-				if v.ID == s.id {
-					turn = fmt.Sprintf("t-%d", v.Turns+1)
-				}
+			if h, ok := f.Head(s.id); ok {
+				turn = fmt.Sprintf("t-%d", h.Turns+1)
 			}
 		})
 		_, err := r.AppendSession(replay.TypeTurnStarted, replay.TurnData{Session: s.id, Turn: turn})
@@ -263,7 +261,7 @@ func (s *Session) End(reason string) error {
 	if err := printable.CheckText("reason", reason); err != nil {
 		return err
 	}
-	return s.hold(func(r *run.Run) error {
+	err := s.hold(func(r *run.Run) error {
 		var amb []string
 		r.Session(func(f *replay.Folder) { amb = f.Ambiguous(s.id) })
 		if len(amb) > 0 {
@@ -272,6 +270,10 @@ func (s *Session) End(reason string) error {
 		_, err := r.AppendSession(replay.TypeSessionEnded, replay.SessionEndedData{Session: s.id, Reason: reason})
 		return err
 	})
+	if err == nil {
+		s.drop()
+	}
+	return err
 }
 
 // Begin moves the PLANNED run o.Run to IMPLEMENTING.
@@ -294,17 +296,33 @@ func (s *Session) hold(fn func(r *run.Run) error) error {
 	s.mu.Unlock()
 	r, err := run.Reopen(prev, s.o.StateDir, s.run, wait)
 	if err != nil {
+		if prev != nil {
+			prev.Discard()
+		}
 		return err
 	}
 	ferr := fn(r)
-	if rerr := r.Release(); ferr == nil && rerr != nil {
+	rerr := r.Release()
+	if ferr != nil || rerr != nil {
+		r.Discard() // the next hold opens afresh
+		if ferr != nil {
+			return ferr
+		}
 		return rerr
-	}
-	if ferr != nil {
-		return ferr
 	}
 	s.mu.Lock()
 	s.held = r
 	s.mu.Unlock()
 	return nil
+}
+
+// drop forgets the run the last hold released, with the lock's kept owner
+// file: after session.ended no hold follows.
+func (s *Session) drop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.held != nil {
+		s.held.Discard()
+		s.held = nil
+	}
 }

@@ -51,7 +51,10 @@ type Options struct {
 	// Runtime returns the provider of a tool's runtime ("process" | "docker").
 	Runtime  func(kind string) (runtime.Runtime, error)
 	LockWait time.Duration // default DefaultLockWait
-	Now      func() time.Time
+	// ProgressEvery is how often a running tool's progress is checkpointed
+	// (tool.progress, progress.go): 0 means DefaultProgressEvery, < 0 never.
+	ProgressEvery time.Duration
+	Now           func() time.Time
 }
 
 // Session is an open agent session. It holds no lock between calls.
@@ -68,6 +71,16 @@ type Session struct {
 	// the next hold to re-take reading only what was appended since.
 	mu   sync.Mutex
 	held *run.Run
+
+	// exclude is what a tool's workspace copy leaves out (the state
+	// directory's runs/), resolved once per session, not per call.
+	excludeOnce sync.Once
+	exclude     []string
+}
+
+func (s *Session) workspaceExclude() []string {
+	s.excludeOnce.Do(func() { s.exclude = run.WorkspaceExclude(s.o.RepoDir, s.o.StateDir) })
+	return s.exclude
 }
 
 // ID is the session id (s-<12 hex>).

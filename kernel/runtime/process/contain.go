@@ -5,6 +5,7 @@ package process
 import (
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"syscall"
 	"time"
 
@@ -88,7 +89,26 @@ func (c *containment) started(pid int) error {
 		return fmt.Errorf("recording the check's processes: %w", err)
 	}
 	c.group.PGID, c.group.Start = pid, start
-	if err := lock.WriteGroup(c.record, c.group); err != nil {
+	if c.cgroup == "" {
+		// the first record of this check: nothing to replace
+		if err := lock.WriteGroup(c.record, c.group); err != nil {
+			return fmt.Errorf("recording the check's processes: %w", err)
+		}
+		return nil
+	}
+	// The record written before the start (the cgroup) is succeeded by a
+	// new one under a new name, then removed: renaming over it would make
+	// ext4 (auto_da_alloc) write the new file's data back at once, the
+	// costliest step of a governed tool call (ADR 0020). At every instant
+	// a record names the check; for a moment two do, and Reap kills what
+	// each names (the second finds it gone).
+	next := lock.NewGroupPath(filepath.Dir(c.record))
+	if err := lock.WriteGroup(next, c.group); err != nil {
+		return fmt.Errorf("recording the check's processes: %w", err)
+	}
+	prev := c.record
+	c.record = next
+	if err := lock.RemoveGroup(prev); err != nil {
 		return fmt.Errorf("recording the check's processes: %w", err)
 	}
 	return nil

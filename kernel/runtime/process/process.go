@@ -84,8 +84,10 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if !declared {
 		lookup = DefaultPath
 	}
-	res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
 	fail := func(format string, args ...any) runtime.Result {
+		if res.Attestation.Provider == "" { // failed before the start
+			res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
+		}
 		return res.Fail(oneLine(fmt.Sprintf(format, args...)))
 	}
 	if stdout == nil || stderr == nil {
@@ -477,7 +479,9 @@ func closeAll(fs ...*os.File) {
 // nil for read errors: a failed or timed-out read of the pipe is not a
 // failure of the evidence store.
 func pump(c *runtime.Capture, r *os.File) error {
-	buf := make([]byte, readBuf)
+	bp := readBufs.Get().(*[]byte)
+	defer readBufs.Put(bp)
+	buf := *bp
 	for {
 		n, rerr := r.Read(buf)
 		if n > 0 {
@@ -490,6 +494,12 @@ func pump(c *runtime.Capture, r *os.File) error {
 		}
 	}
 }
+
+// readBufs are the copiers' read buffers, reused across checks (two
+// 64 KiB buffers per check were most of a governed tool call's garbage).
+// Capture.Write copies what it keeps, so a buffer holds nothing once
+// pump returns.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBuf); return &b }}
 
 func overflowed(stdout, stderr *runtime.Capture) string {
 	o, e := stdout.Stream().Truncated, stderr.Stream().Truncated

@@ -19,6 +19,12 @@ func main() {
 	switch os.Args[1] {
 	case "hello": // print a greeting of args[0]
 		fmt.Printf("hello %s\n", args[0])
+	case "slow": // print a line every 50 ms, args[0] times
+		n, _ := strconv.Atoi(args[0])
+		for i := range n {
+			fmt.Printf("step %d\n", i)
+			time.Sleep(50 * time.Millisecond)
+		}
 	case "true":
 	case "exit": // exit with code args[0]
 		n, _ := strconv.Atoi(args[0])
