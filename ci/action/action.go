@@ -184,20 +184,18 @@ type inputs struct {
 	trustedRoot                                                             string // keyless hand-off: trusted root path at the base commit
 	mode                                                                    string // input mode: run, plan or merge (shard.go)
 	shard                                                                   *shard.Spec
-	agentWorkflow                                                           string // keyless agent-session evidence: the base branch's agent workflow
 }
 
 func readInputs(f *workflow) (inputs, error) {
 	in := inputs{
-		contract:      f.input("contract"),
-		profile:       f.input("profile"),
-		signingKey:    f.input("signing-key"),
-		token:         f.input("github-token"),
-		artifactName:  f.input("artifact-name"),
-		onPending:     strings.ToLower(f.input("on-pending")),
-		stateDir:      f.input("state-dir"),
-		trustedRoot:   f.input("trusted-root"),
-		agentWorkflow: f.input("agent-workflow"),
+		contract:     f.input("contract"),
+		profile:      f.input("profile"),
+		signingKey:   f.input("signing-key"),
+		token:        f.input("github-token"),
+		artifactName: f.input("artifact-name"),
+		onPending:    strings.ToLower(f.input("on-pending")),
+		stateDir:     f.input("state-dir"),
+		trustedRoot:  f.input("trusted-root"),
 	}
 	// Mask before anything else can print them.
 	f.mask(in.signingKey)
@@ -579,7 +577,7 @@ func (j *job) approve(ctx context.Context) int {
 	if t == nil {
 		return code
 	}
-	dec, err := review.DecideWith(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval, review.Options{AgentSession: agentFetcher{j}})
+	dec, err := review.DecideWith(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval, review.Options{AgentSession: agentFetcher{j: j, pin: j.r.Contract.Approval.AgentSessions}})
 	j.res.Decision = &dec
 	j.s.decision = &dec
 	var moved *review.HeadMovedError

@@ -14,12 +14,18 @@ package action
 //     secret; whoever can read it can forge the fact, as they can forge a
 //     bundle);
 //   - keyless: verified against the trusted root at input trusted-root,
-//     read from the base commit, and pinned to the agent workflow of the
-//     base branch: SAN and Build Signer
-//     https://HOST/OWNER/REPO/<input agent-workflow>@refs/heads/<base>,
-//     source repository OWNER/REPO, source ref refs/heads/<base>. A pull
-//     request changes neither the base branch's workflow file nor the ref
-//     Fulcio certifies, so it cannot sign evidence under that identity.
+//     read from the base commit, and pinned to the agent workflow the
+//     run's contract names (approval.agent_sessions.workflow; on
+//     pull_request and pull_request_review events the base branch's
+//     contract, whose hash the run is bound to): SAN and Build Signer
+//     https://HOST/OWNER/REPO/<that workflow>@refs/heads/<base>, source
+//     repository OWNER/REPO, source ref refs/heads/<base>. A pull request
+//     changes neither the base contract, nor the base branch's workflow
+//     file, nor the ref Fulcio certifies, so it can neither move the pin
+//     nor sign evidence under the pinned identity. No action input names
+//     the workflow: the workflow file that sets a job's inputs is the pull
+//     request's own. A contract without the pin proves no keyless
+//     evidence (AgentNoPin).
 //
 // Everything else leaves the fact false with a typed reason, recorded in
 // the decision. A pull request can always hide evidence; see
@@ -42,14 +48,12 @@ import (
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/ci/review"
+	"github.com/proofgate/proofgate/kernel/contract"
 )
 
 // AgentSessionArtifactPrefix starts the agent-session artifact's name; the
 // agent's commit follows.
 const AgentSessionArtifactPrefix = "proofgate-agent-session-"
-
-// DefaultAgentWorkflow is input agent-workflow's default.
-const DefaultAgentWorkflow = ".github/workflows/agent.yml"
 
 // Reasons the approval job adds to bundle's refusals of agent-session
 // evidence.
@@ -58,6 +62,7 @@ const (
 	AgentFork       bundle.AgentSessionReason = "artifact-from-fork"
 	AgentAPI        bundle.AgentSessionReason = "github-api"       // listing or downloading failed
 	AgentNoVerifier bundle.AgentSessionReason = "no-verifier"      // no key, or keyless without a trusted root
+	AgentNoPin      bundle.AgentSessionReason = "no-workflow-pin"  // keyless, and the contract has no approval.agent_sessions.workflow
 	AgentSignerID   bundle.AgentSessionReason = "signer-identity"  // certified for another workflow, ref or repository
 	AgentUntrusted  bundle.AgentSessionReason = "signer-untrusted" // certificate or timestamp not from the trusted root
 )
@@ -68,8 +73,12 @@ const (
 	maxAgentArtifact = 256 << 20 // bytes of one downloaded zip
 )
 
-// agentFetcher is the job's review.AgentSessionFetcher.
-type agentFetcher struct{ j *job }
+// agentFetcher is the job's review.AgentSessionFetcher. pin is the run's
+// contract's approval.agent_sessions (nil: unset).
+type agentFetcher struct {
+	j   *job
+	pin *contract.AgentSessions
+}
 
 func agentFact(r bundle.AgentSessionReason, format string, args ...any) review.AgentSession {
 	return review.AgentSession{Reason: string(r), Detail: fmt.Sprintf(format, args...)}
@@ -79,7 +88,7 @@ func agentFact(r bundle.AgentSessionReason, format string, args ...any) review.A
 func (a agentFetcher) AgentSession(ctx context.Context, head string) review.AgentSession {
 	j := a.j
 	name := AgentSessionArtifactPrefix + head
-	open, err := j.agentOpener(ctx)
+	open, err := j.agentOpener(ctx, a.pin)
 	if err != nil {
 		return asFact(err, name)
 	}
@@ -170,7 +179,7 @@ func openAgentZip(zipData []byte, want bundle.AgentSessionWant, open bundle.Agen
 }
 
 // agentOpener returns the opener that pins the evidence's signer.
-func (j *job) agentOpener(ctx context.Context) (bundle.AgentSessionOpener, error) {
+func (j *job) agentOpener(ctx context.Context, pin *contract.AgentSessions) (bundle.AgentSessionOpener, error) {
 	if !j.keyless {
 		ks, ok := j.signer.(*key.Signer)
 		if !ok || ks == nil {
@@ -185,7 +194,7 @@ func (j *job) agentOpener(ctx context.Context) (bundle.AgentSessionOpener, error
 			return p, nil, err
 		}, nil
 	}
-	v, err := j.agentVerifiers(ctx)
+	v, err := j.agentVerifiers(ctx, pin)
 	if err != nil {
 		return nil, err
 	}
@@ -209,9 +218,15 @@ func (j *job) agentOpener(ctx context.Context) (bundle.AgentSessionOpener, error
 	}, nil
 }
 
-// agentVerifiers pins keyless evidence to the base branch's agent
-// workflow, against the base commit's trusted root.
-func (j *job) agentVerifiers(ctx context.Context) (*sigstore.Verifiers, error) {
+// agentVerifiers pins keyless evidence to the contract's agent workflow
+// at the base branch's ref, against the base commit's trusted root.
+func (j *job) agentVerifiers(ctx context.Context, pin *contract.AgentSessions) (*sigstore.Verifiers, error) {
+	if pin == nil || pin.Workflow == "" {
+		return nil, &bundle.AgentSessionError{Reason: AgentNoPin, Detail: "keyless: the contract pins no agent workflow (approval.agent_sessions.workflow), so no signature can prove agent work"}
+	}
+	if err := contract.ValidWorkflowPath(pin.Workflow); err != nil {
+		return nil, &bundle.AgentSessionError{Reason: AgentNoPin, Detail: "approval.agent_sessions.workflow: " + err.Error()}
+	}
 	path, base := j.in.trustedRoot, j.ev.BaseRef
 	if path == "" {
 		return nil, &bundle.AgentSessionError{Reason: AgentNoVerifier, Detail: "keyless: agent-session evidence is verified against the trusted root at input trusted-root, which is empty"}
@@ -227,12 +242,8 @@ func (j *job) agentVerifiers(ctx context.Context) (*sigstore.Verifiers, error) {
 	if c, err := j.ownClaims(ctx); err == nil {
 		issuer = c.Issuer
 	}
-	wf := j.in.agentWorkflow
-	if wf == "" {
-		wf = DefaultAgentWorkflow
-	}
 	ref := "refs/heads/" + base
-	id := sigstore.Identity{Name: "the base branch's agent workflow", Issuer: issuer, SignerWorkflow: j.repo + "/" + wf + "@" + ref,
+	id := sigstore.Identity{Name: "the contract's agent workflow", Issuer: issuer, SignerWorkflow: j.repo + "/" + pin.Workflow + "@" + ref,
 		SourceRepo: j.repo, SourceRef: ref}
 	v, err := sigstore.NewVerifiers(root, []sigstore.Identity{id})
 	if err != nil {

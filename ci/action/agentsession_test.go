@@ -26,7 +26,8 @@ import (
 // agentContract relaxes for agent work: a pull request whose head an
 // agent session produced may be approved by carol (read access); any
 // other needs a maintainer. Hiding the evidence only removes the
-// relaxation.
+// relaxation. It pins no agent workflow: key-mode evidence (the job's own
+// key) needs none.
 const agentContract = `version: 1
 name: widget
 defaults:
@@ -288,7 +289,13 @@ func TestAgentSessionHostile(t *testing.T) {
 // keylessAgentFixture is agentFixture with a keyless job: the trusted
 // root of svc on the base branch, the pull_request job's own identity.
 func keylessAgentFixture(t *testing.T, svc *sigstoretest.Services) *fixture {
-	fx := newFixtureBase(t, agentContract, map[string]string{trustedRootRel: string(svc.TrustedRoot)}, nil)
+	return keylessAgentFixtureWith(t, svc, pinnedAgentContract, nil)
+}
+
+// keylessAgentFixtureWith is keylessAgentFixture with base contract
+// baseContract and the pull request's files prFiles.
+func keylessAgentFixtureWith(t *testing.T, svc *sigstoretest.Services, baseContract string, prFiles map[string]string) *fixture {
+	fx := newFixtureBase(t, baseContract, map[string]string{trustedRootRel: string(svc.TrustedRoot)}, prFiles)
 	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: carol, State: "APPROVED", CommitID: fx.head})
 	delete(fx.env, "INPUT_SIGNING-KEY")
 	fx.env["INPUT_SIGNING"] = SigningKeyless
@@ -313,7 +320,13 @@ func keylessSign(t *testing.T, svc *sigstoretest.Services, c githubtest.Claims) 
 
 // agentClaims is the identity of the agent workflow dispatched on ref.
 func agentClaims(ref string) githubtest.Claims {
-	wf := owner + "/" + repo + "/.github/workflows/agent.yml@" + ref
+	return workflowClaims(".github/workflows/agent.yml", ref)
+}
+
+// workflowClaims is the identity of workflow file wf of this repository
+// dispatched on ref.
+func workflowClaims(file, ref string) githubtest.Claims {
+	wf := owner + "/" + repo + "/" + file + "@" + ref
 	return githubtest.Claims{Repository: owner + "/" + repo, Ref: ref, EventName: "workflow_dispatch", WorkflowRef: wf, JobWorkflowRef: wf}
 }
 
@@ -326,6 +339,9 @@ func TestAgentSessionKeylessIdentity(t *testing.T) {
 	}{
 		{"the base branch's agent workflow", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/main") }, ""},
 		{"the agent workflow of another branch", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/topic") }, string(AgentSignerID)},
+		{"another workflow of the base branch", func(*fixture) githubtest.Claims {
+			return workflowClaims(".github/workflows/release.yml", "refs/heads/main")
+		}, string(AgentSignerID)},
 		{"the pull request's own workflow", func(fx *fixture) githubtest.Claims { return reviewIdentity(fx, "pull_request") }, string(AgentSignerID)},
 		{"another repository's agent workflow", func(*fixture) githubtest.Claims {
 			c := agentClaims("refs/heads/main")

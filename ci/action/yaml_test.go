@@ -72,7 +72,7 @@ func keys[M ~map[string]V, V any](m M) []string {
 func TestActionYAML(t *testing.T) {
 	var a actionYAML
 	readYAML(t, "action.yml", &a)
-	wantIn := []string{"agent-workflow", "artifact-name", "contract", "fulcio-url", "github-token", "jobs", "mode", "on-pending", "profile", "rekor-url", "shard", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
+	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "mode", "on-pending", "profile", "rekor-url", "shard", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
 	wantOut := []string{"artifact-id", "bundle-path", "plan-artifact", "run-artifact", "run-id", "shard-artifact", "shard-refusal", "signer", "sigstore-path", "state", "verification-digest"}
 	if got := keys(a.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("action.yml inputs %v, want %v", got, wantIn)

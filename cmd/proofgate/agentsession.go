@@ -31,7 +31,8 @@ DSSE envelope over an in-toto Statement with predicate type
 
 Upload it as artifact proofgate-agent-session-<commit>: the ProofGate action
 of a pull request whose head is that commit verifies it (the job's key, or
-keyless: the agent workflow of the base branch) and only then sets an
+keyless: the workflow the base branch's contract pins in
+approval.agent_sessions.workflow, at the base branch's ref) and only then sets an
 approval rule's from_agent_session. FILE defaults to RUN` + bundle.AgentSessionSuffix + `;
 an existing FILE is refused unless --force.
 

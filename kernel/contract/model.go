@@ -100,6 +100,9 @@ type Approval struct {
 	Mode        string         `json:"mode,omitempty"`
 	Rules       []ApprovalRule `json:"rules,omitempty"`
 	Disapproval *Disapproval   `json:"disapproval,omitempty"`
+	// AgentSessions pins the agent workflow (agentsession.go); absent
+	// when unset, so the hash is unchanged.
+	AgentSessions *AgentSessions `json:"agent_sessions,omitempty"`
 }
 
 // Budget bounds the whole run.

@@ -91,6 +91,7 @@ type rawApproval struct {
 	Mode               *string           `json:"mode"`
 	Rules              []rawApprovalRule `json:"rules"`
 	Disapproval        *Disapproval      `json:"disapproval"`
+	AgentSessions      *rawAgentSessions `json:"agent_sessions"`
 }
 
 type rawBudget struct {

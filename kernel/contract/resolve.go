@@ -561,6 +561,9 @@ func (p *parser) applyApproval(a *Approval, ra *rawApproval, at fieldPath, base 
 		}
 		a.AllowCommitAuthors = *ra.AllowCommitAuthors
 	}
+	if err := p.applyAgentSessions(a, ra, at, base); err != nil {
+		return err
+	}
 	return p.applyRules(a, ra, at, base)
 }
 
