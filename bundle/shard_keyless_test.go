@@ -1,16 +1,21 @@
 package bundle
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
+	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/shard"
 )
@@ -112,4 +117,90 @@ func TestKeylessShardRealSigstore(t *testing.T) {
 	if err != nil || res.Checks != 4 || res.Shards != 2 {
 		t.Fatalf("keyless merge: %v %+v", err, res)
 	}
+}
+
+// TestKeylessShardStatementRefusals: what a keyless shard.sig must sign,
+// with the test CA (bundle/internal/sigtest): an in-toto statement (a
+// keyless envelope of the raw manifest is malformed, and so is a key
+// signature of a statement), of the shard predicate type (a bundle's
+// predicate type is malformed), over this shard.json (another subject
+// digest or predicate: subject-mismatch), witnessed near the manifest's
+// finished time (signing-time-implausible).
+func TestKeylessShardStatementRefusals(t *testing.T) {
+	sr := planShards(t, 2)
+	k := newKey(t)
+	sr.execShards(t, 1, k)
+	m, err := os.ReadFile(filepath.Join(sr.dirs[0], replay.ShardManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	finished, err := shardFinished(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := sigtest.NewCA(0xca)
+	v := &ShardVerifier{Keyless: ca.Verifiers(), Keys: storeWith(t, k)}
+	sign := func(w time.Time, typ string, payload []byte) ([]byte, []byte) {
+		env, mat, err := envelope.SignWithMaterial(context.Background(), ca.NewKeylessSigner(2, w), typ, payload)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return env, mat
+	}
+	st, err := shardStatement(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if env, mat := sign(finished, PayloadType, st); v.VerifyShard(m, env, mat) != nil {
+		t.Fatalf("the statement is refused: %v", v.VerifyShard(m, env, mat))
+	}
+	env, mat := sign(finished, ShardPayloadType, m)
+	wantShardSig(t, v.VerifyShard(m, env, mat), Malformed)
+	keyEnv, err := envelope.Sign(k.s, PayloadType, st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantShardSig(t, v.VerifyShard(m, keyEnv, nil), Malformed)
+	for _, edit := range []func(*ShardStatement){
+		func(s *ShardStatement) { s.PredicateType = PredicateType },
+		func(s *ShardStatement) { s.Type = "https://in-toto.io/Statement/v0.1" },
+	} {
+		var s ShardStatement
+		if err := json.Unmarshal(st, &s); err != nil {
+			t.Fatal(err)
+		}
+		edit(&s)
+		b, _ := canon.Marshal(&s)
+		env, mat := sign(finished, PayloadType, b)
+		wantShardSig(t, v.VerifyShard(m, env, mat), Malformed)
+	}
+	for name, edit := range map[string]func(*ShardStatement){
+		"another digest":            func(s *ShardStatement) { s.Subject[0].Digest["sha256"] = sum([]byte("other")) },
+		"another name":              func(s *ShardStatement) { s.Subject[0].Name = "events.ndjson" },
+		"two subjects":              func(s *ShardStatement) { s.Subject = append(s.Subject, s.Subject[0]) },
+		"another shard":             func(s *ShardStatement) { s.Predicate.Shard = 2; s.Predicate.Of = 2 },
+		"another run":               func(s *ShardStatement) { s.Predicate.Run = "r-other" },
+		"a non-canonical statement": nil,
+	} {
+		b := append(bytes.Clone(st), ' ')
+		if edit != nil {
+			var s ShardStatement
+			if err := json.Unmarshal(st, &s); err != nil {
+				t.Fatal(err)
+			}
+			edit(&s)
+			b, _ = canon.Marshal(&s)
+		}
+		env, mat := sign(finished, PayloadType, b)
+		var se *ShardSignatureError
+		if err := v.VerifyShard(m, env, mat); !errors.As(err, &se) || se.Reason != SubjectMismatch {
+			t.Fatalf("%s: %v, want %s", name, err, SubjectMismatch)
+		}
+	}
+	env, mat = sign(finished.Add(MaxKeylessSigningDelay+time.Second), PayloadType, st)
+	wantShardSig(t, v.VerifyShard(m, env, mat), SigningTimeImplausible)
+	env, mat = sign(finished.Add(-MaxClockSkew-time.Second), PayloadType, st)
+	wantShardSig(t, v.VerifyShard(m, env, mat), SigningTimeImplausible)
+	env, mat = sign(time.Time{}, PayloadType, st)
+	wantShardSig(t, v.VerifyShard(m, env, mat), TimestampInvalid)
 }
