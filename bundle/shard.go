@@ -15,19 +15,51 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Shard signing (docs/SPEC.md "Shards", ADR 0026): a shard job signs its
-// shard directory's shard.json into shard.sig, a DSSE envelope whose
-// payload is shard.json's exact bytes, with the bundle signers: a key
-// (envelope.Signer) or keyless (envelope.MaterialSigner, whose
-// verification material goes to shard.sigstore.json). The merge job
+// shard directory's shard.json into shard.sig with the bundle signers. A
+// key (envelope.Signer) signs a DSSE envelope of payload type
+// ShardPayloadType whose payload is shard.json's exact bytes. Keyless
+// (envelope.MaterialSigner, whose verification material goes to
+// shard.sigstore.json) signs an in-toto Statement v1 (payload type
+// PayloadType, as keyless bundles and hand-offs: sigstore-go verifies no
+// other DSSE payload type), canonical JSON
+//
+//	{"_type":"https://in-toto.io/Statement/v1",
+//	 "subject":[{"name":"shard.json","digest":{"sha256":"<hex of shard.json>"}}],
+//	 "predicateType":"https://proofgate.dev/shard/v1",
+//	 "predicate":{"run":"<run id>","shard":I,"of":N}}
+//
+// whose subject binds shard.json's bytes and whose predicate type tells it
+// from a bundle's statement signed under the same identity. The merge job
 // verifies it with a ShardVerifier before it reads a byte of the shard.
 
-// ShardPayloadType is the DSSE payload type of shard.sig.
+// ShardPayloadType is the DSSE payload type of a key-signed shard.sig.
 const ShardPayloadType = "application/vnd.proofgate.shard+json"
+
+// ShardPredicateType is the predicate type of a keyless shard.sig's
+// in-toto statement.
+const ShardPredicateType = "https://proofgate.dev/shard/v1"
+
+// ShardStatement is the in-toto statement a keyless shard.sig signs.
+type ShardStatement struct {
+	Type          string         `json:"_type"`
+	Subject       []Subject      `json:"subject"`
+	PredicateType string         `json:"predicateType"`
+	Predicate     ShardPredicate `json:"predicate"`
+}
+
+// ShardPredicate names the shard the statement's subject is the manifest
+// of: it must equal shard.json's run, shard and of.
+type ShardPredicate struct {
+	Run   string `json:"run"`
+	Shard int    `json:"shard"`
+	Of    int    `json:"of"`
+}
 
 // ShardMismatch refuses a merged bundle whose shard logs do not hold
 // (replay.ReasonShard): a shard log or manifest altered, missing, or not
@@ -63,7 +95,11 @@ func SignShardWith(ctx context.Context, dir string, ms envelope.MaterialSigner) 
 	if err != nil {
 		return err
 	}
-	env, material, err := envelope.SignWithMaterial(ctx, ms, ShardPayloadType, m)
+	st, err := shardStatement(m)
+	if err != nil {
+		return fmt.Errorf("sign shard %s: %w", dir, err)
+	}
+	env, material, err := envelope.SignWithMaterial(ctx, ms, PayloadType, st)
 	if err != nil {
 		return fmt.Errorf("sign shard %s: %w", dir, err)
 	}
@@ -71,6 +107,17 @@ func SignShardWith(ctx context.Context, dir string, ms envelope.MaterialSigner) 
 		return err
 	}
 	return writeNew(filepath.Join(dir, replay.ShardSignatureFile), env)
+}
+
+// shardStatement is the canonical in-toto statement over manifest.
+func shardStatement(manifest []byte) ([]byte, error) {
+	var m replay.ShardManifest
+	if err := strictjson.Decode(manifest, &m); err != nil {
+		return nil, fmt.Errorf("%s: %w", replay.ShardManifestFile, err)
+	}
+	return canon.Marshal(&ShardStatement{Type: StatementType, PredicateType: ShardPredicateType,
+		Subject:   []Subject{{Name: replay.ShardManifestFile, Digest: map[string]string{"sha256": sum(manifest)}}},
+		Predicate: ShardPredicate{Run: m.Run, Shard: m.Shard, Of: m.Of}})
 }
 
 func readShardManifest(dir string) ([]byte, error) {
@@ -128,21 +175,22 @@ func (e *ShardSignatureError) Error() string {
 // Unwrap returns the underlying error.
 func (e *ShardSignatureError) Unwrap() error { return e.Err }
 
-// VerifyShard checks that signature is a DSSE envelope (payload type
-// ShardPayloadType) over exactly manifest by a signer v trusts: for a
-// key, valid at the manifest's finished time; keyless, vouched for by
-// material and valid at its witnessed time.
+// VerifyShard checks that signature is a DSSE envelope over manifest by a
+// signer v trusts. Key-signed: payload type ShardPayloadType, the payload
+// exactly manifest, the key valid at the manifest's finished time.
+// Keyless: payload type PayloadType, an in-toto statement (ShardStatement)
+// whose one subject is shard.json with manifest's digest, vouched for by
+// material (v.Keyless pins the identity) and witnessed within
+// MaxKeylessSigningDelay after (MaxClockSkew before) the finished time.
 func (v *ShardVerifier) VerifyShard(manifest, signature, material []byte) error {
-	env, _, err := envelope.Parse(signature, ShardPayloadType, replay.ShardSignatureFile)
+	keyless, err := shardSignatureKind(signature)
 	if err != nil {
-		return &ShardSignatureError{Reason: Malformed, Detail: err.Error(), Err: err}
+		return err
 	}
-	var payload []byte
-	if id := env.Signatures[0].KeyID; envelope.Keyless(id) {
-		payload, err = v.openKeyless(signature, material)
-	} else {
-		payload, err = v.openKey(signature, manifest)
+	if keyless {
+		return v.verifyKeyless(manifest, signature, material)
 	}
+	payload, err := v.openKey(signature, manifest)
 	if err != nil {
 		return err
 	}
@@ -150,6 +198,27 @@ func (v *ShardVerifier) VerifyShard(manifest, signature, material []byte) error 
 		return &ShardSignatureError{Reason: SubjectMismatch, Detail: "shard.sig signs another shard.json"}
 	}
 	return nil
+}
+
+// shardSignatureKind reports whether shard.sig is keyless: a keyless keyid
+// over an in-toto statement; a key's keyid signs ShardPayloadType. Any
+// other pairing, or an envelope Parse refuses, is malformed.
+func shardSignatureKind(signature []byte) (keyless bool, err error) {
+	env, _, err := envelope.Parse(signature, ShardPayloadType, replay.ShardSignatureFile)
+	if err == nil {
+		if envelope.Keyless(env.Signatures[0].KeyID) {
+			return false, &ShardSignatureError{Reason: Malformed, Detail: "shard.sig: a keyless signature signs an in-toto statement (payloadType " + PayloadType + "), not " + ShardPayloadType}
+		}
+		return false, nil
+	}
+	kenv, _, kerr := envelope.Parse(signature, PayloadType, replay.ShardSignatureFile)
+	switch {
+	case kerr != nil:
+		return false, &ShardSignatureError{Reason: Malformed, Detail: err.Error(), Err: err}
+	case !envelope.Keyless(kenv.Signatures[0].KeyID):
+		return false, &ShardSignatureError{Reason: Malformed, Detail: "shard.sig: a key signature signs payloadType " + ShardPayloadType + ", not " + PayloadType}
+	}
+	return true, nil
 }
 
 func (v *ShardVerifier) openKey(signature, manifest []byte) ([]byte, error) {
@@ -160,13 +229,9 @@ func (v *ShardVerifier) openKey(signature, manifest []byte) ([]byte, error) {
 	if err != nil {
 		return nil, shardEnvelopeError(err)
 	}
-	var m replay.ShardManifest
-	if err := strictjson.Decode(payload, &m); err != nil {
-		return nil, &ShardSignatureError{Reason: Malformed, Detail: "shard.json: " + err.Error(), Err: err}
-	}
-	at, err := time.Parse(time.RFC3339Nano, m.Finished)
+	at, err := shardFinished(payload)
 	if err != nil {
-		return nil, &ShardSignatureError{Reason: Malformed, Detail: "shard.json finished: not RFC 3339", Err: err}
+		return nil, err
 	}
 	if err := k.CheckAt(at, ""); err != nil {
 		return nil, shardKeyError(err)
@@ -174,25 +239,74 @@ func (v *ShardVerifier) openKey(signature, manifest []byte) ([]byte, error) {
 	return payload, nil
 }
 
-func (v *ShardVerifier) openKeyless(signature, material []byte) ([]byte, error) {
+// shardFinished is the manifest's finished time.
+func shardFinished(manifest []byte) (time.Time, error) {
+	var m replay.ShardManifest
+	if err := strictjson.Decode(manifest, &m); err != nil {
+		return time.Time{}, &ShardSignatureError{Reason: Malformed, Detail: "shard.json: " + err.Error(), Err: err}
+	}
+	at, err := time.Parse(time.RFC3339Nano, m.Finished)
+	if err != nil {
+		return time.Time{}, &ShardSignatureError{Reason: Malformed, Detail: "shard.json finished: not RFC 3339", Err: err}
+	}
+	return at, nil
+}
+
+func (v *ShardVerifier) verifyKeyless(manifest, signature, material []byte) error {
 	switch {
 	case v.Keyless == nil:
-		return nil, &ShardSignatureError{Reason: UnknownKey, Detail: "the shard is keyless and no Sigstore trusted root was given"}
+		return &ShardSignatureError{Reason: UnknownKey, Detail: "the shard is keyless and no Sigstore trusted root was given"}
 	case material == nil:
-		return nil, &ShardSignatureError{Reason: MissingFile, Detail: replay.ShardMaterialFile + " is missing: the shard is keyless"}
+		return &ShardSignatureError{Reason: MissingFile, Detail: replay.ShardMaterialFile + " is missing: the shard is keyless"}
 	}
-	payload, wk, err := envelope.OpenWithMaterial(signature, ShardPayloadType, replay.ShardSignatureFile, material, v.Keyless)
+	payload, wk, err := envelope.OpenWithMaterial(signature, PayloadType, replay.ShardSignatureFile, material, v.Keyless)
 	if err != nil {
-		return nil, shardEnvelopeError(err)
+		return shardEnvelopeError(err)
 	}
-	at := wk.WitnessedAt()
-	if err := wk.CheckAt(at, ""); err != nil {
-		return nil, shardKeyError(err)
+	if err := checkShardStatement(payload, manifest); err != nil {
+		return err
 	}
-	if err := wk.CheckWitnessed(at); err != nil {
-		return nil, shardKeyError(err)
+	finished, err := shardFinished(manifest)
+	if err != nil {
+		return err
 	}
-	return payload, nil
+	w := wk.WitnessedAt()
+	if w.IsZero() {
+		return &ShardSignatureError{Reason: TimestampInvalid, Detail: replay.ShardMaterialFile + ": no witnessed time"}
+	}
+	if finished.Before(w.Add(-MaxKeylessSigningDelay)) || finished.After(w.Add(MaxClockSkew)) {
+		return &ShardSignatureError{Reason: SigningTimeImplausible, Detail: fmt.Sprintf("shard.json finished %s, the signature was witnessed at %s: not within [-%s, +%s]",
+			finished.UTC().Format(time.RFC3339Nano), w.UTC().Format(time.RFC3339Nano), MaxKeylessSigningDelay, MaxClockSkew)}
+	}
+	if err := wk.CheckAt(finished, ""); err != nil {
+		return shardKeyError(err)
+	}
+	if err := wk.CheckWitnessed(w); err != nil {
+		return shardKeyError(err)
+	}
+	return nil
+}
+
+// checkShardStatement requires payload to be the canonical ShardStatement
+// of manifest: its one subject shard.json with manifest's sha256
+// (subject-mismatch otherwise), the predicate naming the manifest's run,
+// shard and of.
+func checkShardStatement(payload, manifest []byte) error {
+	var st ShardStatement
+	if err := strictjson.Decode(payload, &st); err != nil {
+		return &ShardSignatureError{Reason: Malformed, Detail: "shard.sig statement: " + err.Error(), Err: err}
+	}
+	if st.Type != StatementType || st.PredicateType != ShardPredicateType {
+		return &ShardSignatureError{Reason: Malformed, Detail: fmt.Sprintf("shard.sig statement: _type %q predicateType %q, want %q %q", clip(st.Type), clip(st.PredicateType), StatementType, ShardPredicateType)}
+	}
+	want, err := shardStatement(manifest)
+	if err != nil {
+		return &ShardSignatureError{Reason: Malformed, Detail: err.Error(), Err: err}
+	}
+	if string(payload) != string(want) {
+		return &ShardSignatureError{Reason: SubjectMismatch, Detail: "shard.sig's statement is not over this shard.json (its subject digest or predicate differ)"}
+	}
+	return nil
 }
 
 func shardEnvelopeError(err error) error {

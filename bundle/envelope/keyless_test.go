@@ -51,6 +51,10 @@ func TestParseKeyidForms(t *testing.T) {
 	}
 }
 
+// ktyp is the payload type of keyless envelopes (sigtest, as sigstore-go,
+// verifies no other).
+const ktyp = sigtest.InTotoType
+
 // otherKey is a MaterialVerifiers whose key has another keyid.
 type otherKey struct{ k envelope.WitnessedKey }
 
@@ -62,33 +66,33 @@ func TestOpenWithMaterial(t *testing.T) {
 	ca := sigtest.NewCA(1)
 	w := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := ca.NewKeylessSigner(2, w)
-	env, material, err := envelope.SignWithMaterial(context.Background(), s, typ, []byte("payload"))
+	env, material, err := envelope.SignWithMaterial(context.Background(), s, ktyp, []byte("payload"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	mv := ca.Verifiers()
-	payload, k, err := envelope.OpenWithMaterial(env, typ, "e", material, mv)
+	payload, k, err := envelope.OpenWithMaterial(env, ktyp, "e", material, mv)
 	if err != nil || string(payload) != "payload" || k.KeyID() != s.KeyID() || !k.WitnessedAt().Equal(w) || k.Signer() != s.Signer {
 		t.Fatalf("open: %v %q", err, payload)
 	}
 	// Open, the key path, never trusts a keyless keyid.
-	if _, _, err := envelope.Open(env, typ, "e", sigtest.Verifiers{}); errReason(t, err) != envelope.UnknownKey {
+	if _, _, err := envelope.Open(env, ktyp, "e", sigtest.Verifiers{}); errReason(t, err) != envelope.UnknownKey {
 		t.Fatalf("Open of a keyless envelope: %v", err)
 	}
 
-	keyEnv, _ := envelope.Sign(sigtest.NewSigner(3), typ, []byte("payload"))
-	if _, _, err := envelope.OpenWithMaterial(keyEnv, typ, "e", material, mv); errReason(t, err) != envelope.Malformed {
+	keyEnv, _ := envelope.Sign(sigtest.NewSigner(3), ktyp, []byte("payload"))
+	if _, _, err := envelope.OpenWithMaterial(keyEnv, ktyp, "e", material, mv); errReason(t, err) != envelope.Malformed {
 		t.Errorf("key envelope: %v", err)
 	}
-	_, _, err = envelope.OpenWithMaterial(env, typ, "e", material, sigtest.NewCA(9).Verifiers())
+	_, _, err = envelope.OpenWithMaterial(env, ktyp, "e", material, sigtest.NewCA(9).Verifiers())
 	var refused *sigtest.Refused
 	if errReason(t, err) != envelope.MaterialRefused || !errors.As(err, &refused) || refused.Reason != "certificate-invalid" {
 		t.Errorf("untrusted CA: %v", err)
 	}
 	other := ca.NewKeylessSigner(4, w)
-	otherEnv, otherMat, _ := envelope.SignWithMaterial(context.Background(), other, typ, []byte("payload"))
-	_, ok, _ := envelope.OpenWithMaterial(otherEnv, typ, "e", otherMat, mv)
-	if _, _, err := envelope.OpenWithMaterial(env, typ, "e", material, otherKey{ok}); errReason(t, err) != envelope.UnknownKey {
+	otherEnv, otherMat, _ := envelope.SignWithMaterial(context.Background(), other, ktyp, []byte("payload"))
+	_, ok, _ := envelope.OpenWithMaterial(otherEnv, ktyp, "e", otherMat, mv)
+	if _, _, err := envelope.OpenWithMaterial(env, ktyp, "e", material, otherKey{ok}); errReason(t, err) != envelope.UnknownKey {
 		t.Errorf("another key: %v", err)
 	}
 	// The payload changed in the envelope and in the material alike: the
@@ -101,7 +105,7 @@ func TestOpenWithMaterial(t *testing.T) {
 	json.Unmarshal(material, &m)
 	m.Envelope.Payload = e.Payload
 	forgedMat, _ := canon.Marshal(&m)
-	if _, _, err := envelope.OpenWithMaterial(forged, typ, "e", forgedMat, mv); errReason(t, err) != envelope.SignatureInvalid {
+	if _, _, err := envelope.OpenWithMaterial(forged, ktyp, "e", forgedMat, mv); errReason(t, err) != envelope.SignatureInvalid {
 		t.Errorf("forged payload: %v", err)
 	}
 }

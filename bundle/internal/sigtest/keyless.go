@@ -23,8 +23,13 @@ import (
 //	 "cert":{"public_key":"<b64 32 bytes>","repo":"owner/name","signer":"…","witnessed_at":"<RFC 3339>"},
 //	 "envelope":{"payload":"…","payloadType":"…","sig":"…"},"v":1}
 //
-// and the envelope must be the archive's (its keyid left out). Refusals
-// are *Refused errors naming the reasons bundle/sigstore's do.
+// and the envelope must be the archive's (its keyid left out) and, as
+// sigstore-go requires, of payload type InTotoType. Refusals are *Refused
+// errors naming the reasons bundle/sigstore's do.
+
+// InTotoType is the only DSSE payload type KeylessVerifiers accept: the
+// one sigstore-go verifies ("unsupported media type" otherwise).
+const InTotoType = "application/vnd.in-toto+json"
 
 // MaxMaterial bounds the material KeylessVerifiers read.
 const MaxMaterial = 64 << 10
@@ -175,7 +180,8 @@ func refused(reason, format string, args ...any) error {
 // VerifierFor checks the material: bounded, strict and canonical
 // (malformed), the CA's signature of the cert (certificate-invalid), the
 // key's keyless id is keyID and its envelope is env's (material-mismatch),
-// a witnessed time (timestamp-invalid).
+// the payload type InTotoType (malformed, as bundle/sigstore refuses what
+// sigstore-go refuses), a witnessed time (timestamp-invalid).
 func (v *KeylessVerifiers) VerifierFor(keyID string, env, material []byte) (envelope.WitnessedKey, error) {
 	var m Material
 	if len(material) > MaxMaterial {
@@ -203,6 +209,9 @@ func (v *KeylessVerifiers) VerifierFor(keyID string, env, material []byte) (enve
 	}
 	if got := (MaterialEnv{Payload: e.Payload, PayloadType: e.PayloadType, Sig: e.Signatures[0].Sig}); got != m.Envelope {
 		return nil, refused("material-mismatch", "the material's envelope is not the archive's")
+	}
+	if e.PayloadType != InTotoType {
+		return nil, refused("malformed", "payloadType %q: sigstore-go verifies only %s envelopes (unsupported media type)", e.PayloadType, InTotoType)
 	}
 	k := &WitnessedKey{ID: keyID, Pub: pub, Cert: m.Cert, valid: v.Valid, checkAtErr: v.CheckAtErr}
 	if m.Cert.WitnessedAt != "" {
