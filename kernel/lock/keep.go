@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -110,7 +109,7 @@ func (l *Lock) Retake() error {
 	if err != nil {
 		return fmt.Errorf("retake %s: %w", l.path, err)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 || !fi.Mode().IsRegular() {
+	if n, ok := nlink(fi); !ok || n != 1 || !fi.Mode().IsRegular() {
 		// still linked as the lock (never released) or replaced
 		return fmt.Errorf("retake %s: the kept owner file is still linked or not a file", l.path)
 	}
@@ -218,7 +217,7 @@ func sweepKept(path string) {
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
-		if st, ok := fi.Sys().(*syscall.Stat_t); !ok || st.Nlink != 1 {
+		if n, ok := nlink(fi); !ok || n != 1 {
 			continue // linked as the lock: judged as the lock, not here
 		}
 		if o, err := Read(m); err == nil && !Alive(o) {
