@@ -321,6 +321,14 @@ func (j *job) bindRun(ctx context.Context, st *RunStatement) error {
 		return refuse(FastOtherHead, "the run is for PR #%d head %s base %s, the review for #%d head %s base %s",
 			p.Number, short(p.HeadSHA), short(p.BaseSHA), j.ev.PR, short(j.ev.HeadSHA), short(j.ev.BaseSHA))
 	}
+	return j.bindSummary(ctx, r, "the run used contract %s, the base contract is %s",
+		"the run tested commit %s, the checkout is %s (the test merge moved with the base?)")
+}
+
+// bindSummary requires an imported run to be for this repository, the
+// contract and profile this job resolved, and the commit it checked out;
+// contractMsg and commitMsg word the refusals (claimed, then ours).
+func (j *job) bindSummary(ctx context.Context, r bundle.RunSummary, contractMsg, commitMsg string) error {
 	if r.Repo != j.repo {
 		return refuse(FastOtherRepo, "the run is for repository %q, not %s", r.Repo, j.repo)
 	}
@@ -329,11 +337,11 @@ func (j *job) bindRun(ctx context.Context, st *RunStatement) error {
 		return refuse(FastOtherContract, "%v", err)
 	}
 	if r.ContractHash != h || r.Profile != j.c.Profile {
-		return refuse(FastOtherContract, "the run used contract %s, the base contract is %s", short(r.ContractHash), short(h))
+		return refuse(FastOtherContract, contractMsg, short(r.ContractHash), short(h))
 	}
 	commit, err := gitHead(ctx, j.ws)
 	if err != nil || commit != r.Source.Commit {
-		return refuse(FastCheckout, "the run tested commit %s, the checkout is %s (the test merge moved with the base?)", short(r.Source.Commit), short(commit))
+		return refuse(FastCheckout, commitMsg, short(r.Source.Commit), short(commit))
 	}
 	return nil
 }

@@ -180,19 +180,6 @@ func (j *job) bindPlan(ctx context.Context, st *PlanStatement) error {
 		return refuse(FastOtherHead, "the plan is for workflow run %d attempt %d of %q, this job is run %d attempt %d of %s",
 			p.ID, p.Attempt, p.Repository, j.wrun.ID, j.wrun.Attempt, j.repo)
 	}
-	if r.Repo != j.repo {
-		return refuse(FastOtherRepo, "the run is for repository %q, not %s", r.Repo, j.repo)
-	}
-	h, err := j.c.Hash()
-	if err != nil {
-		return refuse(FastOtherContract, "%v", err)
-	}
-	if r.ContractHash != h || r.Profile != j.c.Profile {
-		return refuse(FastOtherContract, "the run was planned under contract %s, this job resolved %s", short(r.ContractHash), short(h))
-	}
-	commit, err := gitHead(ctx, j.ws)
-	if err != nil || commit != r.Source.Commit {
-		return refuse(FastCheckout, "the run was planned for commit %s, the checkout is %s", short(r.Source.Commit), short(commit))
-	}
-	return nil
+	return j.bindSummary(ctx, r, "the run was planned under contract %s, this job resolved %s",
+		"the run was planned for commit %s, the checkout is %s")
 }

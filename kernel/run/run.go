@@ -506,23 +506,7 @@ func inspect(ctx context.Context, repoDir, stateDir string) (source.State, error
 // relative to dir, when it lies inside dir: the work-tree digest and a
 // workspace copy both leave it out.
 func stateExclude(dir, stateDir string) []string {
-	abs, err := filepath.Abs(filepath.Join(stateDir, "runs"))
-	if err != nil {
-		return nil
-	}
-	realRoot, err := filepath.EvalSymlinks(dir)
-	if err != nil {
-		return nil
-	}
-	realAbs, err := evalPrefix(abs)
-	if err != nil {
-		return nil
-	}
-	rel, err := filepath.Rel(realRoot, realAbs)
-	if err != nil || !filepath.IsLocal(rel) {
-		return nil
-	}
-	return []string{filepath.ToSlash(rel)}
+	return pathExclude(dir, filepath.Join(stateDir, "runs"))
 }
 
 // evalPrefix resolves symlinks in the longest existing prefix of p.
