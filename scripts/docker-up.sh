@@ -35,7 +35,9 @@ if [ -f "$PIDFILE" ]; then
 fi
 
 if [ ! -f "$PIDFILE" ]; then
-	nohup dockerd --bridge=none --iptables=false >>"$LOG" 2>&1 &
+	# setsid: its own session and process group, so that stopping whatever
+	# started it (a test job's process group) does not take the daemon along.
+	setsid nohup dockerd --bridge=none --iptables=false >>"$LOG" 2>&1 </dev/null &
 	echo "started dockerd (pid $!), log $LOG" >&2
 fi
 

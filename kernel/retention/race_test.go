@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -103,5 +104,34 @@ func TestPruneRacesLiveRuns(t *testing.T) {
 	defer lk.Release()
 	if _, err := retention.Apply(context.Background(), f.state, retention.Options{Settings: s, Now: later, UnsafeShortSettle: true}); !retention.IsReason(err, retention.ReasonBusy) {
 		t.Fatalf("apply while another holds the prune lock: %v", err)
+	}
+}
+
+// What a prune writes beside runs/ is harness state, never the work tree a
+// run binds: its log's segments, head index and temporary files, the prune
+// lock with its kept owner files and the archive directory leave a plan
+// clean (the race above once caught a head index temp file mid-write).
+func TestPruneFilesLeaveTheTreeClean(t *testing.T) {
+	f := newFixture(t)
+	for _, name := range []string{"prune-log.ndjson", "prune-log.00000001.ndjson", "prune-log.head.json",
+		".prune-log.head.json.tmp-609738777", "prune.lock", "prune.lock.4242.0a1b2c3d.tmp", "archive/x.tar.gz"} {
+		p := filepath.Join(f.state, filepath.FromSlash(name))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := f.planned(run.PlanOptions{})
+	r.Close()
+	// A file of the same shape outside the state directory still counts.
+	if err := os.WriteFile(filepath.Join(f.repo, ".prune-log.head.json.tmp-1"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := run.Plan(context.Background(), run.PlanOptions{RepoDir: f.repo, StateDir: f.state, Contract: f.c, Origin: "test"})
+	var dirty *run.DirtyError
+	if !errors.As(err, &dirty) {
+		t.Fatalf("plan with a stray file in the repository: %v, want a DirtyError", err)
 	}
 }

@@ -55,7 +55,10 @@ func pruneExclude(root, stateDir string) []string {
 		return nil
 	}
 	base := path.Dir(ex[0])
-	return []string{path.Join(base, retention.ArchiveDir), path.Join(base, "prune-log.*"), path.Join(base, retention.PruneLock)}
+	// the prune log's segments, head index and its temporary files
+	// (.prune-log.head.json.tmp-*), the prune lock and its kept owner files
+	return []string{path.Join(base, retention.ArchiveDir), path.Join(base, "prune-log.*"), path.Join(base, ".prune-log.*"),
+		path.Join(base, retention.PruneLock+"*")}
 }
 
 // ReadDir returns a directory holding run id's files, for reading: the run
