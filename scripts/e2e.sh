@@ -56,6 +56,9 @@ echo "== e2e scenario" >&2
 # TestE2EReviewFastPath prints the review-to-bundle figure (line FASTPATH):
 # the pull_request_review job imports the pull_request job's run hand-off
 # instead of re-running a 6 s check (goal ≤ 10 s).
+# TestE2EShardMatrix prints line SHARDS (20 checks, 3 shard containers);
+# TestE2EShardMatrix200 prints line SHARDS200 (issue 17's scale: 200
+# sandboxed checks as a plan job, 10 shard containers at once and a merge).
 PROOFGATE_E2E_IMAGE="$tag" go test -count=1 -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
 grep -h -e 'FASTPATH' -e 'SHARDS' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 # TestE2ERulesActionImage (approval rules by path, team and CODEOWNERS
