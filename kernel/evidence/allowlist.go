@@ -225,7 +225,7 @@ func entry(id string, re rawEntry) (Entry, *AllowlistError) {
 		return Entry{}, invalid(p+".env", "is required (an explicit environment; {} for none)")
 	case len(re.Env) > MaxEnv:
 		return Entry{}, invalid(p+".env", "more than %d variables", MaxEnv)
-	case re.Timeout == nil || *re.Timeout < 1 || time.Duration(*re.Timeout)*time.Second > MaxTimeout:
+	case re.Timeout == nil || *re.Timeout < 1 || *re.Timeout > int(MaxTimeout/time.Second): // compared in seconds: a product could overflow
 		return Entry{}, invalid(p+".timeout_seconds", "want 1 to %d", int(MaxTimeout/time.Second))
 	case re.Output == nil || *re.Output < 1 || *re.Output > MaxOutput:
 		return Entry{}, invalid(p+".output_limit_bytes", "want 1 to %d (1 MiB)", MaxOutput)

@@ -1,0 +1,89 @@
+package docbridge
+
+import (
+	"bytes"
+	"context"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/provider"
+)
+
+func indexBytes(f *testing.F, es []Entry) []byte {
+	h, err := canon.Digest(body{1, es})
+	if err != nil {
+		f.Fatal(err)
+	}
+	b, err := canon.Marshal(file{1, es, h})
+	if err != nil {
+		f.Fatal(err)
+	}
+	return b
+}
+
+// FuzzIndex feeds an arbitrary index and query to Parse and Resolve: no
+// panic, an accepted index's contentHash verifies, and a resolution has at
+// most MaxReferences references, in score-then-id order, with the same
+// snapshot hash when repeated.
+func FuzzIndex(f *testing.F) {
+	valid := indexBytes(f, append(entries(20), Entry{ID: "zz-other", Title: "Unrelated", Text: "nothing"}))
+	f.Add(valid, "cache health")
+	f.Add(valid, "CACHE cache Cache")
+	f.Add(indexBytes(f, []Entry{}), "x")
+	f.Add(indexBytes(f, []Entry{{ID: "a", Title: "Ünïcode", Text: "straße ǅ"}}), "STRASSE ünïcode")
+	for _, s := range []string{
+		`{"version":1,"entries":[],"contentHash":"sha256:00"}`,
+		`{"version":1,"version":1,"entries":[],"contentHash":""}`,
+		`{"Version":1,"entries":[],"contentHash":""}`,
+		`{"version":1e400,"entries":[],"contentHash":""}`,
+		`{"version":1,"entries":[{"id":"a"},{"id":"a"}],"contentHash":""}`,
+		strings.Repeat(`{"a":`, 5000),
+		string(valid[:len(valid)/2]),
+	} {
+		f.Add([]byte(s), "a")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, query string) {
+		ix, err := Parse("index.json", DefaultIndex, b)
+		if err != nil {
+			if reasonOf(err) == "" {
+				t.Fatalf("untyped refusal: %v", err)
+			}
+			return
+		}
+		if want, err := canon.Digest(body{1, ix.entries}); err != nil || want != ix.ContentHash() {
+			t.Fatalf("accepted index hash %s, content hashes to %s (%v)", ix.ContentHash(), want, err)
+		}
+		ix2, err := Parse("index.json", DefaultIndex, bytes.Clone(b))
+		if err != nil || !reflect.DeepEqual(ix, ix2) {
+			t.Fatalf("reparse differs: %v", err)
+		}
+		r1, err1 := ix.Resolve(context.Background(), query)
+		r2, err2 := ix.Resolve(context.Background(), query)
+		if (err1 == nil) != (err2 == nil) || !reflect.DeepEqual(r1, r2) {
+			t.Fatalf("resolve not deterministic: %v / %v", err1, err2)
+		}
+		if err1 != nil {
+			return
+		}
+		checkOrder(t, r1.References)
+		s1, _, e1 := provider.Resolve(context.Background(), Name, ix, query)
+		s2, _, e2 := provider.Resolve(context.Background(), Name, ix, query)
+		if (e1 == nil) != (e2 == nil) || (e1 == nil && s1.Hash != s2.Hash) {
+			t.Fatalf("snapshot not deterministic: %v / %v", e1, e2)
+		}
+	})
+}
+
+func checkOrder(t *testing.T, refs []provider.Reference) {
+	if len(refs) > provider.MaxReferences {
+		t.Fatalf("%d references", len(refs))
+	}
+	for i := 1; i < len(refs); i++ {
+		a, b := refs[i-1], refs[i]
+		if a.Score < b.Score || (a.Score == b.Score && a.ID >= b.ID) {
+			t.Fatalf("references %d,%d out of order: %+v %+v", i-1, i, a, b)
+		}
+	}
+}
