@@ -32,6 +32,7 @@ func FuzzParse(f *testing.F) {
 		}
 		f.Add(b, "")
 	}
+	addSectionSeeds(f)
 	f.Fuzz(func(t *testing.T, data []byte, profile string) {
 		if len(data) > 64<<10 {
 			return
@@ -128,5 +129,42 @@ func checkToolInvariants(t *testing.T, r *Resolved) {
 			t.Fatalf("rule %+v accepted", rule)
 		}
 		ids[rule.ID] = true
+	}
+}
+
+// addSectionSeeds adds the minimal contract with each newer section
+// (retention, cleanup, benchmark, authorization, approval.agent_sessions),
+// valid as their tests write them, plus hostile variants of each.
+func addSectionSeeds(f *testing.F) {
+	base, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, extra := range []string{
+		"retention: {}\n",
+		"retention: {archive_after: 30d, blob_min_age: 2h}\n",
+		"cleanup: [build, out/tmp]\n",
+		"benchmark: {suite: s1, task: t1}\n",
+		"authorization: {required: true}\n",
+		"approval:\n  required: 2\n  agent_sessions: {workflow: .github/workflows/agent.yml}\n",
+		"retention: {archive_after: 30d, blob_min_age: 2h}\ncleanup: [build]\nbenchmark: {suite: s1, task: t1}\nauthorization: {required: true}\n" +
+			"approval: {agent_sessions: {workflow: .github/workflows/agent.yml}}\nprofiles:\n  quick: {}\n",
+		// hostile: duplicates, case variants, huge numbers, escapes, nesting
+		"retention: {archive_after: 30d, archive_after: 31d}\n",
+		"Retention: {archive_after: 30d}\n",
+		"retention: {archive_after: 99999999999999999999d}\n",
+		"retention: {archive_after: 9223372036854775807h}\n",
+		"cleanup: [a, a]\n",
+		"cleanup: [../x, /abs, a/../../b]\n",
+		"benchmark: {suite: s1, task: t1, Task: t2}\n",
+		"authorization: {required: true, required: false}\n",
+		"approval: {agent_sessions: {workflow: .github/workflows/../../x.yml}}\n",
+		"approval: {agent_sessions: {workflow: .github/workflows/a.yml, workflow: .github/workflows/b.yml}}\n",
+		"profiles:\n  p: {cleanup: [x], benchmark: {suite: a, task: b}, retention: {archive_after: 30d}}\n",
+		"cleanup: " + strings.Repeat("[", 200) + strings.Repeat("]", 200) + "\n",
+		"retention: {archive_after: 30",
+	} {
+		f.Add(append(bytes.Clone(base), extra...), "")
+		f.Add(append(bytes.Clone(base), extra...), "quick")
 	}
 }
