@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -193,8 +194,10 @@ func parse(b []byte) (*Allowlist, *AllowlistError) {
 		return nil, &AllowlistError{Reason: ReasonInvalid, Field: "commands", Detail: fmt.Sprintf("%d commands, at most %d", len(raw.Commands), MaxEntries)}
 	}
 	a := &Allowlist{Entries: map[string]Entry{}}
-	for id, re := range raw.Commands {
-		e, err := entry(id, re)
+	// In id order: the refusal of a file with several bad entries names
+	// the same one every time.
+	for _, id := range slices.Sorted(maps.Keys(raw.Commands)) {
+		e, err := entry(id, raw.Commands[id])
 		if err != nil {
 			return nil, err
 		}
