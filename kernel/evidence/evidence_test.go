@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -60,6 +61,7 @@ func TestAllowlistRefuses(t *testing.T) {
 	}{
 		{"timeout 301 s", func(e map[string]any) { e["timeout_seconds"] = 301 }, ReasonInvalid, "timeout_seconds"},
 		{"timeout 0", func(e map[string]any) { e["timeout_seconds"] = 0 }, ReasonInvalid, "timeout_seconds"},
+		{"timeout overflowing a Duration", func(e map[string]any) { e["timeout_seconds"] = int64(math.MaxInt64) }, ReasonInvalid, "timeout_seconds"},
 		{"cap 1 MiB + 1", func(e map[string]any) { e["output_limit_bytes"] = MaxOutput + 1 }, ReasonInvalid, "output_limit_bytes"},
 		{"relative cwd", func(e map[string]any) { e["cwd"] = "srv/app" }, ReasonInvalid, "cwd"},
 		{"no cwd", func(e map[string]any) { delete(e, "cwd") }, ReasonInvalid, "cwd"},
