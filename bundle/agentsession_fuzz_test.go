@@ -1,6 +1,8 @@
 package bundle
 
 import (
+	"archive/tar"
+	"compress/gzip"
 	"bytes"
 	"maps"
 	"slices"
@@ -45,8 +47,8 @@ func FuzzOpenAgentSession(f *testing.F) {
 		f.Add(fuzzPack(m, nil)) // a file dropped
 	}
 	m := fuzzFiles(f, good)
-	f.Add(fuzzPack(m, []archive.Entry{archive.BytesEntry(AttestationFile, m[AttestationFile])})) // duplicate member
-	f.Add(fuzzPack(m, []archive.Entry{archive.BytesEntry(envelope.MaterialFile, []byte("{}"))}))
+	f.Add(fuzzPack(m, map[string][]byte{AttestationFile: m[AttestationFile]})) // duplicate member
+	f.Add(fuzzPack(m, map[string][]byte{envelope.MaterialFile: []byte("{}"), "../x": nil}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		_, err := OpenAgentSession(data, want, agentOpener(store))
 		if err != nil {
@@ -76,14 +78,23 @@ func fuzzFiles(t testing.TB, data []byte) map[string][]byte {
 	return m
 }
 
-func fuzzPack(files map[string][]byte, extra []archive.Entry) []byte {
-	var entries []archive.Entry
-	for _, n := range slices.Sorted(maps.Keys(files)) {
-		entries = append(entries, archive.BytesEntry(n, files[n]))
-	}
+// fuzzPack writes files then extra as a .tar.gz without the checks of
+// archive.Write (a duplicate member is possible).
+func fuzzPack(files map[string][]byte, extra map[string][]byte) []byte {
 	var buf bytes.Buffer
-	if err := archive.Write(&buf, append(entries, extra...)); err != nil {
-		return nil
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	put := func(name string, b []byte) {
+		tw.WriteHeader(&tar.Header{Typeflag: tar.TypeReg, Name: name, Size: int64(len(b)), Mode: 0o644})
+		tw.Write(b)
 	}
+	for _, n := range slices.Sorted(maps.Keys(files)) {
+		put(n, files[n])
+	}
+	for n, b := range extra {
+		put(n, b)
+	}
+	tw.Close()
+	zw.Close()
 	return buf.Bytes()
 }
