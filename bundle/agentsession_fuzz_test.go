@@ -2,8 +2,8 @@ package bundle
 
 import (
 	"archive/tar"
-	"compress/gzip"
 	"bytes"
+	"compress/gzip"
 	"maps"
 	"slices"
 	"testing"
