@@ -1,7 +1,6 @@
 package shard
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -23,7 +22,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Bounds on what Merge reads from a shard directory.
@@ -120,11 +118,8 @@ func (m *merger) load(dir string) (*loadedShard, error) {
 	if err := m.checkSignature(ls); err != nil {
 		return nil, err
 	}
-	if err := strictjson.Decode(ls.manifest, &ls.m); err != nil {
+	if ls.m, err = decodeManifest(ls.manifest); err != nil {
 		return nil, refuse(Tampered, dir, err, "%s: %v", ManifestFile, err)
-	}
-	if c, err := canon.Marshal(&ls.m); err != nil || !bytes.Equal(c, ls.manifest) {
-		return nil, refuse(Tampered, dir, err, "%s is not the canonical JSON of a manifest", ManifestFile)
 	}
 	if err := m.checkBinding(ls); err != nil {
 		return nil, err
