@@ -229,7 +229,7 @@ func (r *Runtime) prepareHosts() (dir, file string) {
 		}
 	}
 	for _, parent := range parents {
-		dir, err := os.MkdirTemp(parent, "proofgate-sandbox-")
+		dir, err := mkHostsDir(parent)
 		if err != nil {
 			continue
 		}
