@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -22,6 +21,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Bounds on what Merge reads from a shard directory.
@@ -333,7 +333,7 @@ func keyIDOf(env []byte) string {
 			KeyID string `json:"keyid"`
 		} `json:"signatures"`
 	}
-	if json.Unmarshal(env, &e) != nil || len(e.Signatures) != 1 {
+	if strictjson.DecodeOpen(env, &e) != nil || len(e.Signatures) != 1 {
 		return ""
 	}
 	return e.Signatures[0].KeyID
