@@ -13,15 +13,9 @@ import (
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
-const rulesContract = `version: 1
-name: widget
-defaults:
-  runtime: process
-  timeout: 30s
-checks:
-  - id: readme
-    run: [test, -f, README.md]
-approval:
+// rulesApproval: a team rule scoped to the changed file, a code-owners
+// rule and a rule that matches no file.
+const rulesApproval = `approval:
   required: 1
   roles: [write, maintain, admin]
   rules:
@@ -34,6 +28,16 @@ approval:
       if: {changed_files: {paths: ["docs/**"]}}
       requires: {users: [nobody]}
 `
+
+const rulesContract = `version: 1
+name: widget
+defaults:
+  runtime: process
+  timeout: 30s
+checks:
+  - id: readme
+    run: [test, -f, README.md]
+` + rulesApproval
 
 // TestRulesEndToEnd: a contract with a team rule, a code-owners rule and
 // a rule that matches no file gates a pull request through the action: a
@@ -189,19 +193,7 @@ defaults:
 checks:
   - id: readme
     run: [/bin/helper, cat, /workspace/README.md]
-approval:
-  required: 1
-  roles: [write, maintain, admin]
-  rules:
-    - name: backend
-      if: {changed_files: {paths: ["feature.txt", "src/**"]}}
-      requires: {teams: [acme/backend]}
-    - name: owners
-      requires: {code_owners: true}
-    - name: docs
-      if: {changed_files: {paths: ["docs/**"]}}
-      requires: {users: [nobody]}
-`
+` + rulesApproval
 
 // TestE2ERulesActionImage runs the rules through the action image as the
 // runner runs it: the pull_request job posts a pending status naming the
@@ -236,28 +228,7 @@ func TestE2ERulesActionImage(t *testing.T) {
 		t.Fatalf("no hand-off uploaded\n%s", fx.log.String())
 	}
 
-	id := fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
-	fx.reviewEvent(id)
-	ws := filepath.Join(t.TempDir(), "ws")
-	git(t, fx.tmp, "clone", "-q", fx.ws, ws)
-	git(t, ws, "checkout", "-q", "--detach", fx.merge)
-	fx.ws, fx.env["GITHUB_WORKSPACE"] = ws, ws
-	start = time.Now()
-	wantCode(t, fx, fx.dockerRun(image), ExitOK)
-	took := time.Since(start)
-	log := fx.log.String()
-	if !strings.Contains(log, "checks not re-run") || strings.Contains(log, "check readme: passed") {
-		t.Fatalf("the review job did not take the fast path:\n%s", log)
-	}
-	if out := fx.outputs(); out["state"] != "COMPLETE" || out["artifact-id"] == "" {
-		t.Fatalf("outputs %v\n%s", out, log)
-	}
-	if _, ok := fx.gh.Uploaded(ArtifactPrefix + fx.head); !ok {
-		t.Fatal("no bundle uploaded")
-	}
-	if sts := fx.gh.Statuses(owner, repo, fx.head); sts[len(sts)-1].State != "success" {
-		t.Fatalf("final status %+v", sts)
-	}
+	took := fx.reviewFastPath(image, "readme")
 	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "approval rules met") {
 		t.Fatalf("summary:\n%s", s)
 	}

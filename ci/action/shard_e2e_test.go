@@ -23,9 +23,16 @@ import (
 	"github.com/proofgate/proofgate/kernel/shard"
 )
 
-// shardContract is a contract of n sandboxed checks; c02 depends on c01
-// (a chain the assignment keeps in one shard).
+// shardContract is a contract of n sandboxed checks that print the
+// README; c02 depends on c01 (a chain the assignment keeps in one shard).
 func shardContract(image string, n int) string {
+	return sandboxedChecks(image, n, 2, "[/bin/helper, cat, /workspace/README.md]")
+}
+
+// sandboxedChecks is a contract of n Docker checks c<i> (i zero-padded to
+// width digits) that each run argv (YAML flow list), the second depending
+// on the first, approved by one writer.
+func sandboxedChecks(image string, n, width int, argv string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `version: 1
 name: widget
@@ -40,9 +47,9 @@ defaults:
 checks:
 `, image)
 	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "  - id: c%02d\n    run: [/bin/helper, cat, /workspace/README.md]\n", i)
+		fmt.Fprintf(&b, "  - id: c%0*d\n    run: %s\n", width, i, argv)
 		if i == 2 {
-			b.WriteString("    depends_on: [c01]\n")
+			fmt.Fprintf(&b, "    depends_on: [c%0*d]\n", width, 1)
 		}
 	}
 	b.WriteString("approval: {required: 1, roles: [write, maintain, admin]}\n")

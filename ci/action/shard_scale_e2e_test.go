@@ -34,27 +34,7 @@ const (
 // and Docker's per check, not the check's. c002 depends on c001 (a chain
 // the assignment keeps in one shard).
 func trivialContract(image string, n int) string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `version: 1
-name: widget
-defaults:
-  runtime: docker
-  image: %s
-  pull: never
-  timeout: 60s
-  network: none
-  workspace: readonly
-  resources: {memory: 64MiB, cpus: 1, pids: 32}
-checks:
-`, image)
-	for i := 1; i <= n; i++ {
-		fmt.Fprintf(&b, "  - id: c%03d\n    run: [/bin/helper, \"true\"]\n", i)
-		if i == 2 {
-			b.WriteString("    depends_on: [c001]\n")
-		}
-	}
-	b.WriteString("approval: {required: 1, roles: [write, maintain, admin]}\n")
-	return b.String()
+	return sandboxedChecks(image, n, 3, `[/bin/helper, "true"]`)
 }
 
 // runShardJobs starts every shard job at once, as GitHub starts a matrix,

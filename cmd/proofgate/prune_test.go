@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/fscopy"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/retention"
@@ -222,7 +223,7 @@ func leftovers(t *testing.T, state string) []string {
 func TestPruneKilledAtRandomMoments(t *testing.T) {
 	p, ids := pruneState(t, 6, 2, "")
 	pristine := filepath.Join(t.TempDir(), "pristine")
-	copyDir(t, filepath.Join(p.dir, ".proofgate"), pristine)
+	fscopy.Tree(t, filepath.Join(p.dir, ".proofgate"), pristine)
 	want := heads(t, pristine, ids)
 	pace := []string{"PROOFGATE_TEST_PRUNE_PACE=15ms"}
 	// The uninterrupted duration sets the range of the kill moments.
@@ -239,7 +240,7 @@ func TestPruneKilledAtRandomMoments(t *testing.T) {
 	phases := map[string]int{}
 	for i := range 24 {
 		os.RemoveAll(state)
-		copyDir(t, pristine, state)
+		fscopy.Tree(t, pristine, state)
 		cmd := exec.Command(os.Args[0], "prune", "--apply")
 		cmd.Dir = p.dir
 		cmd.Env = append(os.Environ(), mainEnv+"=1", "PROOFGATE_TEST_PRUNE_NOW_OFFSET=960h", "PROOFGATE_TEST_PRUNE_SETTLE=100ms", pace[0])
@@ -346,32 +347,6 @@ func mapsEqual(a, b map[string]string) bool {
 	return true
 }
 
-func copyDir(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		info, _ := d.Info()
-		if err := os.WriteFile(out, b, info.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chtimes(out, info.ModTime(), info.ModTime())
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 // With --key an apply records a signed checkpoint of what it archives
 // first, and refuses when a chain does not verify.
 func TestPruneWithKey(t *testing.T) {
@@ -419,12 +394,12 @@ func TestPruneCrashAtEveryLogAppend(t *testing.T) {
 	p, ids := pruneState(t, 2, 1, "")
 	state := filepath.Join(p.dir, ".proofgate")
 	pristine := filepath.Join(t.TempDir(), "pristine")
-	copyDir(t, state, pristine)
+	fscopy.Tree(t, state, pristine)
 	want := heads(t, pristine, ids)
 	for _, mode := range crashModes {
 		for n := 1; n <= 3; n++ {
 			os.RemoveAll(state)
-			copyDir(t, pristine, state)
+			fscopy.Tree(t, pristine, state)
 			r := p.prune([]string{eventlog.CrashEnv + "=" + mode + ":" + string(rune('0'+n))}, "--apply")
 			if r.code == 0 {
 				t.Fatalf("%s:%d: prune was not killed", mode, n)

@@ -10,23 +10,9 @@ import (
 // Contracts without cleanup or benchmark hash exactly as before; an empty
 // cleanup list is the same as none.
 func TestHashUnchangedWithoutCleanupOrBenchmark(t *testing.T) {
-	data, err := os.ReadFile("testdata/minimal.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	want, err := os.ReadFile("testdata/minimal.canonical.json")
-	if err != nil {
-		t.Fatal(err)
-	}
+	data := minimalYAML(t)
 	for _, extra := range []string{"", "cleanup: []\n"} {
-		r := mustParse(t, string(data)+extra, "")
-		c, err := r.Canonical()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(c, bytes.TrimSpace(want)) {
-			t.Errorf("with %q: canonical changed:\n%s", extra, c)
-		}
+		minimalUnchanged(t, extra)
 	}
 	if h := mustHash(t, mustParse(t, string(data), "")); h != "sha256:d68ddc54ff6c91a8ce7703f19667f080d0d899c36db9a45dc1597f7bc0710df7" {
 		t.Errorf("minimal hash %s changed", h)
@@ -92,4 +78,35 @@ func TestCleanupRootsRefused(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// minimalYAML is testdata/minimal.yaml, the contract whose canonical form
+// and hash the golden files pin.
+func minimalYAML(t *testing.T) string {
+	t.Helper()
+	data, err := os.ReadFile("testdata/minimal.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// minimalUnchanged parses minimal.yaml plus extra and wants its canonical
+// form to be exactly testdata/minimal.canonical.json: a section that is
+// absent or empty must not change existing contract hashes.
+func minimalUnchanged(t *testing.T, extra string) (*Resolved, []byte) {
+	t.Helper()
+	want, err := os.ReadFile("testdata/minimal.canonical.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := mustParse(t, minimalYAML(t)+extra, "")
+	c, err := r.Canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(c, bytes.TrimSpace(want)) {
+		t.Errorf("with %q: canonical changed:\n%s", extra, c)
+	}
+	return r, c
 }

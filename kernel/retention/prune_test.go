@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/fscopy"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/retention"
@@ -115,7 +116,7 @@ func TestArchiveDeterministic(t *testing.T) {
 	id := f.complete()
 	// A copy of the state with the same run, archived separately.
 	cp := t.TempDir()
-	copyTree(t, f.state, cp)
+	fscopy.Tree(t, f.state, cp)
 	f.apply(later)
 	res, err := retention.Apply(context.Background(), cp, retention.Options{Settings: settings(t), Now: later, UnsafeShortSettle: true})
 	if err != nil || len(res.Archived) != 1 {
@@ -125,32 +126,6 @@ func TestArchiveDeterministic(t *testing.T) {
 	b, _ := os.ReadFile(retention.ArchivePath(cp, id))
 	if len(a) == 0 || !bytes.Equal(a, b) {
 		t.Fatal("the same run archived to different bytes")
-	}
-}
-
-func copyTree(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		out := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(out, 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		info, _ := d.Info()
-		if err := os.WriteFile(out, b, info.Mode().Perm()); err != nil {
-			return err
-		}
-		return os.Chtimes(out, info.ModTime(), info.ModTime())
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/fscopy"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -44,7 +45,7 @@ func TestRecoverLeftovers(t *testing.T) {
 	f := newFixture(t)
 	a, b, c, d := f.complete(), f.complete(), f.complete(), f.awaiting()
 	before := t.TempDir()
-	copyTree(t, f.state, before)
+	fscopy.Tree(t, f.state, before)
 	f.apply(later)
 	dead := deadOwner(t)
 	// No prune lock: Recover changes nothing (one stat).
@@ -56,7 +57,7 @@ func TestRecoverLeftovers(t *testing.T) {
 	// 1. A recorded archive whose run is back in place without placeholder
 	// (killed between the record and the placeholder).
 	os.RemoveAll(f.dir(a))
-	copyTree(t, filepath.Join(before, "runs", a), f.dir(a))
+	fscopy.Tree(t, filepath.Join(before, "runs", a), f.dir(a))
 	// 2. A placeholder whose directory still holds files (killed while
 	// clearing): events.ndjson gone, run.json left.
 	run2 := filepath.Join(before, "runs", b, "run.json")
