@@ -60,6 +60,22 @@ type headIndex struct {
 	Length   int    `json:"length"`
 }
 
+// IndexLag is how many events the head index may lag behind the log
+// between Close and Close: a Suspend (an agent session's recorder
+// suspends twice per tool call) rewrites it only once it lags that far.
+// Replacing the index by rename costs ext4 an immediate write-back of the
+// new file (auto_da_alloc), about a third of a governed call's time
+// outside its fsyncs (ADR 0028); a lagging index only makes the next Open
+// read and verify up to IndexLag more lines.
+const IndexLag = 256
+
+// writeIndexDue writes the head index when it lags by IndexLag events.
+func (l *Log) writeIndexDue() {
+	if l.seq-l.indexed >= IndexLag {
+		l.writeIndex()
+	}
+}
+
 // writeIndex records the Log's state in the head index, best effort: it is
 // a cache. Nothing is written while a repair or staged events are pending.
 func (l *Log) writeIndex() {
@@ -72,7 +88,9 @@ func (l *Log) writeIndex() {
 	if err != nil {
 		return
 	}
-	_ = durable.ReplaceVolatile(headPath(l.path), b, 0o644)
+	if durable.ReplaceVolatile(headPath(l.path), b, 0o644) == nil {
+		l.indexed = l.seq
+	}
 }
 
 func readIndex(path string) (headIndex, bool) {
@@ -149,6 +167,7 @@ func fastState(f *os.File, path string, ix headIndex, want *Binding) *Log {
 	l := &Log{f: f, path: path, b: b, now: time.Now, last: line}
 	l.nsealed, l.lastFile, l.lastOff = ix.Segments, lastPath, ix.Offset
 	l.base, l.baseFile, l.baseEnd = int(ix.Seq), lastPath, baseEnd
+	l.indexed = ix.Seq
 	r := continueReader(b, want != nil, ix.Lines, ix.Seq, head)
 	if !l.readRest(r, io.NewSectionReader(f, ix.Bytes, afi.Size()-ix.Bytes), afi.Size()) {
 		return nil

@@ -58,6 +58,9 @@ type chainState struct {
 	// sealed segment right after a seal.
 	lastFile string
 	lastOff  int64
+	// indexed is the seq the head index was last written at (or read
+	// with): Suspend rewrites it only once it lags by IndexLag events.
+	indexed uint64
 }
 
 // ErrNoBinding is returned by Open for a log without a complete event: its

@@ -40,7 +40,7 @@ func (l *Log) Suspend() error {
 		return ferr
 	}
 	if cerr == nil {
-		l.writeIndex()
+		l.writeIndexDue()
 	}
 	if cerr != nil {
 		return fmt.Errorf("close %s: %w", l.path, cerr)

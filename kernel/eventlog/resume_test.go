@@ -1,6 +1,7 @@
 package eventlog_test
 
 import (
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -91,5 +92,91 @@ func TestResumeRefusesChanged(t *testing.T) {
 				t.Fatal("appended after a refused resume")
 			}
 		})
+	}
+}
+
+// indexSeq is the seq events.head.json beside path records.
+func indexSeq(t *testing.T, path string) uint64 {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(filepath.Dir(path), eventlog.HeadFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ix struct {
+		Seq uint64 `json:"seq"`
+	}
+	if err := json.Unmarshal(b, &ix); err != nil {
+		t.Fatal(err)
+	}
+	return ix.Seq
+}
+
+// Suspend rewrites the head index only once it lags by IndexLag events
+// (a rename per hold cost a third of a governed call, ADR 0028); Close
+// always does. A writer that opens the log while the index lags (its
+// last writer killed mid-session) reads and verifies what follows the
+// index and chains onto the real last event.
+func TestSuspendLagsHeadIndex(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "events.ndjson")
+	l, err := eventlog.Create(path, eventlog.Binding{Run: "r1", Contract: "sha256:00"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Append("x.y", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := indexSeq(t, path); got != 1 {
+		t.Fatalf("index after Close at seq 1: %d", got)
+	}
+	l, err = eventlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold := func() {
+		t.Helper()
+		if _, err := l.Resume(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Append("x.y", nil); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Suspend(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := l.Append("x.y", nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Suspend(); err != nil {
+		t.Fatal(err)
+	}
+	for range eventlog.IndexLag - 2 {
+		hold()
+	}
+	if got := indexSeq(t, path); got != 1 {
+		t.Fatalf("index after %d suspended events: seq %d, want 1 (lagging)", eventlog.IndexLag-1, got)
+	}
+	hold()
+	if got, want := indexSeq(t, path), uint64(1+eventlog.IndexLag); got != want {
+		t.Fatalf("index after %d suspended events: seq %d, want %d", eventlog.IndexLag, got, want)
+	}
+	hold() // lags again by one; the writer is never closed (killed)
+	other, err := eventlog.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := other.Append("other.z", nil)
+	if err != nil || e.Seq != uint64(eventlog.IndexLag+3) {
+		t.Fatalf("append after a lagging index: %+v %v", e, err)
+	}
+	other.Close()
+	if got := indexSeq(t, path); got != e.Seq {
+		t.Fatalf("index after Close: %d, want %d", got, e.Seq)
+	}
+	if evs, err := eventlog.ReadFile(path, nil); err != nil || len(evs) != eventlog.IndexLag+3 {
+		t.Fatalf("read back: %d %v", len(evs), err)
 	}
 }

@@ -130,16 +130,28 @@ func RemoveGroup(path string) error {
 	return nil
 }
 
-// ReadGroup reads the record at path.
+// ErrRecordGone reports a record removed while it was read: what was
+// read may be another record's bytes (a slot rewritten after its
+// Unpublish) and is not judged.
+var ErrRecordGone = errors.New("process record removed while it was read")
+
+// ReadGroup reads the record at path; a record that no longer is the file
+// it read once read is ErrRecordGone.
 func ReadGroup(path string) (Group, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return Group{}, fmt.Errorf("process record: %w", err)
 	}
 	defer f.Close()
+	if openedHook != nil {
+		openedHook(path)
+	}
 	raw, err := io.ReadAll(io.LimitReader(f, maxGroupFile+1))
 	if err != nil {
 		return Group{}, fmt.Errorf("process record %s: %w", path, err)
+	}
+	if err := sameFile(path, f); err != nil {
+		return Group{}, err
 	}
 	if len(raw) > maxGroupFile {
 		return Group{}, fmt.Errorf("process record %s: larger than %d bytes", path, maxGroupFile)
@@ -159,6 +171,25 @@ func ReadGroup(path string) (Group, error) {
 		return Group{}, fmt.Errorf("process record %s: cgroup: %q is not a ProofGate cgroup", path, g.Cgroup)
 	}
 	return g, nil
+}
+
+// openedHook, when set (by tests), runs between ReadGroup's open and read.
+var openedHook func(path string)
+
+// sameFile checks that path still names f.
+func sameFile(path string, f *os.File) error {
+	mine, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("process record %s: %w", path, err)
+	}
+	cur, err := os.Lstat(path)
+	if errors.Is(err, os.ErrNotExist) || err == nil && !os.SameFile(cur, mine) {
+		return fmt.Errorf("process record %s: %w", path, ErrRecordGone)
+	}
+	if err != nil {
+		return fmt.Errorf("process record %s: %w", path, err)
+	}
+	return nil
 }
 
 // CgroupPrefix starts the name of every cgroup the process runtime creates.
@@ -203,8 +234,12 @@ func Reap(dir, by string, now time.Time, remove bool) ([]Killed, error) {
 		return nil, err
 	}
 	var out []Killed
+	defer sweepSlots(dir) // after the records: a slot that was one is free then
 	for _, p := range paths {
 		g, err := ReadGroup(p)
+		if errors.Is(err, ErrRecordGone) || errors.Is(err, os.ErrNotExist) {
+			continue // removed meanwhile: its owner was done with it
+		}
 		if err != nil {
 			if fi, serr := os.Lstat(p); serr == nil && fi.Mode().IsRegular() && BeforeBoot(fi.ModTime()) {
 				if err := RemoveGroup(p); err != nil {

@@ -56,6 +56,31 @@ func helper(mode string) int {
 		fmt.Println("locked", os.Getpid())
 		time.Sleep(time.Minute)
 		return 0
+	case "slot", "slotpublished": // slot_test.go: lockPath is the procs dir
+		s, err := TakeSlot(lockPath)
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		o, err := Self(time.Now())
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if _, err := s.Publish(Group{Check: "c", Owner: o, Containment: ContainGroup}); err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		if mode == "slot" {
+			if err := s.Unpublish(); err != nil {
+				fmt.Println("error", err)
+				return 1
+			}
+			s.Put()
+		}
+		fmt.Println("locked", os.Getpid())
+		time.Sleep(time.Minute)
+		return 0
 	case "race":
 		dir := filepath.Dir(lockPath)
 		waitFile(filepath.Join(dir, "go"))

@@ -78,6 +78,12 @@ type Spec struct {
 	// it can outlive the harness, so that 'events unlock' and 'gc' can kill
 	// what a dead harness left. Empty: nothing is recorded.
 	ProcDir string
+	// KeepRecords keeps the record files in ProcDir for the next check of
+	// this process (lock.TakeSlot), for a caller that runs many checks in
+	// a row there and calls lock.DropSlots(ProcDir) when it is done (an
+	// agent session's tool calls, ADR 0028). False: each check's record
+	// files are removed with it.
+	KeepRecords bool
 	// Stdin is fed to the process's standard input, then closed; nil means
 	// no input (/dev/null).
 	Stdin []byte

@@ -312,6 +312,7 @@ func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Captu
 	}
 	spec := tool.Spec(s.run, j.action, j.t, j.call, j.repo)
 	spec.ProcDir = filepath.Join(j.dir, run.ProcDir)
+	spec.KeepRecords = true // dropped at the session's end (drop)
 	spec.Exclude = s.workspaceExclude()
 	if j.p.parent != "" {
 		env := make(map[string]string, len(spec.Env)+2)

@@ -149,6 +149,7 @@ func (f *fixture) recoverAfterKill(t *testing.T, n int) {
 			t.Fatal(err)
 		}
 		f.audit(t)
+		f.noProcFiles(t)
 		return
 	}
 	var live *session.LiveSessionError
@@ -195,6 +196,7 @@ func (f *fixture) recoverAfterKill(t *testing.T, n int) {
 		t.Fatal(err)
 	}
 	f.audit(t)
+	f.noProcFiles(t) // the killed recorder's slots were swept
 }
 
 // Two recorders on one run: the second is refused while the first lives,

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/lock"
@@ -154,7 +155,8 @@ func checkAgent(agent string) error {
 
 func newSession(o Options, r *run.Run, id, agent string, owner replay.Owner) *Session {
 	o.Run = r.ID
-	return &Session{o: o, run: r.ID, id: id, agent: agent, c: r.Contract, gate: policy.New(r.Contract), owner: owner}
+	return &Session{o: o, run: r.ID, id: id, agent: agent, c: r.Contract, gate: policy.New(r.Contract), owner: owner,
+		procs: filepath.Join(r.Dir, run.ProcDir)}
 }
 
 // UnknownSessionError names a session the run does not have open.
@@ -261,7 +263,7 @@ func (s *Session) End(reason string) error {
 	if err := printable.CheckText("reason", reason); err != nil {
 		return err
 	}
-	err := s.hold(func(r *run.Run) error {
+	err := s.holdAnd(true, func(r *run.Run) error {
 		var amb []string
 		r.Session(func(f *replay.Folder) { amb = f.Ambiguous(s.id) })
 		if len(amb) > 0 {
@@ -285,7 +287,12 @@ func Begin(ctx context.Context, o Options) error {
 // previous hold released (run.Reopen), so a call re-reads only the events
 // appended since, not the whole log. After any error the next hold opens
 // the run afresh (run.Open verifies everything).
-func (s *Session) hold(fn func(r *run.Run) error) error {
+func (s *Session) hold(fn func(r *run.Run) error) error { return s.holdAnd(false, fn) }
+
+// holdAnd is hold; with last, a hold whose fn succeeds closes the run
+// instead of releasing it (run.Close: the log's head index is written, the
+// lock's kept owner file removed), for the session's last hold.
+func (s *Session) holdAnd(last bool, fn func(r *run.Run) error) error {
 	wait := s.o.LockWait
 	if wait <= 0 {
 		wait = DefaultLockWait
@@ -302,6 +309,9 @@ func (s *Session) hold(fn func(r *run.Run) error) error {
 		return err
 	}
 	ferr := fn(r)
+	if last && ferr == nil {
+		return r.Close()
+	}
 	rerr := r.Release()
 	if ferr != nil || rerr != nil {
 		r.Discard() // the next hold opens afresh
@@ -317,10 +327,12 @@ func (s *Session) hold(fn func(r *run.Run) error) error {
 }
 
 // drop forgets the run the last hold released, with the lock's kept owner
-// file: after session.ended no hold follows.
+// file and the process-record slots the session's tools used: after
+// session.ended no hold follows and no tool runs.
 func (s *Session) drop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	lock.DropSlots(s.procs)
 	if s.held != nil {
 		s.held.Discard()
 		s.held = nil

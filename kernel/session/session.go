@@ -72,6 +72,10 @@ type Session struct {
 	mu   sync.Mutex
 	held *run.Run
 
+	// procs is the run's directory of process records, whose slots the
+	// session's tools keep (runtime.Spec.KeepRecords) until drop.
+	procs string
+
 	// exclude is what a tool's workspace copy leaves out (the state
 	// directory's runs/), resolved once per session, not per call.
 	excludeOnce sync.Once

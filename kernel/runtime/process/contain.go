@@ -5,7 +5,6 @@ package process
 import (
 	"fmt"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -14,20 +13,22 @@ import (
 
 // containment is how one check is held: its process group, its cgroup
 // where the host delegates one, and its process record (kernel/lock) in
-// the run's procs directory.
+// the run's procs directory, published from a record slot.
 type containment struct {
 	kind   string // lock.ContainCgroup or lock.ContainGroup
 	cgroup string
 	fd     int    // open cgroup directory, -1 without one
-	record string // record path, "" when spec.ProcDir is empty
+	dir    string // the procs directory, "" when nothing is recorded
+	keep   bool   // slots go back to the pool (Spec.KeepRecords)
+	slot   *lock.Slot
 	group  lock.Group
 }
 
 // contain prepares the containment of a check: it creates the cgroup and,
-// with one, writes the record before the check starts (without one, the
-// record can only name the process group once it exists).
-func (r *Runtime) contain(check, procDir string) (*containment, error) {
-	c := &containment{kind: lock.ContainGroup, fd: -1}
+// with one, publishes the record before the check starts (without one,
+// the record can only name the process group once it exists).
+func (r *Runtime) contain(check, procDir string, keep bool) (*containment, error) {
+	c := &containment{kind: lock.ContainGroup, fd: -1, keep: keep}
 	if !r.noCgroup {
 		if dir, fd, err := newCgroup(); err == nil {
 			c.kind, c.cgroup, c.fd = lock.ContainCgroup, dir, fd
@@ -41,16 +42,40 @@ func (r *Runtime) contain(check, procDir string) (*containment, error) {
 		c.release()
 		return nil, fmt.Errorf("recording the check's processes: %w", err)
 	}
-	c.record = lock.NewGroupPath(procDir)
+	c.dir = procDir
 	c.group = lock.Group{Check: check, Owner: owner, Cgroup: c.cgroup, Containment: c.kind}
 	if c.cgroup != "" {
-		if err := lock.WriteGroup(c.record, c.group); err != nil {
-			c.record = ""
+		if c.slot, err = c.publish(); err != nil {
+			c.dir = ""
 			c.release()
 			return nil, fmt.Errorf("recording the check's processes: %w", err)
 		}
 	}
 	return c, nil
+}
+
+// publish publishes c.group as a record from a slot of the procs dir.
+func (c *containment) publish() (*lock.Slot, error) {
+	s, err := lock.TakeSlot(c.dir)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.Publish(c.group); err != nil {
+		s.Discard()
+		return nil, err
+	}
+	return s, nil
+}
+
+// done unpublishes s and keeps it for the next check or removes it.
+func (c *containment) done(s *lock.Slot) error {
+	err := s.Unpublish()
+	if c.keep && err == nil {
+		s.Put()
+	} else {
+		s.Discard()
+	}
+	return err
 }
 
 // start starts the command newCmd makes, inside the cgroup when there is
@@ -81,7 +106,7 @@ func (c *containment) dropCgroup() {
 
 // started records the check's process group, led by pid.
 func (c *containment) started(pid int) error {
-	if c.record == "" {
+	if c.dir == "" {
 		return nil
 	}
 	start, err := lock.StartTime(pid)
@@ -89,27 +114,21 @@ func (c *containment) started(pid int) error {
 		return fmt.Errorf("recording the check's processes: %w", err)
 	}
 	c.group.PGID, c.group.Start = pid, start
-	if c.cgroup == "" {
-		// the first record of this check: nothing to replace
-		if err := lock.WriteGroup(c.record, c.group); err != nil {
+	// The record published before the start (the cgroup) is succeeded
+	// by one under a new name, then unpublished: a published record is
+	// never rewritten. At every instant a record names the check; for a
+	// moment two do, and Reap kills what each names (the second finds it
+	// gone).
+	next, err := c.publish()
+	if err != nil {
+		return fmt.Errorf("recording the check's processes: %w", err)
+	}
+	prev := c.slot
+	c.slot = next
+	if prev != nil {
+		if err := c.done(prev); err != nil {
 			return fmt.Errorf("recording the check's processes: %w", err)
 		}
-		return nil
-	}
-	// The record written before the start (the cgroup) is succeeded by a
-	// new one under a new name, then removed: renaming over it would make
-	// ext4 (auto_da_alloc) write the new file's data back at once, the
-	// costliest step of a governed tool call (ADR 0020). At every instant
-	// a record names the check; for a moment two do, and Reap kills what
-	// each names (the second finds it gone).
-	next := lock.NewGroupPath(filepath.Dir(c.record))
-	if err := lock.WriteGroup(next, c.group); err != nil {
-		return fmt.Errorf("recording the check's processes: %w", err)
-	}
-	prev := c.record
-	c.record = next
-	if err := lock.RemoveGroup(prev); err != nil {
-		return fmt.Errorf("recording the check's processes: %w", err)
 	}
 	return nil
 }
@@ -130,7 +149,8 @@ func (c *containment) kill(pgid int) error {
 }
 
 // release removes the cgroup (if kill did not) and the record. A cgroup
-// that cannot be emptied keeps its record, for 'gc' to retry later.
+// that cannot be emptied keeps its record, for 'gc' to retry later (its
+// slot is then never reused).
 func (c *containment) release() {
 	if c.fd >= 0 {
 		closeFD(c.fd)
@@ -141,7 +161,8 @@ func (c *containment) release() {
 			return
 		}
 	}
-	if c.record != "" {
-		_ = lock.RemoveGroup(c.record)
+	if c.slot != nil {
+		_ = c.done(c.slot)
+		c.slot = nil
 	}
 }

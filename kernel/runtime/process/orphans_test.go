@@ -32,7 +32,7 @@ func harness(dir string) {
 	o, e := runtime.NewCapture(io.Discard, 0), runtime.NewCapture(io.Discard, 0)
 	process.New(opts...).Run(context.Background(), runtime.Spec{
 		CheckID: "tree", Argv: []string{os.Getenv("PG_PROCESS_HELPER"), "tree", filepath.Join(dir, "out")},
-		Workspace: dir, ProcDir: filepath.Join(dir, "procs"),
+		Workspace: dir, ProcDir: filepath.Join(dir, "procs"), KeepRecords: os.Getenv("PG_PROCESS_KEEP") == "1",
 	}, o, e)
 	os.Exit(0)
 }
@@ -53,15 +53,22 @@ func pidIn(t *testing.T, path string) int {
 // kill -9 of the harness: the check's main process dies with it (parent-
 // death signal); the record it left names the process group (and cgroup),
 // and lock.Reap, as 'events unlock' runs it, kills the rest: the writer in
-// the group and, in a cgroup, the setsid'd one too.
+// the group and, in a cgroup, the setsid'd one too. A harness that keeps
+// its record files (KeepRecords, an agent session's) leaves nothing
+// either once reaped: its slots are swept with the records.
 func TestHarnessDeathLeavesNoCheckProcesses(t *testing.T) {
-	for _, mode := range []string{"cgroup", "process-group"} {
+	for _, mode := range []string{"cgroup", "process-group", "cgroup-kept"} {
 		t.Run(mode, func(t *testing.T) {
+			kept := strings.HasSuffix(mode, "-kept")
+			mode := strings.TrimSuffix(mode, "-kept")
 			dir := t.TempDir()
 			h := exec.Command(os.Args[0], "-test.run=^$")
 			h.Env = append(os.Environ(), "PG_PROCESS_HARNESS="+dir, "PG_PROCESS_HELPER="+helper)
 			if mode == "process-group" {
 				h.Env = append(h.Env, "PG_PROCESS_NOCGROUP=1")
+			}
+			if kept {
+				h.Env = append(h.Env, "PG_PROCESS_KEEP=1")
 			}
 			if err := h.Start(); err != nil {
 				t.Fatal(err)
@@ -126,7 +133,67 @@ func TestHarnessDeathLeavesNoCheckProcesses(t *testing.T) {
 			if paths, _ := lock.GroupPaths(filepath.Join(dir, "procs")); len(paths) != 0 {
 				t.Fatalf("records left: %v", paths)
 			}
+			if ents, _ := os.ReadDir(filepath.Join(dir, "procs")); len(ents) != 0 {
+				t.Fatalf("files left in procs: %v", ents)
+			}
 		})
+	}
+}
+
+// A harness that keeps its record files (KeepRecords) runs check after
+// check through the same two slots: no record is left after each, no
+// file is created after the first, and lock.DropSlots leaves the procs
+// directory empty. Without KeepRecords nothing is left after each check.
+func TestKeptRecordsAreReused(t *testing.T) {
+	dir := t.TempDir()
+	procs := filepath.Join(dir, "procs")
+	defer lock.DropSlots(procs)
+	for _, keep := range []bool{false, true} {
+		var files []os.FileInfo
+		for i := range 5 {
+			r := run(t, context.Background(), runtime.Spec{CheckID: "c", Argv: []string{helper, "exit", "0"}, Workspace: dir, ProcDir: procs, KeepRecords: keep}, 0)
+			want(t, r, runtime.Passed, 0)
+			if paths, _ := lock.GroupPaths(procs); len(paths) != 0 {
+				t.Fatalf("keep=%v: records left after check %d: %v", keep, i, paths)
+			}
+			ents, err := os.ReadDir(procs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !keep {
+				if len(ents) != 0 {
+					t.Fatalf("files left after check %d: %v", i, ents)
+				}
+				continue
+			}
+			var now []os.FileInfo
+			for _, e := range ents {
+				fi, err := os.Stat(filepath.Join(procs, e.Name()))
+				if err != nil {
+					t.Fatal(err)
+				}
+				now = append(now, fi)
+			}
+			if i == 0 {
+				files = now
+				if len(files) == 0 || len(files) > 2 {
+					t.Fatalf("after the first check: %v, want one or two slots", ents)
+				}
+				continue
+			}
+			if len(now) != len(files) {
+				t.Fatalf("after check %d: %v, want the %d slots of the first", i, ents, len(files))
+			}
+			for j := range now {
+				if !os.SameFile(now[j], files[j]) {
+					t.Fatalf("after check %d: %s is a new file", i, ents[j].Name())
+				}
+			}
+		}
+	}
+	lock.DropSlots(procs)
+	if ents, _ := os.ReadDir(procs); len(ents) != 0 {
+		t.Fatalf("after DropSlots: %v", ents)
 	}
 }
 

@@ -246,7 +246,7 @@ func (r *Runtime) prepare(spec runtime.Spec, cmd command) (*check, error) {
 		}
 		c.closeIn = sync.OnceFunc(func() { c.inW.Close() })
 	}
-	if c.ct, err = r.contain(spec.CheckID, spec.ProcDir); err != nil {
+	if c.ct, err = r.contain(spec.CheckID, spec.ProcDir, spec.KeepRecords); err != nil {
 		closeAll(outR, outW, errR, errW)
 		c.closeStdinPipe()
 		return nil, err
