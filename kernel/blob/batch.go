@@ -19,13 +19,18 @@ import (
 // rewritten. When PutMany returns nil, every blob of bs is durable. The
 // digests are given by the caller (sha256 of each blob) and checked.
 func (s *Store) PutMany(digests []string, bs [][]byte) (int64, error) {
+	return s.putMany(digests, bs, s.Create)
+}
+
+// putMany is PutMany, staging each new blob in a Writer from create.
+func (s *Store) putMany(digests []string, bs [][]byte, create func() (*Writer, error)) (int64, error) {
 	if len(digests) != len(bs) {
 		return 0, errors.New("blob: PutMany: digests and blobs differ in number")
 	}
 	var written int64
 	linked := false
 	for i, b := range bs {
-		added, err := s.putOne(digests[i], b)
+		added, err := s.putOne(digests[i], b, create)
 		if err != nil {
 			return written, err
 		}
@@ -44,7 +49,7 @@ func (s *Store) PutMany(digests []string, bs [][]byte) (int64, error) {
 
 // putOne links b under d unless it exists, reporting whether it did; it
 // does not fsync the directory.
-func (s *Store) putOne(d string, b []byte) (bool, error) {
+func (s *Store) putOne(d string, b []byte, create func() (*Writer, error)) (bool, error) {
 	final, err := s.Path(d)
 	if err != nil {
 		return false, err
@@ -57,7 +62,7 @@ func (s *Store) putOne(d string, b []byte) (bool, error) {
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return false, fmt.Errorf("blob: %w", err)
 	}
-	w, err := s.Create()
+	w, err := create()
 	if err != nil {
 		return false, err
 	}

@@ -113,7 +113,7 @@ type job struct {
 	p               *prepared
 	dec             policy.Decision
 	dir             string
-	blobs           *blob.Store
+	blobs           *blob.Spares
 	repo, state     string
 }
 
@@ -187,7 +187,7 @@ func repeated(a replay.ActionView) *replay.ActionView {
 // request records tool.requested and the policy's tool.decided, then
 // starts the action when the policy allows it.
 func (s *Session) request(r *run.Run, p *prepared, res Result, retryOf string) (*job, Result, error) {
-	st, err := input.Store(r.Blobs(), p.canonical)
+	st, err := input.Store(s.putter(r), p.canonical)
 	if err != nil {
 		return nil, res, err
 	}
@@ -231,7 +231,7 @@ func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by s
 			ref = a.InputRef
 		}
 	})
-	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: r.Blobs(), repo: s.o.RepoDir, state: s.o.StateDir}
+	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: s.putter(r), repo: s.o.RepoDir, state: s.o.StateDir}
 	if _, err := r.AppendSession(replay.TypeToolStarted, replay.ToolStartedData{Action: action, Receipt: j.receipt, Session: s.id,
 		Tool: t.Name, InputHash: p.hash, InputRef: ref, Decision: by, Owner: s.owner, Trace: p.span}); err != nil {
 		return nil, res, err
@@ -287,6 +287,9 @@ func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
 	stdout := runtime.NewCapture(&ob, limit)
 	stderr := runtime.NewCapture(&eb, limit)
 	stop := j.checkpoints(s, stdout, stderr) // tool.progress, progress.go
+	// While the tool runs, no fsync of the call is in flight: make this
+	// output's blob file and the next call's input's (ADR 0028).
+	j.blobs.Fill()
 	res := j.run(ctx, s, stdout, stderr)
 	stop()
 	so, se := stdout.Stream(), stderr.Stream()

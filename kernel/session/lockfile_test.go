@@ -20,9 +20,10 @@ import (
 // events.lock; another writer takes the lock meanwhile (an approval); the
 // session's next call re-takes it; session.ended leaves neither file. Its
 // tools' process records come from kept slots (ADR 0028): between calls
-// no record, one or two slots, the same files call after call; after
-// session.ended the procs directory is empty and the log's head index
-// names its last event.
+// no record, one or two slots, the same files call after call; at most two
+// blob files made ahead (blob.Spares); after session.ended the procs
+// directory is empty, no blob file made ahead is left and the log's head
+// index names its last event.
 func TestKeptLockFileAcrossCalls(t *testing.T) {
 	f := newFixture(t)
 	s, err := session.Start(ctx, f.opts("agent-1"))
@@ -43,6 +44,9 @@ func TestKeptLockFileAcrossCalls(t *testing.T) {
 	if again := f.slots(t); !slices.Equal(again, slots) {
 		t.Fatalf("after another call: slots %v, want the same %v", again, slots)
 	}
+	if tmp := mustGlob(t, filepath.Join(f.dir(), run.BlobDir, ".tmp-*")); len(tmp) > 2 {
+		t.Fatalf("between calls: %d blob files made ahead, want at most 2", len(tmp))
+	}
 	pending := call(t, s, "deploy", `{"env":"prod"}`)
 	if kept, held := lockFiles(); len(kept) != 1 || held {
 		t.Fatalf("between calls: kept %v, lock held %v", kept, held)
@@ -60,6 +64,9 @@ func TestKeptLockFileAcrossCalls(t *testing.T) {
 		t.Fatalf("after session.ended: kept %v, lock held %v", kept, held)
 	}
 	f.noProcFiles(t)
+	if tmp := mustGlob(t, filepath.Join(f.dir(), run.BlobDir, ".tmp-*")); len(tmp) != 0 {
+		t.Fatalf("after session.ended: blob files made ahead left: %v", tmp)
+	}
 	f.audit(t)
 	evs := f.events(t)
 	b, err := os.ReadFile(filepath.Join(f.dir(), eventlog.HeadFile))

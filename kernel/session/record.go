@@ -333,6 +333,10 @@ func (s *Session) drop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	lock.DropSlots(s.procs)
+	if s.spares != nil {
+		s.spares.Close()
+		s.spares = nil
+	}
 	if s.held != nil {
 		s.held.Discard()
 		s.held = nil

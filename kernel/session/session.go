@@ -31,6 +31,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/policy"
@@ -76,10 +77,24 @@ type Session struct {
 	// session's tools keep (runtime.Spec.KeepRecords) until drop.
 	procs string
 
+	// spares stages the session's new blobs in files created while a tool
+	// runs (blob.Spares), made at the first call, closed by drop.
+	spares *blob.Spares
+
 	// exclude is what a tool's workspace copy leaves out (the state
 	// directory's runs/), resolved once per session, not per call.
 	excludeOnce sync.Once
 	exclude     []string
+}
+
+// putter is the run's blob store through the session's spares.
+func (s *Session) putter(r *run.Run) *blob.Spares {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.spares == nil {
+		s.spares = r.Blobs().Spares(2)
+	}
+	return s.spares
 }
 
 func (s *Session) workspaceExclude() []string {
