@@ -62,7 +62,9 @@ package sigstoretest
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -204,8 +206,14 @@ func startFulcio(t testing.TB, bin, dir, sockDir, issuer string) (string, *proc)
 	if err := os.WriteFile(cfgPath, cfg, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	sock := filepath.Join(sockDir, "legacy.sock")
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ { // a free port may be taken before Fulcio binds it
+		// A failed attempt leaves its socket file, which the next one
+		// could not bind ("address already in use").
+		if err := os.Remove(sock); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			t.Fatal(err)
+		}
 		ports, err := freePorts(2)
 		if err != nil {
 			t.Fatal(err)
@@ -215,7 +223,7 @@ func startFulcio(t testing.TB, bin, dir, sockDir, issuer string) (string, *proc)
 			"--ca", "ephemeralca", "--ct-log-url", "", "--config-path", cfgPath,
 			"--host", "127.0.0.1", "--port", portOf(ports[0]),
 			"--grpc-host", "127.0.0.1", "--grpc-port", portOf(ports[1]),
-			"--metrics-port", "0", "--legacy-unix-domain-socket", filepath.Join(sockDir, "legacy.sock"),
+			"--metrics-port", "0", "--legacy-unix-domain-socket", sock,
 			"--log_type", "dev")
 		if err != nil {
 			t.Fatalf("sigstoretest: %v", err)

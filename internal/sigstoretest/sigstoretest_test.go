@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -362,5 +363,26 @@ func TestTrustBundleRefusals(t *testing.T) {
 	defer srv.Close()
 	if _, err := timestampAuthority(srv.URL); err == nil || !strings.Contains(err.Error(), "503") {
 		t.Errorf("TSA answering 503: %v", err)
+	}
+}
+
+// A failed start attempt leaves Fulcio's legacy socket behind; the next
+// attempt must not fail on it ("bind: address already in use": CI saw all
+// three attempts fail after a port race took the first).
+func TestFulcioStartsOverStaleSocket(t *testing.T) {
+	fulcioBin, _ := binaries(t)
+	dir := t.TempDir()
+	sockDir, err := os.MkdirTemp("", "pgsig") // short: a socket path is at most 108 bytes
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(sockDir)
+	if err := os.WriteFile(filepath.Join(sockDir, "legacy.sock"), nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, p := startFulcio(t, fulcioBin, dir, sockDir, githubtest.NewOIDC(t).URL)
+	defer p.stop()
+	if _, err := http.Get(url + "/api/v2/trustBundle"); err != nil {
+		t.Fatal(err)
 	}
 }
