@@ -135,10 +135,23 @@ func stateCheckpoint(cmd *cobra.Command, g *globals, sf *stateFlags, keyRef, out
 		}
 	}
 	if asJSON {
-		return writeJSON(g.stdout, map[string]any{"runs": rec.Runs, "repository": rec.Repository,
-			"time": rec.Time, "key_id": rec.KeyID, "file": rec.Path})
+		out := map[string]any{"runs": rec.Runs, "repository": rec.Repository,
+			"time": rec.Time, "key_id": rec.KeyID, "file": rec.Path}
+		if len(rec.TornTail) > 0 {
+			out["torn_tail"] = rec.TornTail
+		}
+		return writeJSON(g.stdout, out)
 	}
 	fmt.Fprintf(g.stdout, "state checkpoint of %d runs (repository root %s, id %q)\n%s\n", len(rec.Runs), rec.Repository.Root, esc(rec.Repository.ID), rec.Path)
+	for _, id := range rec.TornTail {
+		n := 0
+		for _, r := range rec.Runs {
+			if r.Run == id {
+				n = r.Length
+			}
+		}
+		fmt.Fprintf(g.stdout, "run %s: signed at its %d complete events; its log ends in an incomplete line (a writer appending, or killed mid-append)\n", id, n)
+	}
 	return nil
 }
 

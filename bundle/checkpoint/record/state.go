@@ -10,6 +10,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -29,6 +30,10 @@ type StateRecorded struct {
 	KeyID    string
 	Path     string
 	Envelope []byte
+	// TornTail are the runs whose log ended in an incomplete line (a
+	// writer appending, or killed mid-append): each is signed at the
+	// complete, verified events before it.
+	TornTail []string
 }
 
 // State signs a state checkpoint over every run in stateDir, bound to
@@ -38,7 +43,10 @@ type StateRecorded struct {
 // not verify refuses the checkpoint (*checkpoint.StateError, reason
 // checkpoint-chain-refused, naming the run), so nothing signed vouches for
 // a broken chain. Runs are read without their writer locks: a run a live
-// writer appends to is signed at a verified prefix, which stays true.
+// writer appends to is signed at a verified prefix, which stays true. So
+// is a log whose active file ends in an incomplete line (the write a live
+// writer is making, or a killed writer's, which the next one repairs):
+// it is signed at the events before that line and listed in TornTail.
 func State(stateDir string, repo checkpoint.Repository, s envelope.Signer, now time.Time) (*StateRecorded, error) {
 	ids, err := run.NewStore(stateDir).List()
 	if err != nil {
@@ -46,8 +54,13 @@ func State(stateDir string, repo checkpoint.Repository, s envelope.Signer, now t
 	}
 	st := checkpoint.State{V: checkpoint.Version, Repository: repo, Runs: []checkpoint.StateRun{}, Time: now.UTC().Format(time.RFC3339Nano)}
 	store := run.NewStore(stateDir)
+	var torn []string
 	for _, id := range ids {
 		sum, err := run.VerifyLog(store.Path(id))
+		if tornTail(err) && sum.Len > 0 {
+			err = nil
+			torn = append(torn, id)
+		}
 		if err == nil && sum.Len == 0 {
 			err = errors.New("the log holds no event")
 		}
@@ -64,7 +77,14 @@ func State(stateDir string, repo checkpoint.Repository, s envelope.Signer, now t
 	if err := writeAtomic(p, env); err != nil {
 		return nil, err
 	}
-	return &StateRecorded{State: st, KeyID: s.KeyID(), Path: p, Envelope: env}, nil
+	return &StateRecorded{State: st, KeyID: s.KeyID(), Path: p, Envelope: env, TornTail: torn}, nil
+}
+
+// tornTail reports whether err is only an incomplete last line of the
+// active file (a torn sealed segment is another reason, segment-torn).
+func tornTail(err error) bool {
+	var ce *eventlog.ChainError
+	return errors.As(err, &ce) && ce.Reason == eventlog.TornTail
 }
 
 // StateReport is what VerifyState established.

@@ -240,3 +240,54 @@ func TestStateCheckpointSegments(t *testing.T) {
 		t.Fatalf("signed over a broken chain: %v", err)
 	}
 }
+
+// A log whose active file ends in an incomplete line (a live writer's
+// append in flight, or a killed writer's) is signed at the complete
+// events before it and reported; the checkpoint verifies once the line is
+// complete, or gone. A torn line that is not at the end, or an edited
+// complete line, still refuses.
+func TestStateCheckpointTornTail(t *testing.T) {
+	k := keytest.New(t)
+	state := stateWith(t, 2)
+	p := filepath.Join(run.NewStore(state).Path(runID(1)), run.EventsFile)
+	clean, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	whole := bytes.SplitAfter(clean, []byte{'\n'})
+	last := whole[len(whole)-2] // the last complete line (SplitAfter ends with "")
+	// the log as it is while the writer has written half of one more line
+	if err := os.WriteFile(p, append(bytes.Clone(clean[:len(clean)-len(last)]), last[:len(last)/2]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := State(state, repoA, k.Signer, t0)
+	if err != nil {
+		t.Fatalf("checkpoint beside an append in flight: %v", err)
+	}
+	if len(rec.TornTail) != 1 || rec.TornTail[0] != runID(1) || rec.Runs[1].Length != 5 {
+		t.Fatalf("torn %v, runs %+v: want run 1 signed at 5 of its 6 events", rec.TornTail, rec.Runs)
+	}
+	if err := os.WriteFile(p, clean, 0o644); err != nil { // the append completed
+		t.Fatal(err)
+	}
+	if _, err := VerifyState(state, rec.Envelope, trustOf(t, k.PubPEM), repoA); err != nil {
+		t.Fatalf("verify after the append completed: %v", err)
+	}
+	// an edited complete line before a torn tail still refuses
+	bad := bytes.Replace(clean[:len(clean)-len(last)], []byte(`"tag":"orig"`), []byte(`"tag":"evil"`), 1)
+	if err := os.WriteFile(p, append(bad, last[:len(last)/2]...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := State(state, repoA, k.Signer, t0.Add(time.Second)); err == nil {
+		t.Fatal("a checkpoint signed over an edited line")
+	} else if reason, r := stateReason(t, err); reason != checkpoint.ChainRefused || r != runID(1) {
+		t.Fatalf("edited line: %s %s", reason, r)
+	}
+	// a log that is nothing but a torn line has no event to sign
+	if err := os.WriteFile(p, whole[0][:len(whole[0])/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := State(state, repoA, k.Signer, t0.Add(2*time.Second)); err == nil {
+		t.Fatal("a checkpoint over a log with no complete event")
+	}
+}
