@@ -16,8 +16,9 @@
 #     inputs over what it writes with message manifests: kernel/input's
 #     BenchmarkStoreTurn/whole and /manifest (written-B/turn).
 #
-# BENCH_TMPDIR puts the benchmarks' state directories (their TMPDIR) on
-# another file system, Go's build directory staying where it was: the
+# BENCH_TMPDIR puts the benchmarks' state directories (their TMPDIR; Go's
+# build directory goes there too: the testing package's TempDir follows
+# GOTMPDIR when it is set, so it must not be) on another file system: the
 # creates a governed call cannot avoid (its new input and output blobs)
 # cost what the file system makes them cost, and ext4 without a journal
 # makes a create pay for every inode freed near it in the last minutes
@@ -32,7 +33,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 COUNT=${1:-5}
 if [ -n "${BENCH_TMPDIR:-}" ]; then
-	export GOTMPDIR=${GOTMPDIR:-${TMPDIR:-/tmp}} TMPDIR=$BENCH_TMPDIR
+	unset GOTMPDIR
+	export TMPDIR=$BENCH_TMPDIR
 	echo "state directories in $TMPDIR ($(df -T "$TMPDIR" | awk 'NR==2 {print $2}'))"
 fi
 out=$(mktemp)
