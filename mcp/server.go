@@ -26,6 +26,8 @@ type Session interface {
 	Tools() []contract.Tool
 	Call(ctx context.Context, c session.Call) (session.Result, error)
 	End(reason string) error
+	// Close releases what the process holds for a session it leaves open.
+	Close()
 }
 
 // Options configure a Server.
@@ -122,7 +124,11 @@ func (s *Server) end(reason string) error {
 	sess := s.sess
 	s.mu.Unlock()
 	s.inflight.Wait()
-	if sess == nil || !s.o.End {
+	if sess == nil {
+		return nil
+	}
+	if !s.o.End {
+		sess.Close() // left open (a resumed session): its kept files go
 		return nil
 	}
 	s.log.Info("ending session", "session", sess.ID(), "reason", reason)

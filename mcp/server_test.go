@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -274,18 +275,33 @@ func TestOpenRefused(t *testing.T) {
 	}
 }
 
-// End false (a session that `session start` opened) leaves it open.
+// End false (a session that `session start` opened) leaves it open, and
+// the server's process leaves none of its kept files (the lock's owner
+// file, the tools' record slots, blob files made ahead: Session.Close).
 func TestJoinLeavesSessionOpen(t *testing.T) {
 	f := newFixture(t, true)
-	_, stop, err := serve(t, mcp.Options{Name: "p", Version: "1", End: false, Open: startOpen(f, "a")})
+	cs, stop, err := serve(t, mcp.Options{Name: "p", Version: "1", End: false, Open: startOpen(f, "a")})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if _, _, o := callTool(t, cs, &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "Ada"}}); o.Result != "success" {
+		t.Fatalf("greet: %+v", o)
 	}
 	if err := stop(); err != nil {
 		t.Fatal(err)
 	}
 	if has(f.types(t), "session.ended") != 0 {
 		t.Fatal("a joined session was ended")
+	}
+	var kept []string
+	filepath.WalkDir(run.NewStore(f.state).Path(f.run), func(p string, d fs.DirEntry, err error) error {
+		if n := d.Name(); strings.HasPrefix(n, ".slot-") || strings.HasPrefix(n, ".tmp-") || strings.HasPrefix(n, "events.lock") {
+			kept = append(kept, n)
+		}
+		return nil
+	})
+	if len(kept) != 0 {
+		t.Fatalf("the server left %v", kept)
 	}
 }
 

@@ -194,6 +194,7 @@ func toolExec(cmd *cobra.Command, g *globals, f *execFlagsTool, runArg, name str
 		return err
 	}
 	defer rt.Close()
+	defer s.Close() // the session may stay open: its kept files go
 	res, err := s.Call(ctx, session.Call{Tool: name, Args: args, TraceParent: f.traceparent, TraceState: f.tracestate})
 	open := f.sess != "" || (err == nil && res.Status == session.PendingApproval)
 	if !open {

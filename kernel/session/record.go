@@ -326,6 +326,16 @@ func (s *Session) holdAnd(last bool, fn func(r *run.Run) error) error {
 	return nil
 }
 
+// Close releases what this process holds for the session without ending
+// it: the lock's kept owner file, the process-record slots its tools used,
+// the blob files made ahead. The session stays open in the run, for
+// another process to resume (this one's pid provably dead once it exits),
+// or for this one to go on with (the next call opens afresh). A process
+// that made calls and does not end the session calls it before exiting
+// ('proofgate tool exec --session', an MCP server serving a resumed
+// session); after End it does nothing.
+func (s *Session) Close() { s.drop() }
+
 // drop forgets the run the last hold released, with the lock's kept owner
 // file and the process-record slots the session's tools used: after
 // session.ended no hold follows and no tool runs.
