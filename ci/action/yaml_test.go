@@ -355,3 +355,50 @@ func checkReusableStep(t *testing.T, with map[string]string, inputs map[string]s
 		}
 	}
 }
+
+// usesPinned is what a workflow may run: a local action or workflow
+// (./…), or owner/repo[/path]@<full commit SHA>. A tag or branch can be
+// moved under a workflow that holds id-token: write (release.yml, the
+// reusable workflow that signs keyless): pinned, the SHA is the code.
+var usesPinned = regexp.MustCompile(`^(\./\S*|[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?@[0-9a-f]{40})$`)
+
+// Every action and reusable workflow this repository's workflows and its
+// examples run is pinned by full commit SHA.
+func TestActionsPinnedByCommit(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", ".github", "workflows", "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "workflows", "*.yml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files = append(files, examples...)
+	if len(files) < 8 {
+		t.Fatalf("found %d workflow files: %v", len(files), files)
+	}
+	n := 0
+	for _, f := range files {
+		rel, _ := filepath.Rel(filepath.Join("..", ".."), f)
+		var w workflowYAML
+		readYAML(t, rel, &w)
+		for id, j := range w.Jobs {
+			uses := []string{j.Uses}
+			for _, s := range j.Steps {
+				uses = append(uses, s.Uses)
+			}
+			for _, u := range uses {
+				if u == "" {
+					continue
+				}
+				n++
+				if !usesPinned.MatchString(u) {
+					t.Errorf("%s: job %s uses %q: pin a full commit SHA (a tag can be moved)", rel, id, u)
+				}
+			}
+		}
+	}
+	if n < 20 {
+		t.Fatalf("checked %d uses, want the workflows' ≥ 20", n)
+	}
+}
