@@ -91,6 +91,9 @@ func Prune(root string, o PruneOptions) (PruneReport, error) {
 	if o.OlderThan < 0 || o.OlderThan == 0 && len(o.Scopes) == 0 {
 		return rep, &Error{Reason: ReasonUse, Msg: "prune needs an age, scope names, or both"}
 	}
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) && len(o.Scopes) == 0 && filepath.IsAbs(root) {
+		return rep, nil // no root yet: nothing was ever cached
+	}
 	if err := checkPruneRoot(root); err != nil {
 		return rep, err
 	}
