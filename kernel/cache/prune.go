@@ -255,11 +255,11 @@ func pruneScope(root, n string, cutoff time.Time, o PruneOptions) ScopeReport {
 		return r
 	}
 	r.Bytes, r.BytesTruncated = treeBytes(p, o.MaxEntries)
-	locks, reason := lockScope(p, ents)
+	locks, lockAct, reason := lockScope(p, ents)
 	defer closeAll(locks)
 	switch {
 	case reason != "":
-		r.Action, r.Reason = ActionInUse, reason
+		r.Action, r.Reason = lockAct, reason
 		return r
 	case !o.Apply:
 		r.Action = ActionWouldRemove
@@ -324,10 +324,11 @@ func treeBytes(p string, max int) (int64, bool) {
 }
 
 // lockScope takes every <name>.lock of the scope exclusively without
-// blocking. A held lock (a run has the cache mounted), or a lock that
-// cannot be taken, returns a reason and releases them all; so does a lock
-// that appeared while they were taken.
-func lockScope(p string, ents []string) ([]*os.File, string) {
+// blocking. A held lock (a run has the cache mounted) or a lock that
+// appeared while they were taken makes the scope in-use, a lock that
+// cannot be taken (not a regular file, no flock on this system) skipped:
+// then it returns the action and why, and releases them all.
+func lockScope(p string, ents []string) ([]*os.File, Action, string) {
 	var locks []*os.File
 	for _, n := range ents {
 		if !isLockName(n) {
@@ -339,23 +340,24 @@ func lockScope(p string, ents []string) ([]*os.File, string) {
 		}
 		if err != nil {
 			closeAll(locks)
-			return nil, "lock " + n + ": " + err.Error()
+			return nil, ActionSkipped, "lock " + n + ": " + err.Error()
 		}
 		locks = append(locks, f)
 		busy, err := tryLock(f, true)
-		if err != nil || busy {
+		switch {
+		case err != nil:
 			closeAll(locks)
-			if err != nil {
-				return nil, "lock " + n + ": " + err.Error()
-			}
-			return nil, "cache " + strings.TrimSuffix(n, ".lock") + " is mounted by a run"
+			return nil, ActionSkipped, "lock " + n + ": " + err.Error()
+		case busy:
+			closeAll(locks)
+			return nil, ActionInUse, "cache " + strings.TrimSuffix(n, ".lock") + " is mounted by a run"
 		}
 	}
 	if again, err := lockNames(p); err != nil || !slices.Equal(again, lockNamesOf(ents)) {
 		closeAll(locks)
-		return nil, "a run started using the scope"
+		return nil, ActionInUse, "a run started using the scope"
 	}
-	return locks, ""
+	return locks, "", ""
 }
 
 func isLockName(n string) bool {

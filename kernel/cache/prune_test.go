@@ -213,6 +213,21 @@ func TestPruneSymlinks(t *testing.T) {
 	if !exists(filepath.Join(outside, "pr-7", "go-mod", "pkg", "a")) || !exists(filepath.Join(root, "pr-7")) || !exists(filepath.Join(root, "pr-8")) {
 		t.Fatal("a symlinked scope's target or the link itself was removed")
 	}
+	// A symlink inside a removed scope is removed as a link, its target kept.
+	scopeAt(t, root, "pr-9", old)
+	if err := os.Symlink(filepath.Join(outside, "pr-7", "go-mod"), filepath.Join(root, "pr-9", "go-mod", "out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(root, "pr-9", "go-mod"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	rep, err = Prune(root, PruneOptions{OlderThan: time.Hour, Scopes: []string{"pr-9"}, Apply: true})
+	if err != nil || byName(rep)["pr-9"].Action != ActionRemoved || byName(rep)["pr-9"].Bytes != 7 {
+		t.Fatalf("scope holding a symlink: %+v, %v", rep, err)
+	}
+	if !exists(filepath.Join(outside, "pr-7", "go-mod", "pkg", "a")) {
+		t.Fatal("removing a scope followed a symlink in it")
+	}
 	link := filepath.Join(t.TempDir(), "root")
 	if err := os.Symlink(outside, link); err != nil {
 		t.Fatal(err)
