@@ -220,6 +220,18 @@ func pruneLeftover(root, n string, o PruneOptions) ScopeReport {
 	if !o.Apply {
 		return r
 	}
+	// A run that got a lock in it during the killed prune still has it.
+	names, err := lockNames(p)
+	if err != nil {
+		r.Action, r.Reason = ActionSkipped, err.Error()
+		return r
+	}
+	locks, act, reason := lockScope(p, names)
+	defer closeAll(locks)
+	if reason != "" {
+		r.Action, r.Reason = act, reason
+		return r
+	}
 	if err := os.RemoveAll(p); err != nil {
 		r.Action, r.Reason = ActionSkipped, "remove: "+err.Error()
 		return r
@@ -267,6 +279,9 @@ func pruneScope(root, n string, cutoff time.Time, o PruneOptions) ScopeReport {
 	}
 	if err := removeScope(root, n, fi, locks); err != nil {
 		r.Action, r.Reason = ActionSkipped, err.Error()
+		if errors.Is(err, errRaced) {
+			r.Action = ActionInUse
+		}
 		return r
 	}
 	r.Action = ActionRemoved
@@ -410,9 +425,48 @@ func removeScope(root, n string, fi fs.FileInfo, locks []*os.File) error {
 	if pruneAfterRename != nil {
 		pruneAfterRename(dst)
 	}
+	if raced(dst, locks) {
+		closeAll(locks)
+		if err := os.Rename(dst, p); err != nil {
+			return fmt.Errorf("%w; left as %s: %w", errRaced, filepath.Base(dst), err)
+		}
+		return fmt.Errorf("%w; put back", errRaced)
+	}
 	closeAll(locks)
 	if err := os.RemoveAll(dst); err != nil {
 		return fmt.Errorf("renamed to %s, not removed (the next prune removes it): %w", filepath.Base(dst), err)
 	}
 	return nil
+}
+
+// errRaced: a run took a lock of the scope the prune had not seen, between
+// the prune's check and its rename.
+var errRaced = errors.New("a run started using the scope during the prune")
+
+// raced reports whether the renamed scope dir holds a lock file other than
+// the held ones that cannot be taken: a run created and locked it before
+// the rename.
+func raced(dir string, held []*os.File) bool {
+	names, err := lockNames(dir)
+	if err != nil {
+		return true
+	}
+	for _, n := range names {
+		if slices.ContainsFunc(held, func(f *os.File) bool { return filepath.Base(f.Name()) == n }) {
+			continue
+		}
+		f, err := os.OpenFile(filepath.Join(dir, n), os.O_RDWR|noFollow, 0)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return true
+		}
+		busy, err := tryLock(f, true)
+		f.Close()
+		if err != nil || busy {
+			return true
+		}
+	}
+	return false
 }

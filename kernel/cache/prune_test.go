@@ -337,3 +337,57 @@ func TestLockRenamedWhileWaiting(t *testing.T) {
 		t.Fatalf("mount %s", m.Source)
 	}
 }
+
+// TestPruneRacedRun: a run that created and locked a lock file the prune
+// had not seen, before the rename, makes the scope in-use: it is put back
+// under its name with the run's lock intact. A leftover whose lock a run
+// holds is kept too.
+func TestPruneRacedRun(t *testing.T) {
+	root := t.TempDir()
+	scopeAt(t, root, "pr-7", time.Now())
+	var late *os.File
+	pruneAfterRename = func(dst string) {
+		f, err := os.OpenFile(filepath.Join(dst, "npm.lock"), os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		if busy, err := tryLock(f, true); busy || err != nil {
+			t.Error(busy, err)
+		}
+		late = f
+	}
+	defer func() { pruneAfterRename = nil }()
+	rep, err := Prune(root, PruneOptions{Scopes: []string{"pr-7"}, Apply: true})
+	if late == nil {
+		t.Fatal("the hook did not run")
+	}
+	defer late.Close()
+	if r := byName(rep)["pr-7"]; err != nil || r.Action != ActionInUse || !strings.Contains(r.Reason, "put back") {
+		t.Fatalf("raced scope: %+v, %v", rep, err)
+	}
+	if !exists(filepath.Join(root, "pr-7", "go-mod", "pkg", "a")) || !exists(filepath.Join(root, "pr-7", "npm.lock")) {
+		t.Fatal("the raced scope is not back under its name")
+	}
+	pruneAfterRename = nil
+	left := filepath.Join(root, ".pruning-pr-8-0123abcd")
+	write(t, filepath.Join(left, "go-mod", "a"), "x")
+	write(t, filepath.Join(left, "go-mod.lock"), "")
+	held, err := os.OpenFile(filepath.Join(left, "go-mod.lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if busy, err := tryLock(held, true); busy || err != nil {
+		t.Fatal(busy, err)
+	}
+	rep, err = Prune(root, PruneOptions{OlderThan: time.Hour, Apply: true})
+	if err != nil || len(rep.Leftovers) != 1 || rep.Leftovers[0].Action != ActionInUse || !exists(filepath.Join(left, "go-mod", "a")) {
+		t.Fatalf("held leftover: %+v, %v", rep, err)
+	}
+	held.Close()
+	rep, err = Prune(root, PruneOptions{OlderThan: time.Hour, Apply: true})
+	if err != nil || rep.Leftovers[0].Action != ActionRemoved || exists(left) {
+		t.Fatalf("released leftover: %+v, %v", rep, err)
+	}
+}
