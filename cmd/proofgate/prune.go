@@ -30,7 +30,7 @@ var (
 	pruneTestProgress func(string)
 )
 
-func addPruneCommands(root *cobra.Command, g *globals) { root.AddCommand(pruneCmd(g)) }
+func addPruneCommands(root *cobra.Command, g *globals) { root.AddCommand(pruneCmd(g), cacheCmd(g)) }
 
 type pruneFlags struct {
 	apply, asJSON                    bool

@@ -235,9 +235,30 @@ func (l *Lease) lockAll(ctx context.Context, picks []pick) error {
 	return nil
 }
 
+// lockRetries bounds how often lockFile reopens a lock file that was
+// renamed away (a prune removing the scope) while it waited for it.
+const lockRetries = 8
+
+// Test hook: called when lockFile first finds its lock busy.
+var lockBusyHook func(path string)
+
 // lockFile opens <root>/<scope>/<name>.lock (creating the scope directory)
-// and locks it, polling until ctx ends.
+// and locks it, polling until ctx ends. A lock taken on a file that is no
+// longer the one at its path (a prune renamed the scope away while this
+// waited) is dropped and the lock file opened again.
 func (s *Store) lockFile(ctx context.Context, scope, name string, excl bool) (*os.File, error) {
+	for range lockRetries {
+		f, err := s.lockOnce(ctx, scope, name, excl)
+		if err != nil || f != nil {
+			return f, err
+		}
+	}
+	return nil, &Error{Cache: name, Scope: scope, Reason: ReasonIO, Msg: fmt.Sprintf("lock file replaced %d times while waiting for it", lockRetries)}
+}
+
+// lockOnce is one attempt of lockFile: nil and no error when the lock
+// taken is not the file at the lock path.
+func (s *Store) lockOnce(ctx context.Context, scope, name string, excl bool) (*os.File, error) {
 	if err := s.checkDirs(name, scope); err != nil {
 		return nil, err
 	}
@@ -245,23 +266,40 @@ func (s *Store) lockFile(ctx context.Context, scope, name string, excl bool) (*o
 	if err := os.Mkdir(sd, 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 		return nil, ioErr(name, scope, err)
 	}
-	f, err := os.OpenFile(filepath.Join(sd, name+".lock"), os.O_RDWR|os.O_CREATE|noFollow, 0o600)
+	path := filepath.Join(sd, name+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|noFollow, 0o600)
 	if err != nil {
 		return nil, ioErr(name, scope, err)
 	}
-	for {
+	if err := waitLock(ctx, f, excl); err != nil {
+		f.Close()
+		return nil, &Error{Cache: name, Scope: scope, Reason: ReasonIO, Msg: err.Error(), Err: err}
+	}
+	held, err1 := f.Stat()
+	now, err2 := os.Lstat(path)
+	if err1 != nil || err2 != nil || !os.SameFile(held, now) {
+		f.Close()
+		return nil, nil
+	}
+	return f, nil
+}
+
+// waitLock takes the flock on f, polling while it is busy until ctx ends.
+func waitLock(ctx context.Context, f *os.File, excl bool) error {
+	for first := true; ; first = false {
 		busy, err := tryLock(f, excl)
 		if err != nil {
-			f.Close()
-			return nil, ioErr(name, scope, err)
+			return err
 		}
 		if !busy {
-			return f, nil
+			return nil
+		}
+		if first && lockBusyHook != nil {
+			lockBusyHook(f.Name())
 		}
 		select {
 		case <-ctx.Done():
-			f.Close()
-			return nil, &Error{Cache: name, Scope: scope, Reason: ReasonIO, Msg: "waiting for another check using the cache: " + ctx.Err().Error(), Err: ctx.Err()}
+			return fmt.Errorf("waiting for another check using the cache: %w", ctx.Err())
 		case <-time.After(lockPoll):
 		}
 	}

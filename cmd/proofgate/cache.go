@@ -1,0 +1,191 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/kernel/cache"
+	"github.com/proofgate/proofgate/kernel/contract"
+)
+
+// cacheNow is the clock of cache prune (a test hook).
+var cacheNow = time.Now
+
+func cacheCmd(g *globals) *cobra.Command {
+	c := &cobra.Command{Use: "cache", Short: "Work with the cache root that keeps the contract's caches"}
+	c.AddCommand(cachePruneCmd(g))
+	return c
+}
+
+type cachePruneFlags struct {
+	root, olderThan string
+	scopes          []string
+	apply, asJSON   bool
+}
+
+// cachePruneOutput is `proofgate cache prune --json`.
+type cachePruneOutput struct {
+	cache.PruneReport
+	OlderThan string `json:"older_than,omitempty"`
+	Removed   int    `json:"removed"`
+	Bytes     int64  `json:"bytes"`
+}
+
+func cachePruneCmd(g *globals) *cobra.Command {
+	var f cachePruneFlags
+	c := &cobra.Command{
+		Use:   "prune [--cache-root DIR] [--older-than AGE] [--scope S]... [--apply] [--json]",
+		Short: "Remove old pull-request and branch cache scopes (dry run unless --apply)",
+		Long: `Remove cache scopes that no run will use again.
+
+A cache root (--cache-root, else $PROOFGATE_CACHE_ROOT, else
+$RUNNER_TEMP/proofgate-cache, else the user cache directory's
+proofgate/caches) holds one directory per scope, the set of runs whose
+writes it keeps: default (the default branch), local (CLI runs), pr-<N>
+(pull request N) and branch-<16 hex> (pushes to another branch). On a
+GitHub-hosted runner the root goes with the runner; on a self-hosted one,
+or on a laptop, every pull request's scope stays until it is pruned.
+
+Only pr-<N> and branch-<16 hex> scopes are candidates: default and local
+are never touched, and naming them with --scope is refused (exit 2), as is
+a malformed or absent scope name. --older-than AGE (e.g. 14d, 36h) selects
+the scopes whose newest activity (the scope directory, its lock and state
+files and its cache directories) is older than AGE; --scope S (repeatable)
+selects scopes by name; with both, a scope must be named and old. One of
+them is required.
+
+Without --apply nothing changes: each scope is listed with its newest
+activity, its bytes and what --apply would do. With --apply a scope whose
+cache a run has mounted (its lock is held) is kept and reported in-use;
+every other selected scope is renamed to <root>/.pruning-<scope>-<8 hex>
+and removed. A prune killed midway leaves such a directory, unreachable by
+any scope name; the next apply removes it. Symlinks are never followed: a
+symlinked scope is skipped, a symlinked root refused.
+
+Exit 0 when the prune ran (skipped and in-use scopes are in the report),
+2 on bad usage, 4 when the root cannot be read.
+
+Examples:
+    proofgate cache prune --older-than 14d            # what would go
+    proofgate cache prune --older-than 14d --apply
+    proofgate cache prune --scope pr-7 --apply --json`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return runCachePrune(g, f) },
+	}
+	fl := c.Flags()
+	fl.StringVar(&f.root, "cache-root", "", "the cache root (default $"+cache.EnvRoot+", else $RUNNER_TEMP/proofgate-cache, else the user cache directory's proofgate/caches)")
+	fl.StringVar(&f.olderThan, "older-than", "", "select scopes with no activity for AGE (e.g. 14d, 36h)")
+	fl.StringArrayVar(&f.scopes, "scope", nil, "select scope S by name (pr-<N> or branch-<16 hex>; repeatable)")
+	fl.BoolVar(&f.apply, "apply", false, "remove (default: dry run)")
+	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
+	return c
+}
+
+func runCachePrune(g *globals, f cachePruneFlags) error {
+	o, err := cachePruneOptions(f)
+	if err != nil {
+		return err
+	}
+	root := f.root
+	if root == "" {
+		if root, err = cache.DefaultRoot(os.Getenv); err != nil {
+			return envErr(err)
+		}
+	}
+	if root, err = filepath.Abs(root); err != nil {
+		return usageErr(err)
+	}
+	rep, err := cache.Prune(root, o)
+	if err != nil {
+		return cachePruneErr(err)
+	}
+	out := cachePruneOutput{PruneReport: rep, OlderThan: f.olderThan}
+	for _, s := range append(rep.Scopes, rep.Leftovers...) {
+		if s.Action == cache.ActionRemoved || s.Action == cache.ActionWouldRemove {
+			out.Removed++
+			out.Bytes += s.Bytes
+		}
+	}
+	if f.asJSON {
+		return writeJSON(g.stdout, out)
+	}
+	printCachePrune(g.stdout, out)
+	return nil
+}
+
+func cachePruneOptions(f cachePruneFlags) (cache.PruneOptions, error) {
+	o := cache.PruneOptions{Scopes: f.scopes, Apply: f.apply, Now: cacheNow}
+	if f.olderThan == "" && len(f.scopes) == 0 {
+		return o, usageErr(errors.New("say what to prune: --older-than AGE, --scope S, or both (see 'proofgate cache prune --help')"))
+	}
+	if f.olderThan != "" {
+		d, err := contract.ParseAge(f.olderThan)
+		if err != nil || d <= 0 {
+			return o, usageErr(fmt.Errorf("--older-than: %q is not an age (want e.g. 14d or 36h)", f.olderThan))
+		}
+		o.OlderThan = time.Duration(d)
+	}
+	return o, nil
+}
+
+// cachePruneErr classifies a Prune error: a refused name or root is bad
+// input (2); a filesystem failure is the environment (4).
+func cachePruneErr(err error) error {
+	var ce *cache.Error
+	if errors.As(err, &ce) && ce.Reason == cache.ReasonIO {
+		return envErr(err)
+	}
+	var pe *os.PathError
+	if errors.As(err, &pe) && !errors.Is(err, os.ErrNotExist) {
+		return envErr(err)
+	}
+	return usageErr(err)
+}
+
+func printCachePrune(w io.Writer, out cachePruneOutput) {
+	if out.Apply {
+		fmt.Fprintf(w, "cache prune: applied in %s\n", esc(out.Root))
+	} else {
+		fmt.Fprintf(w, "cache prune: dry run in %s (nothing changed; --apply does it)\n", esc(out.Root))
+	}
+	for _, s := range out.Leftovers {
+		fmt.Fprintf(w, "  %-13s %-34s %12d bytes  (left by a killed prune)%s\n", s.Action, esc(s.Name), s.Bytes, reasonSuffix(s))
+	}
+	for _, s := range out.Scopes {
+		act := "-"
+		if !s.Activity.IsZero() {
+			act = s.Activity.Format(time.RFC3339) + " (" + ago(cacheNow().Sub(s.Activity)) + " ago)"
+		}
+		b := fmt.Sprintf("%d", s.Bytes)
+		if s.BytesTruncated {
+			b = "≥" + b
+		}
+		fmt.Fprintf(w, "  %-13s %-24s last active %s, %s bytes%s\n", s.Action, esc(s.Name), act, b, reasonSuffix(s))
+	}
+	verb := "would remove"
+	if out.Apply {
+		verb = "removed"
+	}
+	fmt.Fprintf(w, "%s %d of %d scopes and leftovers (%d bytes)\n", verb, out.Removed, len(out.Scopes)+len(out.Leftovers), out.Bytes)
+}
+
+// ago is an age for people: whole days from two days on, else minutes.
+func ago(d time.Duration) string {
+	if d >= 48*time.Hour {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	return d.Round(time.Minute).String()
+}
+
+func reasonSuffix(s cache.ScopeReport) string {
+	if s.Reason == "" {
+		return ""
+	}
+	return ": " + esc(s.Reason)
+}
