@@ -12,6 +12,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -162,6 +163,9 @@ func (r *Run) newScheduler(ctx context.Context, opts ExecOptions, jobs int, chec
 
 // runAll runs every check of s, each once its dependencies finished.
 func (s *scheduler) runAll() {
+	// Process-runtime checks publish their records from kept slots
+	// (runtime.Spec.KeepRecords, ADR 0028), released once all are done.
+	defer lock.DropSlots(filepath.Join(s.r.Dir, ProcDir))
 	var wg sync.WaitGroup
 	for _, c := range s.checks {
 		wg.Add(1)
@@ -346,6 +350,7 @@ func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, 
 	}
 	spec := specFor(r.ID, c, s.opts.RepoDir)
 	spec.ProcDir = filepath.Join(r.Dir, ProcDir)
+	spec.KeepRecords = true // dropped when runAll returns
 	spec.Exclude = append(stateExclude(s.opts.RepoDir, s.opts.StateDir), s.exclude...)
 	spec.Sandbox.Caches = lease.mounts()
 	res := rt.Run(s.ctx, spec, stdout, stderr)

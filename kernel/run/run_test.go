@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -132,6 +133,11 @@ func TestLifecycleHappyPath(t *testing.T) {
 	d, err := VerificationDigest(rep)
 	if err != nil || d != rep.VerificationDigest {
 		t.Fatalf("digest %s vs %s (%v)", d, rep.VerificationDigest, err)
+	}
+	// the checks' process records came from kept slots, dropped with
+	// the run's checks: nothing is left in procs (ADR 0028)
+	if ents, err := os.ReadDir(filepath.Join(dir, ProcDir)); err != nil && !errors.Is(err, fs.ErrNotExist) || len(ents) != 0 {
+		t.Fatalf("procs after the run: %v %v", ents, err)
 	}
 }
 
