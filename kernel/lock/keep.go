@@ -225,3 +225,38 @@ func sweepKept(path string) {
 		}
 	}
 }
+
+// SweepTemps removes the owner files beside the lock at path
+// (<path>.<pid>.<hex>.tmp, plain or kept) that no process can still use:
+// not linked as the lock, and their pid no process of this pid namespace
+// has. What a process killed between writing its owner file and linking
+// it leaves: the file may be empty or torn, and with no lock in place
+// nothing else names that pid. A pid that exists (maybe reused) keeps its
+// file, which is only a file.
+func SweepTemps(path string) {
+	if _, _, err := procStat(os.Getpid()); err != nil {
+		return // no /proc here: no pid can be judged gone
+	}
+	matches, err := filepath.Glob(path + ".*.tmp")
+	if err != nil || len(matches) > maxKeptSweep {
+		return
+	}
+	for _, m := range matches {
+		mid := strings.TrimSuffix(strings.TrimPrefix(m, path+"."), ".tmp")
+		ps, _, ok := strings.Cut(mid, ".")
+		pid, err := strconv.Atoi(ps)
+		if !ok || err != nil || pid <= 0 {
+			continue
+		}
+		fi, err := os.Lstat(m)
+		if err != nil || !fi.Mode().IsRegular() {
+			continue
+		}
+		if n, ok := nlink(fi); !ok || n != 1 {
+			continue
+		}
+		if _, _, err := procStat(pid); errors.Is(err, os.ErrNotExist) {
+			os.Remove(m)
+		}
+	}
+}

@@ -2,7 +2,9 @@ package lock
 
 import (
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -153,4 +155,39 @@ func TestKeptLockOfKilledOwner(t *testing.T) {
 	}
 	_ = l.Release()
 	l.Discard()
+}
+
+// SweepTemps removes the owner file of a process killed before it linked
+// it (empty: killed before it wrote it), and keeps a live process's, one
+// linked as the lock, and names that are not owner files.
+func TestSweepTemps(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "prune.lock")
+	gone := exec.Command("true")
+	if err := gone.Run(); err != nil {
+		t.Fatal(err)
+	}
+	dead := fmt.Sprintf("%s.%d.00112233aabbccdd.tmp", path, gone.Process.Pid)
+	live := fmt.Sprintf("%s.%d.00112233aabbccdd.tmp", path, os.Getpid())
+	odd := path + ".x.00112233aabbccdd.tmp"
+	for _, p := range []string{dead, live, odd} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	linkedDead := fmt.Sprintf("%s.%d.99112233aabbccdd.tmp", path, gone.Process.Pid)
+	if err := os.WriteFile(linkedDead, []byte("{}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(linkedDead, path); err != nil {
+		t.Fatal(err)
+	}
+	SweepTemps(path)
+	got := dirNames(t, dir)
+	want := []string{"prune.lock", filepath.Base(odd), filepath.Base(live), filepath.Base(linkedDead)}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("after the sweep: %v, want %v", got, want)
+	}
 }

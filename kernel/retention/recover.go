@@ -27,6 +27,9 @@ func Recover(stateDir string) error {
 	p := filepath.Join(stateDir, PruneLock)
 	o, err := lock.Read(p)
 	if errors.Is(err, os.ErrNotExist) {
+		// No prune holds it; one killed while taking it leaves only its
+		// owner file.
+		lock.SweepTemps(p)
 		return nil
 	}
 	if err == nil && lock.Alive(o) {

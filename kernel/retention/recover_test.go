@@ -138,3 +138,26 @@ func fill(c byte, n int) string {
 	}
 	return string(b)
 }
+
+// A prune killed while it took its lock (its owner file written, not yet
+// linked as prune.lock) leaves only that file: the next store open's
+// recovery removes it, and keeps a live process's.
+func TestRecoverPruneKilledTakingItsLock(t *testing.T) {
+	state := t.TempDir()
+	dead := filepath.Join(state, fmt.Sprintf("%s.%d.0123456789abcdef.tmp", retention.PruneLock, deadOwner(t).PID))
+	live := filepath.Join(state, fmt.Sprintf("%s.%d.0123456789abcdef.tmp", retention.PruneLock, os.Getpid()))
+	for _, p := range []string{dead, live} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := retention.Recover(state); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(dead); !os.IsNotExist(err) {
+		t.Fatalf("the killed prune's owner file: %v, want it removed", err)
+	}
+	if _, err := os.Lstat(live); err != nil {
+		t.Fatalf("a live process's owner file: %v", err)
+	}
+}
