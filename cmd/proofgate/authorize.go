@@ -43,29 +43,16 @@ Example:
   proofgate authorize latest --target deploy/prod --actor alice`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			switch {
-			case target == "":
+			if target == "" {
 				return usageErr(errors.New("--target is required"))
-			case actor == "":
-				return usageErr(errors.New("--actor is required"))
-			case reject && reason == "":
-				return usageErr(errors.New("--reject needs --reason"))
 			}
-			if err := checkNames(actor, reason); err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			f, err := freshness(ctx, g)
+			d, err := openDecision(g, args[0], actor, reason, reject)
 			if err != nil {
 				return err
 			}
-			r, err := run.Open(g.state, args[0])
-			if err != nil {
-				return classify(err)
-			}
-			defer r.Close()
-			err = r.Authorize(ctx, run.AuthorizeOptions{Target: target, Actor: actor, Reject: reject, Reason: reason, Fresh: f})
+			defer d.close()
+			r := d.r
+			err = r.Authorize(d.ctx, run.AuthorizeOptions{Target: target, Actor: actor, Reject: reject, Reason: reason, Fresh: d.fresh})
 			var done *run.DecidedError
 			if err != nil && !errors.As(err, &done) {
 				return classify(approveHint(err, r.ID))

@@ -52,6 +52,27 @@ func (g *globals) checkOutput(flag, path string) error {
 	return nil
 }
 
+// preflightOutput checks an output path before the work that fills it:
+// outside the run store, and no existing file unless force.
+func (g *globals) preflightOutput(flag, path string, force bool) error {
+	if err := g.checkOutput(flag, path); err != nil {
+		return err
+	}
+	if _, err := os.Lstat(path); err == nil && !force {
+		return outputErr(fmt.Errorf("%s: %w", path, fs.ErrExist))
+	}
+	return nil
+}
+
+// writeOutput writes b to path (mode 0644, durably): a new file, or with
+// force one that replaces what is there.
+func writeOutput(path string, b []byte, force bool) error {
+	if force {
+		return durable.WriteFile(path, b, 0o644)
+	}
+	return durable.CreateExclusive(path, b, 0o644)
+}
+
 // sigstorePath is the default path of the Sigstore bundle beside the
 // archive out: out without .tar.gz (or .tgz), plus .sigstore.json.
 func sigstorePath(out string) string {
@@ -747,11 +768,8 @@ truncated or rewritten one, and a state directory of another repository.`,
 				return err
 			}
 			if out != "" {
-				if err := g.checkOutput("-o", out); err != nil {
+				if err := g.preflightOutput("-o", out, force); err != nil {
 					return err
-				}
-				if _, err := os.Lstat(out); err == nil && !force {
-					return outputErr(fmt.Errorf("%s: %w", out, fs.ErrExist))
 				}
 			}
 			rec, err := record.Checkpoint(g.state, args[0], s, time.Now())
@@ -759,11 +777,7 @@ truncated or rewritten one, and a state directory of another repository.`,
 				return classify(err)
 			}
 			if out != "" {
-				write := durable.CreateExclusive
-				if force {
-					write = durable.WriteFile
-				}
-				if err := write(out, rec.Envelope, 0o644); err != nil {
+				if err := writeOutput(out, rec.Envelope, force); err != nil {
 					return outputErr(fmt.Errorf("the checkpoint is recorded in %s; writing %s: %w", rec.Path, out, err))
 				}
 			}

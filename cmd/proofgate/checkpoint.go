@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle/checkpoint/record"
-	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -110,11 +107,8 @@ func stateCheckpoint(cmd *cobra.Command, g *globals, sf *stateFlags, keyRef, out
 		return err
 	}
 	if out != "" {
-		if err := g.checkOutput("-o", out); err != nil {
+		if err := g.preflightOutput("-o", out, force); err != nil {
 			return err
-		}
-		if _, err := os.Lstat(out); err == nil && !force {
-			return outputErr(fmt.Errorf("%s: %w", out, fs.ErrExist))
 		}
 	}
 	rec, err := record.State(g.state, repo, s, time.Now())
@@ -126,11 +120,7 @@ func stateCheckpoint(cmd *cobra.Command, g *globals, sf *stateFlags, keyRef, out
 		return classify(err)
 	}
 	if out != "" {
-		write := durable.CreateExclusive
-		if force {
-			write = durable.WriteFile
-		}
-		if err := write(out, rec.Envelope, 0o644); err != nil {
+		if err := writeOutput(out, rec.Envelope, force); err != nil {
 			return outputErr(fmt.Errorf("the state checkpoint is recorded in %s; writing %s: %w", rec.Path, out, err))
 		}
 	}

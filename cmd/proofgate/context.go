@@ -9,7 +9,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/provider"
 	"github.com/proofgate/proofgate/kernel/provider/docbridge"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -126,11 +125,7 @@ func resolveContext(index, query, out string, force bool) (*contextOutput, error
 		return nil, refusedErr(fmt.Errorf("the resolved snapshot does not verify: %w", err))
 	}
 	b = append(b, '\n')
-	write := durable.CreateExclusive
-	if force {
-		write = durable.WriteFile
-	}
-	if err := write(out, b, 0o644); err != nil {
+	if err := writeOutput(out, b, force); err != nil {
 		return nil, outputErr(fmt.Errorf("-o %s: %w", out, err))
 	}
 	return &contextOutput{

@@ -107,6 +107,46 @@ func repoDir(ctx context.Context) (string, error) {
 	return root, nil
 }
 
+// decision is a run opened for a human decision (approve, authorize),
+// with the work tree's freshness it checks and the command's context.
+type decision struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	fresh  run.Freshness
+	r      *run.Run
+}
+
+func (d *decision) close() {
+	d.r.Close()
+	d.cancel()
+}
+
+// openDecision checks a decision's flags (--actor, --reason with
+// --reject, both printable) and opens run id for it.
+func openDecision(g *globals, id, actor, reason string, reject bool) (*decision, error) {
+	switch {
+	case actor == "":
+		return nil, usageErr(errors.New("--actor is required"))
+	case reject && reason == "":
+		return nil, usageErr(errors.New("--reject needs --reason"))
+	}
+	if err := checkNames(actor, reason); err != nil {
+		return nil, err
+	}
+	ctx, cancel := signalContext()
+	f, err := freshness(ctx, g)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	r, err := run.Open(g.state, id)
+	if err != nil {
+		cancel()
+		return nil, classify(err)
+	}
+	return &decision{ctx: ctx, cancel: cancel, fresh: f, r: r}, nil
+}
+
 func signalContext() (context.Context, context.CancelFunc) {
 	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }
@@ -641,27 +681,13 @@ actor approving a COMPLETE run, or rejecting a REJECTED one, for example
 after a crash) records nothing and exits 0.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if actor == "" {
-				return usageErr(errors.New("--actor is required"))
-			}
-			if reject && reason == "" {
-				return usageErr(errors.New("--reject needs --reason"))
-			}
-			if err := checkNames(actor, reason); err != nil {
-				return err
-			}
-			ctx, cancel := signalContext()
-			defer cancel()
-			f, err := freshness(ctx, g)
+			d, err := openDecision(g, args[0], actor, reason, reject)
 			if err != nil {
 				return err
 			}
-			r, err := run.Open(g.state, args[0])
-			if err != nil {
-				return classify(err)
-			}
-			defer r.Close()
-			err = r.Decide(ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: f})
+			defer d.close()
+			r := d.r
+			err = r.Decide(d.ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: d.fresh})
 			var done *run.DecidedError
 			if err != nil && !errors.As(err, &done) {
 				return classify(approveHint(err, r.ID))

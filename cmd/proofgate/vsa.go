@@ -18,7 +18,6 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
 	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/spf13/cobra"
@@ -178,11 +177,7 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 	if err != nil {
 		return envErr(err)
 	}
-	write := durable.CreateExclusive
-	if w.f.force {
-		write = durable.WriteFile
-	}
-	if err := write(w.f.out, b, 0o644); err != nil {
+	if err := writeOutput(w.f.out, b, w.f.force); err != nil {
 		return outputErr(fmt.Errorf("--vsa %s: %w", w.f.out, err))
 	}
 	fmt.Fprintf(g.stderr, "wrote VSA %s (%s, signed by %s)\n", w.f.out, st.Predicate.VerificationResult, w.signer.KeyID())
