@@ -3,6 +3,7 @@ package lock
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -203,24 +204,42 @@ const maxKeptSweep = 64
 // process that kept its lock and died leaves. Anything it cannot judge
 // stays.
 func sweepKept(path string) {
-	matches, err := filepath.Glob(path + ".*.tmp")
+	sweepUnlinked(path+".*.tmp", func(m string, _ fs.FileInfo) bool {
+		if _, ok := ownerFilePID(path, m); !ok {
+			return false
+		}
+		o, err := Read(m)
+		return err == nil && !Alive(o)
+	})
+}
+
+// ownerFilePID is the pid in the name of owner file m of the lock at
+// path (<path>.<pid>.<hex>.tmp).
+func ownerFilePID(path, m string) (int, bool) {
+	mid := strings.TrimSuffix(strings.TrimPrefix(m, path+"."), ".tmp")
+	ps, _, ok := strings.Cut(mid, ".")
+	pid, err := strconv.Atoi(ps)
+	return pid, ok && err == nil && pid > 0
+}
+
+// sweepUnlinked removes each file matching pattern (at most maxKeptSweep
+// of them, else none) that is a regular file no other name links (a kept
+// owner file linked as the lock, a slot linked as a record, is judged
+// under that name) and that dead judges dead.
+func sweepUnlinked(pattern string, dead func(m string, fi fs.FileInfo) bool) {
+	matches, err := filepath.Glob(pattern)
 	if err != nil || len(matches) > maxKeptSweep {
 		return
 	}
 	for _, m := range matches {
-		mid := strings.TrimSuffix(strings.TrimPrefix(m, path+"."), ".tmp")
-		pid, _, ok := strings.Cut(mid, ".")
-		if _, err := strconv.Atoi(pid); !ok || err != nil {
-			continue
-		}
 		fi, err := os.Lstat(m)
 		if err != nil || !fi.Mode().IsRegular() {
 			continue
 		}
 		if n, ok := nlink(fi); !ok || n != 1 {
-			continue // linked as the lock: judged as the lock, not here
+			continue
 		}
-		if o, err := Read(m); err == nil && !Alive(o) {
+		if dead(m, fi) {
 			os.Remove(m)
 		}
 	}
@@ -237,26 +256,12 @@ func SweepTemps(path string) {
 	if _, _, err := procStat(os.Getpid()); err != nil {
 		return // no /proc here: no pid can be judged gone
 	}
-	matches, err := filepath.Glob(path + ".*.tmp")
-	if err != nil || len(matches) > maxKeptSweep {
-		return
-	}
-	for _, m := range matches {
-		mid := strings.TrimSuffix(strings.TrimPrefix(m, path+"."), ".tmp")
-		ps, _, ok := strings.Cut(mid, ".")
-		pid, err := strconv.Atoi(ps)
-		if !ok || err != nil || pid <= 0 {
-			continue
+	sweepUnlinked(path+".*.tmp", func(m string, _ fs.FileInfo) bool {
+		pid, ok := ownerFilePID(path, m)
+		if !ok {
+			return false
 		}
-		fi, err := os.Lstat(m)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if n, ok := nlink(fi); !ok || n != 1 {
-			continue
-		}
-		if _, _, err := procStat(pid); errors.Is(err, os.ErrNotExist) {
-			os.Remove(m)
-		}
-	}
+		_, _, err := procStat(pid)
+		return errors.Is(err, os.ErrNotExist)
+	})
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -260,39 +261,20 @@ func removeDir(order []string, dir string) []string {
 	return out
 }
 
-// maxSlotSweep bounds how many slots one sweep looks at.
-const maxSlotSweep = 64
-
 // sweepSlots removes the slots in dir whose owner, judged by the slot's
 // name, is provably dead: in this pid namespace, its pid gone, a zombie
 // or running another process (another start time), or last written
 // before this boot; and that are not linked as a record (Reap judges
 // the record). Anything it cannot judge stays.
 func sweepSlots(dir string) {
-	matches, err := filepath.Glob(filepath.Join(dir, slotPrefix+"*.json"))
-	if err != nil || len(matches) > maxSlotSweep {
-		return
-	}
 	ns := pidNamespace()
 	if ns == 0 {
 		return
 	}
-	for _, m := range matches {
+	sweepUnlinked(filepath.Join(dir, slotPrefix+"*.json"), func(m string, fi fs.FileInfo) bool {
 		sns, pid, start, ok := parseSlotName(filepath.Base(m))
-		if !ok || sns != ns {
-			continue
-		}
-		fi, err := os.Lstat(m)
-		if err != nil || !fi.Mode().IsRegular() {
-			continue
-		}
-		if n, ok := nlink(fi); !ok || n != 1 {
-			continue
-		}
-		if BeforeBoot(fi.ModTime()) || slotOwnerDead(pid, start) {
-			os.Remove(m)
-		}
-	}
+		return ok && sns == ns && (BeforeBoot(fi.ModTime()) || slotOwnerDead(pid, start))
+	})
 }
 
 // parseSlotName reads the owner from a slot's name.
