@@ -84,6 +84,10 @@ func GoFiles(goroot, platform string) ([]testimage.File, error) {
 // shared library `ldd node` names at the path it names (the loader too),
 // the npm package directory npmDir at /usr/local/lib/node_modules/npm and
 // the npm and npx links in /usr/local/bin, as the official image has them.
+// Where the host has a CA bundle (the base layer copies it), npm's global
+// configuration (/usr/local/etc/npmrc) names it as its cafile: npm then
+// trusts what the host trusts (a TLS-inspecting proxy's CA, here) instead
+// of node's built-in list only.
 func NodeFiles(ctx context.Context, node, npmDir string) ([]testimage.File, error) {
 	libs, err := SharedLibraries(ctx, node)
 	if err != nil {
@@ -103,6 +107,9 @@ func NodeFiles(ctx context.Context, node, npmDir string) ([]testimage.File, erro
 		testimage.File{Path: "/usr/local/bin/npm", Link: "../lib/node_modules/npm/bin/npm-cli.js"},
 		testimage.File{Path: "/usr/local/bin/npx", Link: "../lib/node_modules/npm/bin/npx-cli.js"},
 	)
+	if fi, err := os.Stat(CABundle); err == nil && fi.Mode().IsRegular() {
+		files = append(files, testimage.File{Path: "/usr/local/etc/npmrc", Mode: 0o644, Body: []byte("cafile=" + CABundle + "\n")})
+	}
 	return files, nil
 }
 
