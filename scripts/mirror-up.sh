@@ -46,8 +46,8 @@ if [ -x "$bin/mirror" ] && [ "$(cat "$bin/stamp" 2>/dev/null)" = "$stamp" ]; the
   echo "mirror-up: mirror already built in $bin" >&2
 else
   echo "mirror-up: building mirror into $bin" >&2
-  GOFLAGS=-mod=readonly go build -o "$bin/mirror.tmp" ./internal/registrytest/cmd/mirror >&2
-  mv "$bin/mirror.tmp" "$bin/mirror"
+  GOFLAGS=-mod=readonly go build -o "$bin/mirror.tmp.$$" ./internal/registrytest/cmd/mirror >&2
+  mv "$bin/mirror.tmp.$$" "$bin/mirror"
   echo "$stamp" > "$bin/stamp"
 fi
 

@@ -102,6 +102,9 @@ func (c Cache) Save(name, stamp string, idx v1.ImageIndex) error {
 	}
 	if err == nil {
 		err = os.Rename(tmp, c.path(name, stamp))
+		if _, serr := os.Stat(filepath.Join(c.path(name, stamp), "index.json")); err != nil && serr == nil {
+			err = nil // a concurrent run saved the same stamp first
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("toolimage: cache %s: %w", name, err)
