@@ -12,6 +12,16 @@ step "docker daemon"
 bash scripts/docker-up.sh
 export PROOFGATE_REQUIRE_DOCKER=1
 
+step "registry mirror (Docker Hub's golang and node, built from this host's toolchains)"
+# A real OCI registry on 127.0.0.1 (go-containerregistry's pkg/registry)
+# holding library/golang and library/node images made from the host's go
+# and node; the daemon uses it as its registry mirror, so `docker pull
+# golang:1.26` resolves as on a GitHub runner, never from the internet.
+# internal/registrytest.Mirror fails, not skips, the tests that need it.
+PROOFGATE_MIRROR="$(bash scripts/mirror-up.sh)"
+export PROOFGATE_MIRROR PROOFGATE_REQUIRE_MIRROR=1
+echo "registry mirror: $PROOFGATE_MIRROR"
+
 step "cgroup v2 delegation"
 # Where this process may create a cgroup v2 child, the process runtime's
 # cgroup containment must be in effect: its tests fail instead of falling

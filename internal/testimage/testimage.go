@@ -42,6 +42,9 @@ type File struct {
 	// Source, when set, is a host file whose bytes are the body (read when
 	// the tar is written; Body is then ignored).
 	Source string
+	// Link, when set, makes the entry a symbolic link to Link (Body and
+	// Source are then ignored).
+	Link string
 }
 
 var (
@@ -272,6 +275,10 @@ func writeEntry(tw *tar.Writer, p string, f File) error {
 	h := &tar.Header{Name: strings.TrimPrefix(p, "/"), Mode: mode, Uid: f.UID, Gid: f.GID, Format: tar.FormatPAX}
 	if f.Mode.IsDir() {
 		h.Typeflag, h.Name = tar.TypeDir, h.Name+"/"
+		return tarHeader(tw, h)
+	}
+	if f.Link != "" {
+		h.Typeflag, h.Linkname = tar.TypeSymlink, f.Link
 		return tarHeader(tw, h)
 	}
 	h.Typeflag = tar.TypeReg
