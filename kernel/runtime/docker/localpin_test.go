@@ -153,9 +153,13 @@ func TestPinsAndPullable(t *testing.T) {
 		}
 	}
 	for _, ref := range []string{reg.Host + "/proofgate-test/absent:v1", name + ":v2", name + "@" + id} {
-		if got, err := r.Pullable(ctx, ref); err == nil {
-			t.Fatalf("Pullable(%s) = %q, want an error", ref, got)
+		if got, err := r.Pullable(ctx, ref); !errors.Is(err, ErrNotInRegistry) {
+			t.Fatalf("Pullable(%s) = %q, %v; want ErrNotInRegistry", ref, got, err)
 		}
+	}
+	down := "127.0.0.1:9/proofgate-test/x:v1"
+	if _, err := r.Pullable(ctx, down); err == nil || errors.Is(err, ErrNotInRegistry) || !strings.Contains(err.Error(), "127.0.0.1:9") {
+		t.Fatalf("Pullable(%s) = %v, want an unreachable registry", down, err)
 	}
 	pinned := name + ":v1@" + manifest
 	t.Cleanup(func() { r.cli.ImageRemove(context.Background(), pinned, client.ImageRemoveOptions{}) })

@@ -205,16 +205,24 @@ func nameOnly(ref string) string {
 // must not stall doctor.
 const pullableTimeout = 30 * time.Second
 
+// ErrNotInRegistry is Pullable's answer when the registry answered that it
+// has no such name or manifest (not when it could not be reached).
+var ErrNotInRegistry = errors.New("not in the registry")
+
 // Pullable asks the registry whether ref can be pulled, without pulling
 // it, and returns the manifest digest it names. The daemon asks
 // (GET /distribution/{name}/json, API 1.30+): its registry mirrors (for
 // Docker Hub names), insecure-registry settings and proxy apply as for a
 // pull; it fetches the manifest and the image configuration, not the
-// layers. Like run's pull it sends no credentials.
+// layers. Like run's pull it sends no credentials. A registry that answers
+// it has no such name or manifest is an error wrapping ErrNotInRegistry.
 func (r *Runtime) Pullable(ctx context.Context, ref string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, pullableTimeout)
 	defer cancel()
 	res, err := r.cli.DistributionInspect(ctx, ref, client.DistributionInspectOptions{})
+	if err != nil && isNotFound(err) {
+		return "", fmt.Errorf("docker: the registry of %s: %w: %w", ref, ErrNotInRegistry, err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("docker: the registry of %s: %w", ref, err)
 	}
