@@ -98,6 +98,7 @@ type RuntimeSummary struct {
 	Sandboxed   bool   `json:"sandboxed"`
 	ImageRef    string `json:"image_ref,omitempty"`
 	ImageID     string `json:"image_id,omitempty"`
+	ImagePin    string `json:"image_pin,omitempty"` // "image-id" only (ADR 0031)
 	ProfileHash string `json:"profile_hash,omitempty"`
 }
 
@@ -124,7 +125,7 @@ func Summarize(r *replay.Report) RunSummary {
 			Stdout: c.Stdout, Stderr: c.Stderr}
 		if a := c.Attestation; a != nil {
 			cs.Runtime = &RuntimeSummary{Provider: a.Provider, Sandboxed: a.Sandboxed,
-				ImageRef: a.ImageRef, ImageID: a.ImageID, ProfileHash: a.ProfileHash}
+				ImageRef: a.ImageRef, ImageID: a.ImageID, ImagePin: a.ImagePin, ProfileHash: a.ProfileHash}
 		}
 		s.Checks = append(s.Checks, cs)
 	}

@@ -61,14 +61,19 @@ func doctorCmd(g *globals) *cobra.Command {
 		Long: `Check, in order: git and that the current directory is in a repository
 with a commit; the contract (as 'contract check' does, with --profile); the
 Docker daemon and its API version, and that each docker check's image is
-present locally (or will be pulled: pull: missing or always); the trust
+pinned by digest (a repository digest, or the image ID of a local build:
+NAME[:TAG]@sha256:<ID>) and present locally, or, under pull: missing or
+always, known to its registry (asked through the daemon, which honours its
+registry mirrors; the layers are not pulled); the trust
 store (--trust, default .proofgate/trust.json; absent is a warning: only
 the release gate needs it); that the state directory's runs/ is ignored by
 git. Each problem comes with the command or edit that fixes it.
 
 Exit 0 when nothing failed (warnings allowed); 2 when an input is invalid
 or missing (no repository, no commit, an invalid contract or trust store);
-otherwise 4 (environment: no git, no Docker daemon, a missing image).`,
+otherwise 4 (environment: no git, no Docker daemon, a missing image).
+An unpinned image (a tag alone) is an invalid input (2): the fix line gives
+the pinned reference.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx, cancel := context.WithTimeout(cmd.Context(), 60*time.Second)
@@ -179,20 +184,69 @@ func (d *doctor) docker() {
 	}
 }
 
-func (d *doctor) image(rt *docker.Runtime, img, pull string) {
-	name := "image " + img
-	id, err := rt.ImagePresent(d.ctx, img)
+// image checks that img is present or pullable, and pinned by digest: a
+// repository digest, or the image ID of a local build (ADR 0031).
+func (d *doctor) image(rt *docker.Runtime, ref, pull string) {
+	name := "image " + ref
+	img, err := rt.LookUp(d.ctx, ref)
+	var mismatch *docker.NameMismatchError
 	switch {
+	case err == nil && img.Pin == docker.PinTag:
+		pinned, how := docker.PinnedRef(ref, img)
+		d.fail(exit.Usage, name, "present ("+img.ID+") but not pinned: a tag can move to other bytes between runs",
+			"pin it in the contract as "+pinned+"   ("+pinHow(how)+")")
 	case err == nil:
-		d.ok(name, "present ("+id+")")
+		d.ok(name, "present ("+img.ID+"), pinned by "+pinHow(img.Pin))
+	case errors.As(err, &mismatch):
+		tag, _, _ := strings.Cut(ref, "@")
+		d.fail(exit.Usage, name, err.Error(), "fix the image name in the contract, or re-pin with the ID docker image inspect --format '{{.Id}}' "+shellQuote(tag)+" prints")
 	case !errors.Is(err, docker.ErrImageNotPresent):
 		d.fail(exit.Environment, name, err.Error(), "")
 	case pull == "never":
 		d.fail(exit.Environment, name, "not present, and the contract says pull: never",
-			"docker pull "+shellQuote(img)+"   (or set pull: missing in the contract)")
+			"docker pull "+shellQuote(ref)+"   (or set pull: missing in the contract)"+localHint(ref))
 	default:
-		d.warn(name, "not present; run pulls it (pull: "+pull+"), which needs the registry", "docker pull "+shellQuote(img))
+		d.pullable(rt, ref, pull)
 	}
+}
+
+// pullable checks, for an absent image that run would pull, that the
+// registry has it (the manifest, not the layers) and that it is pinned.
+func (d *doctor) pullable(rt *docker.Runtime, ref, pull string) {
+	name := "image " + ref
+	manifest, err := rt.Pullable(d.ctx, ref)
+	switch {
+	case err != nil:
+		hint := ""
+		if errors.Is(err, docker.ErrNotInRegistry) {
+			hint = localHint(ref)
+		}
+		d.fail(exit.Environment, name, "not present, and cannot be pulled (pull: "+pull+"): "+err.Error()+hint,
+			"check the name and the registry (docker pull "+shellQuote(ref)+" says the same), or build the image here")
+	case !strings.Contains(ref, "@"):
+		d.fail(exit.Usage, name, "not present and not pinned: a tag can move to other bytes between runs (the registry has "+manifest+")",
+			"pin it in the contract as "+ref+"@"+manifest+"   (the repository digest)")
+	default:
+		d.ok(name, "not present; the registry has it ("+manifest+"): run pulls it (pull: "+pull+")")
+	}
+}
+
+// pinHow names a pin in doctor's words.
+func pinHow(p docker.Pin) string {
+	if p == docker.PinImageID {
+		return "the image ID of a local build: it pins the bytes on this daemon only"
+	}
+	return "the repository digest"
+}
+
+// localHint is what an absent digest reference may be: a local build's
+// image ID, which no registry can serve.
+func localHint(ref string) string {
+	if !strings.Contains(ref, "@") {
+		return ""
+	}
+	name, _, _ := strings.Cut(ref, "@")
+	return " (if the digest is the ID of an image built locally, no registry has it: docker build -t " + name + " . and re-pin with the new ID)"
 }
 
 func (d *doctor) trustStore() {

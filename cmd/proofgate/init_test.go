@@ -43,6 +43,8 @@ func TestInitScripts(t *testing.T) {
 			"replace":   cmdReplace,
 			"nopem":     cmdNopem,
 			"testimage": cmdTestimage,
+			"imageid":   cmdImageid,
+			"registry":  cmdRegistry,
 		},
 	})
 }

@@ -58,6 +58,8 @@ func TestScripts(t *testing.T) {
 			"dropline":     cmdDropline,
 			"rundir":       cmdRundir,
 			"testimage":    cmdTestimage,
+			"imageid":      cmdImageid,
+			"registry":     cmdRegistry,
 			"example":      cmdExample,
 			"gitsha":       cmdGitsha,
 			"timeat":       cmdTimeat,

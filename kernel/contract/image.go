@@ -15,7 +15,10 @@ import (
 // parsed is an *Error at the field that sets it; so is a placeholder such
 // as "golang@sha256:<fill in>" that a generated contract leaves to be
 // filled in. A reference without a digest is valid but mutable: Warnings
-// names it.
+// names it. A digest is either a repository digest (the manifest digest a
+// registry serves) or, for an image built locally, the daemon's image ID
+// (ADR 0031): the grammar is the same, NAME[:TAG]@sha256:<64 lowercase
+// hex>, and which one it is only the daemon can say (docker.LookUp).
 
 // imageProblem says what is wrong with image reference s, or "" when it is
 // a valid reference.
@@ -25,7 +28,7 @@ func imageProblem(s string) string {
 		if strings.ContainsAny(name, "<>") || name == "" || len(name) > 128 {
 			name = "IMAGE"
 		}
-		return fmt.Sprintf("%q is a placeholder: pin the real image by digest (docker pull %s, then docker inspect --format '{{index .RepoDigests 0}}' %s prints NAME@sha256:...)", truncate(s, 128), name, name)
+		return fmt.Sprintf("%q is a placeholder: pin the real image by digest (docker pull %s, then docker inspect --format '{{index .RepoDigests 0}}' %s prints NAME@sha256:...; an image built locally is pinned by its ID: %s@ and what docker image inspect --format '{{.Id}}' %s prints)", truncate(s, 128), name, name, name, name)
 	}
 	if _, err := reference.ParseNormalizedNamed(s); err != nil {
 		return fmt.Sprintf("%q is not a valid image reference (want [registry/]name[:tag][@sha256:<64 hex>], lowercase name): %s", truncate(s, 128), referenceReason(s, err))
@@ -86,8 +89,8 @@ func (r *Resolved) Warnings(file string) []Warning {
 			continue
 		}
 		ws = append(ws, Warning{File: file, Path: fmt.Sprintf("checks[%d].image", i),
-			Msg: fmt.Sprintf("%q is not pinned by digest: a tag can move to other bytes; pin it as %s@sha256:<digest> (docker inspect --format '{{index .RepoDigests 0}}' %s prints it)",
-				c.Image, c.Image, c.Image)})
+			Msg: fmt.Sprintf("%q is not pinned by digest: a tag can move to other bytes; pin it as %s@sha256:<digest>: proofgate doctor prints the exact reference (a pulled image's repository digest, or a locally built image's ID)",
+				c.Image, c.Image)})
 	}
 	return ws
 }

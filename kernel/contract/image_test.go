@@ -62,3 +62,38 @@ func TestImageProblem(t *testing.T) {
 		}
 	}
 }
+
+// TestImageDigestForms: the local image-ID pin NAME[:TAG]@sha256:<64 hex>
+// (ADR 0031) is a valid, pinned reference (no warning); a digest that is
+// truncated, too long, upper-case, without its algorithm or with an empty
+// hex is refused at the field.
+func TestImageDigestForms(t *testing.T) {
+	hex := strings.Repeat("0123456789abcdef", 4)
+	for _, s := range []string{"my-tool@sha256:" + hex, "my-tool:dev@sha256:" + hex, "localhost:5000/team/tool:v2@sha256:" + hex} {
+		src := "version: 1\nname: x\nchecks:\n  - {id: a, runtime: docker, image: \"" + s + "\", run: ['true']}\n"
+		r, err := Parse("c.yaml", []byte(src), "")
+		if err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		if ws := r.Warnings("c.yaml"); len(ws) != 0 {
+			t.Fatalf("%s: warnings %v, want none (pinned)", s, ws)
+		}
+	}
+	bad := []string{
+		"my-tool@sha256:" + hex[:12],                   // docker images' short ID
+		"my-tool@sha256:" + hex[:63],                   // one short
+		"my-tool@sha256:" + hex + "0",                  // one long
+		"my-tool@sha256:" + strings.ToUpper(hex),       // upper-case hex
+		"my-tool@sha256:",                              // empty
+		"my-tool@" + hex,                               // no algorithm
+		"my-tool@sha256:" + hex[:63] + "g",             // not hex
+		"my-tool:dev@sha256:" + hex + "@sha256:" + hex, // two digests
+	}
+	for _, s := range bad {
+		src := "version: 1\nname: x\nchecks:\n  - {id: a, runtime: docker, image: \"" + s + "\", run: ['true']}\n"
+		_, err := Parse("c.yaml", []byte(src), "")
+		if err == nil || !strings.Contains(err.Error(), "checks[0].image") || !strings.Contains(err.Error(), "not a valid image reference") {
+			t.Errorf("%s: %v, want an error at checks[0].image", s, err)
+		}
+	}
+}

@@ -125,6 +125,7 @@ type Attestation struct {
 	APIVersion    string         `json:"api_version,omitempty"`
 	ImageRef      string         `json:"image_ref,omitempty"`
 	ImageID       string         `json:"image_id,omitempty"`
+	ImagePin      string         `json:"image_pin,omitempty"` // "image-id" for a local image pinned by its ID (ADR 0031); absent otherwise
 	Profile       map[string]any `json:"profile,omitempty"`
 	ProfileHash   string         `json:"profile_hash,omitempty"`
 }

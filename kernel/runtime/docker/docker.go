@@ -4,7 +4,9 @@
 // the effective security profile.
 //
 // Defaults, each recorded in the attestation's Profile: the image must be
-// present (pull "never") and is pinned by the ID resolved before start;
+// present (pull "never") and is pinned by the ID resolved before start (a
+// reference's digest is a repository digest, or the image ID of a local
+// build: see LookUp and ADR 0031);
 // network "none"; read-only root filesystem; size-limited tmpfs at /tmp and
 // at $HOME (/home/sandbox); all capabilities dropped; no-new-privileges;
 // user 65534:65534 unless AllowRoot; pids, memory (no swap) and CPU limits;

@@ -177,6 +177,11 @@ func (c *checkRun) prepare(ctx context.Context) error {
 	}
 	c.img = img
 	c.res.Attestation.ImageID = img.id
+	if img.pin == PinImageID {
+		// Only the new case is recorded: repository-digest and tag pins
+		// keep their attestation (image_ref says which) byte for byte.
+		c.res.Attestation.ImagePin = string(img.pin)
+	}
 	p, err := c.r.build(c.spec, c.sb, img)
 	if err != nil {
 		return err
@@ -374,8 +379,12 @@ func (c *checkRun) inspect() (*container.State, error) {
 		err error
 	}
 	imgAfter := make(chan imageAfter, 1)
+	ref := c.sb.Image
+	if c.img.pin == PinImageID {
+		ref = c.img.id // the name's tags may move; the ID is the pin
+	}
 	go func() {
-		after, err := c.r.cli.ImageInspect(ictx, c.sb.Image)
+		after, err := c.r.cli.ImageInspect(ictx, ref)
 		imgAfter <- imageAfter{after.ID, err}
 	}()
 	ins, err := c.r.cli.ContainerInspect(ictx, c.id, client.ContainerInspectOptions{})
@@ -435,38 +444,32 @@ func (c *checkRun) classify(st *container.State, wsFull bool) runtime.Result {
 // image is what the run needs from the resolved image.
 type image struct {
 	id  string
+	pin Pin
 	env []string // the image configuration's environment, KEY=VALUE
 }
 
-// resolveImage applies the pull policy and returns the image's ID and
-// configured environment.
+// resolveImage applies the pull policy and returns the image's ID, how
+// the reference pinned it and its configured environment. An image-ID pin
+// that is present is never pulled, also under pull: always: no registry
+// serves an image ID, and the daemon has exactly the pinned bytes.
 func (r *Runtime) resolveImage(ctx context.Context, sb runtime.Sandbox) (image, error) {
-	if sb.Pull == "always" {
-		if err := r.pull(ctx, sb.Image); err != nil {
-			return image{}, err
-		}
+	img, err := r.LookUp(ctx, sb.Image)
+	absent := errors.Is(err, ErrImageNotPresent)
+	switch {
+	case err != nil && !absent:
+		return image{}, err
+	case err == nil && (sb.Pull != "always" || img.Pin == PinImageID):
+		return image{id: img.ID, pin: img.Pin, env: img.Env}, nil
+	case absent && sb.Pull != "missing" && sb.Pull != "always":
+		return image{}, notPullable(sb.Image, fmt.Errorf("docker: image %s is not present (pull: %s): run 'docker pull %s', or set pull: missing on the check", sb.Image, sb.Pull, sb.Image))
 	}
-	img, err := r.cli.ImageInspect(ctx, sb.Image)
-	if err != nil && isNotFound(err) && sb.Pull == "missing" {
-		if err := r.pull(ctx, sb.Image); err != nil {
-			return image{}, err
-		}
-		img, err = r.cli.ImageInspect(ctx, sb.Image)
+	if err := r.pull(ctx, sb.Image); err != nil {
+		return image{}, notPullable(sb.Image, err)
 	}
-	if err != nil {
-		if isNotFound(err) {
-			return image{}, fmt.Errorf("docker: image %s is not present (pull: %s): run 'docker pull %s', or set pull: missing on the check", sb.Image, sb.Pull, sb.Image)
-		}
-		return image{}, fmt.Errorf("docker: inspect image %s: %w", sb.Image, err)
+	if img, err = r.LookUp(ctx, sb.Image); err != nil {
+		return image{}, err
 	}
-	if img.ID == "" {
-		return image{}, fmt.Errorf("docker: image %s has no id", sb.Image)
-	}
-	var env []string
-	if img.Config != nil {
-		env = img.Config.Env
-	}
-	return image{id: img.ID, env: env}, nil
+	return image{id: img.ID, pin: img.Pin, env: img.Env}, nil
 }
 
 func (r *Runtime) pull(ctx context.Context, ref string) error {
