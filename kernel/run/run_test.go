@@ -151,7 +151,7 @@ func auditReason(t *testing.T, dir string) AuditReason {
 	return ae.Reason
 }
 
-func readLines(t *testing.T, p string) []string {
+func readLines(t testing.TB, p string) []string {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

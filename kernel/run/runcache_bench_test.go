@@ -2,8 +2,10 @@ package run
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
@@ -20,6 +22,8 @@ import (
 // PROOFGATE_BENCH_FILES files of PROOFGATE_BENCH_BYTES bytes in all
 // (default 20000 and 200 MB, a node_modules' size); a dependent check
 // counts the tree. Reported: ms per run of each variant and their ratio.
+// PROOFGATE_BENCH_CACHE_PARENT puts the cache root under another
+// directory (e.g. /dev/shm: a tmpfs, as the copy-mode workspace is).
 //
 //	go test ./kernel/run/ -run '^$' -bench RunCacheCarry -benchtime 3x
 func BenchmarkRunCacheCarry(b *testing.B) {
@@ -58,7 +62,12 @@ checks:
 // laptop's two cores would) and returns how long Exec took.
 func benchRun(b *testing.B, d runtime.Runtime, src string) time.Duration {
 	f := newFixture(b, src)
-	store, err := cache.Open(b.TempDir(), cache.Local(), f.repo)
+	root := b.TempDir()
+	if dir := os.Getenv("PROOFGATE_BENCH_CACHE_PARENT"); dir != "" {
+		root, _ = os.MkdirTemp(dir, "pg-bench-")
+		defer os.RemoveAll(root)
+	}
+	store, err := cache.Open(root, cache.Local(), f.repo)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -73,6 +82,19 @@ func benchRun(b *testing.B, d runtime.Runtime, src string) time.Duration {
 		b.Fatal(err)
 	}
 	took := time.Since(start)
+	for _, line := range readLines(b, filepath.Join(r.Dir, EventsFile)) {
+		var ev struct {
+			Type string    `json:"type"`
+			Time time.Time `json:"time"`
+			Data struct {
+				Check string `json:"check"`
+			} `json:"data"`
+		}
+		if json.Unmarshal([]byte(line), &ev) == nil && ev.Data.Check != "" {
+			b.Logf("+%6.1fs %s %s", ev.Time.Sub(start).Seconds(), ev.Type, ev.Data.Check)
+		}
+	}
+	b.Logf("exec returned +%.1fs", took.Seconds())
 	for _, c := range r.Report().Checks {
 		if c.Outcome != runtime.Passed {
 			b.Fatalf("%s: %s (%s)", c.ID, c.Outcome, c.Detail)
