@@ -116,7 +116,48 @@ func (p *parser) resolveCaches(r *Resolved, raw *rawContract) error {
 			return p.errf(fieldPath("caches").key(name), "cache %q is named by no check: remove it or add it to a check's caches", name)
 		}
 	}
+	return p.checkRunReaders(r)
+}
+
+// checkRunReaders refuses a read-only use of a run-lifetime cache by a
+// check that depends, directly or not, on no check writing it: the cache
+// starts empty in every run, so such a check would read an empty tree, or
+// race the install.
+func (p *parser) checkRunReaders(r *Resolved) error {
+	index := map[string]int{}
+	for i, c := range r.Checks {
+		index[c.ID] = i
+	}
+	for i, c := range r.Checks {
+		for j, u := range c.Caches {
+			if decl, _ := r.Cache(u.Name); !u.ReadOnly || !decl.Run() || dependsOnWriter(r.Checks, index, i, u.Name, map[int]bool{}) {
+				continue
+			}
+			return p.errf(fieldPath("checks").idx(i).key("caches").idx(j), "reads run-lifetime cache %s, which starts empty in every run, but depends on no check that writes it: add the check that fills it (the install) to depends_on", u.Name)
+		}
+	}
 	return nil
+}
+
+// dependsOnWriter reports whether check i depends, directly or through
+// others, on a check with a writable use of cache name.
+func dependsOnWriter(checks []Check, index map[string]int, i int, name string, seen map[int]bool) bool {
+	for _, d := range checks[i].DependsOn {
+		k, ok := index[d]
+		if !ok || seen[k] {
+			continue
+		}
+		seen[k] = true
+		for _, u := range checks[k].Caches {
+			if u.Name == name && !u.ReadOnly {
+				return true
+			}
+		}
+		if dependsOnWriter(checks, index, k, name, seen) {
+			return true
+		}
+	}
+	return false
 }
 
 // cacheLifetime validates a cache's lifetime and returns its resolved form:

@@ -161,6 +161,9 @@ func TestRunCacheResolve(t *testing.T) {
 	}
 	// A run cache outside /workspace is fine too (a virtualenv at /venv).
 	mustParse(t, strings.Replace(runCacheContract, "/workspace/node_modules", "/venv", 1), "")
+	// A reader may depend on the install through another check.
+	mustParse(t, runCacheContract+`  - {id: lint, depends_on: [npm-test], caches: [{name: node-modules, readonly: true}], run: [npm, run, lint]}
+`, "")
 }
 
 // TestRunCacheHostile: what a run-lifetime cache may not do, each refusal
@@ -177,6 +180,8 @@ func TestRunCacheHostile(t *testing.T) {
 		{"bad lifetime", "lifetime: run}", "lifetime: forever}", "caches.node-modules.lifetime", `"forever" is not one of "persistent", "run"`},
 		{"readonly workspace", "defaults: {image: helper, workspace: copy}", "defaults: {image: helper}", "checks[0].caches[1]", "needs workspace: copy"},
 		{"no workspace", "    run: [npm, test]\n", "    run: [npm, test]\n    workspace: none\n", "checks[1].caches[0]", "the check's workspace is none"},
+		{"reader without writer", "    depends_on: [npm-install]\n", "", "checks[1].caches[0]", "depends on no check that writes it"},
+		{"reader of a read-only install", "caches: [npm, node-modules], run: [npm, ci]", "caches: [npm, {name: node-modules, readonly: true}], run: [npm, ci]", "checks[0].caches[1]", "depends on no check that writes it"},
 		{"profile narrows workspace", "    run: [npm, test]\n", "    run: [npm, test]\nprofiles:\n  p: {checks: [{id: npm-test, workspace: readonly}]}\n", "profiles.p.checks[0].workspace", "needs workspace: copy"},
 	}
 	for _, tc := range cases {

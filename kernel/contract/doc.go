@@ -129,7 +129,10 @@
 // on it. It is the only kind whose mount may lie under /workspace —
 // strictly under it, and then every check that mounts it needs workspace:
 // copy (refused otherwise, at checks[i].caches[j], or at a profile's
-// workspace that narrows it). lifetime: persistent resolves to the absent
+// workspace that narrows it). A read-only use of a run cache by a check
+// that depends (directly or not) on no check writing it is refused: it
+// would read an empty tree or race the install. lifetime: persistent
+// resolves to the absent
 // field, so contracts written before lifetimes keep their hash.
 //
 // # Tools
