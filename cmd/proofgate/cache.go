@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -65,7 +66,10 @@ activity, its bytes and what --apply would do. With --apply a scope whose
 cache a run has mounted (its lock is held) is kept and reported in-use;
 every other selected scope is renamed to <root>/.pruning-<scope>-<8 hex>
 and removed. A prune killed midway leaves such a directory, unreachable by
-any scope name; the next apply removes it. Symlinks are never followed: a
+any scope name; the next apply removes it. It also removes, whatever the
+selection, the run-lifetime cache directories (run-<16 hex>, contract
+lifetime: run) of runs whose harness is gone (their owner lock is free),
+and keeps those of running runs (in-use). Symlinks are never followed: a
 symlinked scope is skipped, a symlinked root refused.
 
 Exit 0 when the prune ran (skipped and in-use scopes are in the report),
@@ -155,7 +159,14 @@ func printCachePrune(w io.Writer, out cachePruneOutput) {
 		fmt.Fprintf(w, "cache prune: dry run in %s (nothing changed; --apply does it)\n", esc(out.Root))
 	}
 	for _, s := range out.Leftovers {
-		fmt.Fprintf(w, "  %-13s %-34s %12d bytes  (left by a killed prune)%s\n", s.Action, esc(s.Name), s.Bytes, reasonSuffix(s))
+		why := "left by a killed prune"
+		if strings.HasPrefix(s.Name, "run-") {
+			why = "run-lifetime caches of a run that is gone"
+			if s.Action == cache.ActionInUse {
+				why = "run-lifetime caches of a running run"
+			}
+		}
+		fmt.Fprintf(w, "  %-13s %-34s %12d bytes  (%s)%s\n", s.Action, esc(s.Name), s.Bytes, why, reasonSuffix(s))
 	}
 	for _, s := range out.Scopes {
 		act := "-"

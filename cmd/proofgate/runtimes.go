@@ -5,10 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -55,7 +58,8 @@ func connect(ctx context.Context, c *contract.Resolved, progress io.Writer) (*pr
 }
 
 func gcCmd(g *globals) *cobra.Command {
-	return &cobra.Command{
+	var cacheRoot string
+	c := &cobra.Command{
 		Use:   "gc",
 		Short: "Kill check processes and remove sandbox containers left behind by a crashed harness",
 		Long: `Kill the process-runtime checks (process groups and cgroups recorded in
@@ -63,11 +67,16 @@ the runs of --state) whose harness is provably dead on this host — never a
 reused pid: the group leader's start time must match — and mark their
 records for the next 'events unlock' to report. Then remove ProofGate
 containers (labelled io.proofgate.run) whose harness is provably dead on
-this host, or that are older than 24h. Live checks of running harnesses are
-never touched.`,
+this host, or that are older than 24h. Then remove the run-lifetime cache
+directories (contract lifetime: run) under the cache root whose run's
+harness is gone (its owner lock is free). Live checks of running harnesses
+are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := gcProcesses(g); err != nil {
+				return err
+			}
+			if err := gcRunCaches(g, cacheRoot); err != nil {
 				return err
 			}
 			d, err := docker.New(cmd.Context())
@@ -89,6 +98,35 @@ never touched.`,
 			return nil
 		},
 	}
+	c.Flags().StringVar(&cacheRoot, "cache-root", "", "the cache root whose run-lifetime cache directories to sweep (default $"+cache.EnvRoot+", else $RUNNER_TEMP/proofgate-cache, else the user cache directory's proofgate/caches)")
+	return c
+}
+
+// gcRunCaches is the run-lifetime cache part of gc: the directories left
+// by dead harnesses under the cache root (none when it does not exist).
+func gcRunCaches(g *globals, root string) error {
+	if root == "" {
+		var err error
+		if root, err = cache.DefaultRoot(os.Getenv); err != nil {
+			return envErr(err)
+		}
+	}
+	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	reps, err := cache.SweepRuns(root, false)
+	if err != nil {
+		return envErr(err)
+	}
+	for _, r := range reps {
+		switch r.Action {
+		case cache.ActionRemoved:
+			fmt.Fprintf(g.stdout, "removed run cache %s (%d bytes)\n", esc(r.Name), r.Bytes)
+		case cache.ActionSkipped:
+			fmt.Fprintf(g.stdout, "kept run cache %s: %s\n", esc(r.Name), esc(r.Reason))
+		}
+	}
+	return nil
 }
 
 // gcProcesses is the process part of gc.

@@ -73,4 +73,19 @@
 // (restored by actions/cache, or tampered with) since the last recorded
 // write. What this proves: a result's cache state is named by digest and
 // provenance; it does not prove that an unrecorded tree is benign.
+//
+// # Run-lifetime caches
+//
+// A cache declared with lifetime: run (ADR 0032) lives for one execution
+// of checks (a run, or a shard of one) in a RunDir (Store.OpenRun):
+//
+//	<root>/run-<16 hex>.lock      owner lock: flock held exclusively while the run goes on
+//	<root>/run-<16 hex>/<name>/   the cache's tree, with <name>.lock and <name>.state beside it
+//
+// The name is random, so no other run or scope ever mounts it; uses with
+// Use.Run go there through RunDir.Acquire (the same locks, walks, digests
+// and refusals as every cache; Scope "run-<16 hex>", Lifetime "run"), and
+// RunDir.Close removes it. SweepRuns removes the directories whose owner
+// lock is free — their harness is gone, however it ended — and runs at
+// every OpenRun and in Prune (as leftovers).
 package cache

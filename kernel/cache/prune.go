@@ -81,7 +81,8 @@ var pruneAfterRename func(pruning string)
 
 // Prune finds the pr-<N> and branch-<h> scopes under root that o selects
 // and, with o.Apply, removes them: it first removes what a killed Prune
-// left (.pruning-* directories), then, per selected scope, takes every
+// left (.pruning-* directories) and the run-lifetime cache directories of
+// runs that are gone (run-<16 hex>, see SweepRuns), then, per selected scope, takes every
 // <name>.lock without blocking (a held one makes the scope in-use and
 // kept), renames the scope to <root>/.pruning-<scope>-<8 hex> while
 // holding them, and removes that. The default and local scopes are never
@@ -119,6 +120,10 @@ func Prune(root string, o PruneOptions) (PruneReport, error) {
 		if isLeftover(e.Name()) {
 			rep.Leftovers = append(rep.Leftovers, pruneLeftover(root, e.Name(), o))
 		}
+	}
+	// Run-lifetime cache directories whose harness is gone (ADR 0032).
+	if runs, err := SweepRuns(root, !o.Apply); err == nil {
+		rep.Leftovers = append(rep.Leftovers, runs...)
 	}
 	for _, e := range ents {
 		n := e.Name()

@@ -36,6 +36,25 @@ func cacheHelper(mode, path string) int {
 		}
 		fmt.Println("locked")
 		time.Sleep(time.Minute)
+	case "run": // open a run directory under root path, write a run cache, wait to be killed
+		s, err := Open(path, Local(), "")
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		d, err := s.OpenRun()
+		if err == nil {
+			var l *Lease
+			if l, err = d.Acquire(context.Background(), "r", "install", []Use{nm}); err == nil {
+				err = os.WriteFile(filepath.Join(l.Mounts()[0].Source, "x"), []byte("x"), 0o644)
+			}
+		}
+		if err != nil {
+			fmt.Println("error", err)
+			return 1
+		}
+		fmt.Println("open", d.Name())
+		time.Sleep(time.Minute)
 	case "crash": // prune path (a root) and stop right after the rename
 		pruneAfterRename = func(dst string) {
 			fmt.Println("renamed", dst)

@@ -46,6 +46,9 @@ func DefaultRoot(getenv func(string) string) (string, error) {
 type Store struct {
 	root  string // absolute, symlinks resolved
 	scope Scope
+	// runScope is the directory of run-lifetime caches (run-<16 hex>) of
+	// the RunDir this Store belongs to; "" outside one.
+	runScope string
 }
 
 // Open creates (mode 0700) or opens the cache root for scope. The root must
@@ -89,6 +92,9 @@ type Use struct {
 	Name     string
 	Mount    string
 	ReadOnly bool
+	// Run marks a run-lifetime cache: it is mounted from the RunDir's own
+	// directory (see RunDir.Acquire), never from a scope.
+	Run bool
 }
 
 // Lease is a check's hold on its caches, from Acquire to Release.
@@ -150,6 +156,12 @@ func (s *Store) Acquire(ctx context.Context, run, check string, uses []Use) (*Le
 // a read-only use in a scope with a base reads the base while its own has
 // nothing.
 func (s *Store) choose(u Use) (pick, error) {
+	if u.Run {
+		if s.runScope == "" {
+			return pick{}, &Error{Cache: u.Name, Reason: ReasonUse, Msg: "a run-lifetime cache is mounted only through the run's RunDir (Store.OpenRun)"}
+		}
+		return pick{use: u, scope: s.runScope}, nil
+	}
 	own := pick{use: u, scope: s.scope.Name}
 	if s.scope.Base == "" {
 		return own, nil
@@ -369,9 +381,13 @@ func (s *Store) prepare(p pick) (runtime.Cache, string, error) {
 	if p.use.ReadOnly {
 		mode = runtime.CacheReadOnly
 	}
-	return runtime.Cache{Name: name, Mount: p.use.Mount, Mode: mode, Scope: scope, RunScope: s.scope.Name,
+	c := runtime.Cache{Name: name, Mount: p.use.Mount, Mode: mode, Scope: scope, RunScope: s.scope.Name,
 		Source: dir, Digest: t.Digest, Entries: t.Entries, Bytes: t.Bytes,
-		Generation: st.Generation, Provenance: provenance, WrittenBy: st.WrittenBy}, t.Stamp, nil
+		Generation: st.Generation, Provenance: provenance, WrittenBy: st.WrittenBy}
+	if p.use.Run {
+		c.Lifetime = runtime.LifetimeRun
+	}
+	return c, t.Stamp, nil
 }
 
 // openForSandbox makes an entry the harness owns writable by the sandbox

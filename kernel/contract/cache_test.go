@@ -24,7 +24,7 @@ checks:
 // their list order and mode, and both appear in the canonical form.
 func TestCachesResolve(t *testing.T) {
 	r := mustParse(t, cacheContract, "")
-	if len(r.Caches) != 2 || r.Caches[0] != (Cache{"go-build", "/cache/go-build"}) || r.Caches[1] != (Cache{"go-mod", "/cache/go-mod"}) {
+	if len(r.Caches) != 2 || r.Caches[0] != (Cache{Name: "go-build", Mount: "/cache/go-build"}) || r.Caches[1] != (Cache{Name: "go-mod", Mount: "/cache/go-mod"}) {
 		t.Fatalf("caches %+v", r.Caches)
 	}
 	if u := r.Checks[0].Caches; len(u) != 1 || u[0] != (CacheUse{Name: "go-mod"}) {
@@ -85,7 +85,7 @@ func TestCachesHostile(t *testing.T) {
 		{"used twice", "caches: [go-mod]}", "caches: [go-mod, {name: go-mod, readonly: true}]}", "checks[0].caches[1]", "already used at checks[0].caches[0]"},
 		{"relative mount", "{mount: /cache/go-mod}", "{mount: cache/go-mod}", "caches.go-mod.mount", "must be an absolute path"},
 		{"unclean mount", "{mount: /cache/go-mod}", "{mount: /cache/../go-mod}", "caches.go-mod.mount", "is not clean"},
-		{"workspace", "{mount: /cache/go-mod}", "{mount: /workspace/.cache}", "caches.go-mod.mount", "overlaps /workspace"},
+		{"workspace", "{mount: /cache/go-mod}", "{mount: /workspace/.cache}", "caches.go-mod.mount", "only a cache with lifetime: run"},
 		{"covers workspace", "{mount: /cache/go-mod}", "{mount: /workspace}", "caches.go-mod.mount", "overlaps /workspace"},
 		{"tmp", "{mount: /cache/go-mod}", "{mount: /tmp/mod}", "caches.go-mod.mount", "overlaps /tmp"},
 		{"home", "{mount: /cache/go-mod}", "{mount: /home}", "caches.go-mod.mount", "overlaps /home/sandbox"},
@@ -124,5 +124,80 @@ func TestCachesHostile(t *testing.T) {
 	e := parseErr(t, cacheContract+"profiles:\n  p: {checks: [{id: plain, caches: [go-mod]}]}\n", "")
 	if e.Path != "profiles.p.checks[0].caches" || !strings.Contains(e.Msg, "a profile cannot change caches") {
 		t.Fatalf("profile caches: %v", e)
+	}
+}
+
+const runCacheContract = `version: 1
+name: t
+defaults: {image: helper, workspace: copy}
+caches:
+  npm: {mount: /cache/npm}
+  node-modules: {mount: /workspace/node_modules, lifetime: run}
+checks:
+  - {id: npm-install, network: host, caches: [npm, node-modules], run: [npm, ci]}
+  - id: npm-test
+    depends_on: [npm-install]
+    caches: [{name: node-modules, readonly: true}]
+    run: [npm, test]
+`
+
+// TestRunCacheResolve: lifetime run resolves (and may lie under
+// /workspace); persistent, written out or absent, resolves to the same
+// form and hash as a contract written before lifetimes.
+func TestRunCacheResolve(t *testing.T) {
+	r := mustParse(t, runCacheContract, "")
+	want := []Cache{{Name: "node-modules", Mount: "/workspace/node_modules", Lifetime: LifetimeRun}, {Name: "npm", Mount: "/cache/npm"}}
+	if len(r.Caches) != 2 || r.Caches[0] != want[0] || r.Caches[1] != want[1] || !r.Caches[0].Run() || r.Caches[1].Run() {
+		t.Fatalf("caches %+v", r.Caches)
+	}
+	b, _ := r.Canonical()
+	if !strings.Contains(string(b), `{"lifetime":"run","mount":"/workspace/node_modules","name":"node-modules"},{"mount":"/cache/npm","name":"npm"}`) {
+		t.Fatalf("canonical %s", b)
+	}
+	h1, _ := mustParse(t, cacheContract, "").Hash()
+	h2, _ := mustParse(t, strings.Replace(cacheContract, "{mount: /cache/go-mod}", "{mount: /cache/go-mod, lifetime: persistent}", 1), "").Hash()
+	if h1 != h2 {
+		t.Fatalf("lifetime: persistent changed the hash: %s vs %s", h1, h2)
+	}
+	// A run cache outside /workspace is fine too (a virtualenv at /venv).
+	mustParse(t, strings.Replace(runCacheContract, "/workspace/node_modules", "/venv", 1), "")
+	// A reader may depend on the install through another check.
+	mustParse(t, runCacheContract+`  - {id: lint, depends_on: [npm-test], caches: [{name: node-modules, readonly: true}], run: [npm, run, lint]}
+`, "")
+}
+
+// TestRunCacheHostile: what a run-lifetime cache may not do, each refusal
+// naming the field path.
+func TestRunCacheHostile(t *testing.T) {
+	cases := []struct {
+		name, old, new, path, msg string
+	}{
+		{"dotdot", "/workspace/node_modules,", "/workspace/../etc,", "caches.node-modules.mount", "is not clean"},
+		{"workspace itself", "/workspace/node_modules,", "/workspace,", "caches.node-modules.mount", "overlaps /workspace"},
+		{"over tmp", "/workspace/node_modules,", "/tmp/nm,", "caches.node-modules.mount", "overlaps /tmp"},
+		{"overlaps persistent", "/workspace/node_modules,", "/cache/npm/nm,", "caches.npm.mount", "overlaps cache node-modules"},
+		{"persistent under workspace", "{mount: /cache/npm}", "{mount: /workspace/.npm}", "caches.npm.mount", "only a cache with lifetime: run"},
+		{"bad lifetime", "lifetime: run}", "lifetime: forever}", "caches.node-modules.lifetime", `"forever" is not one of "persistent", "run"`},
+		{"readonly workspace", "defaults: {image: helper, workspace: copy}", "defaults: {image: helper}", "checks[0].caches[1]", "needs workspace: copy"},
+		{"no workspace", "    run: [npm, test]\n", "    run: [npm, test]\n    workspace: none\n", "checks[1].caches[0]", "the check's workspace is none"},
+		{"reader without writer", "    depends_on: [npm-install]\n", "", "checks[1].caches[0]", "depends on no check that writes it"},
+		{"reader of a read-only install", "caches: [npm, node-modules], run: [npm, ci]", "caches: [npm, {name: node-modules, readonly: true}], run: [npm, ci]", "checks[0].caches[1]", "depends on no check that writes it"},
+		{"profile narrows workspace", "    run: [npm, test]\n", "    run: [npm, test]\nprofiles:\n  p: {checks: [{id: npm-test, workspace: readonly}]}\n", "profiles.p.checks[0].workspace", "needs workspace: copy"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(runCacheContract, tc.old, tc.new, 1)
+			if src == runCacheContract {
+				t.Fatalf("replacement %q not found", tc.old)
+			}
+			profile := ""
+			if strings.Contains(src, "profiles:") {
+				profile = "p"
+			}
+			e := parseErr(t, src, profile)
+			if e.File != "contract.yaml" || !strings.HasPrefix(e.Path, tc.path) || !strings.Contains(e.Msg, tc.msg) {
+				t.Fatalf("got %q (path %q), want path %s and %q", e.Error(), e.Path, tc.path, tc.msg)
+			}
+		})
 	}
 }

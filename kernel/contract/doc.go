@@ -42,7 +42,7 @@
 //	approval   approval             no        default {required: 1, roles: [write, maintain, admin], allow_commit_authors: false}
 //	budget     {max_duration}       no        duration for the whole run; 0 or absent = none
 //	profiles   map name → profile   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 64
-//	caches     map name → {mount}   no        names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 16; see Caches
+//	caches     map name → {mount, lifetime} no  names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 16; lifetime persistent (default) | run; see Caches
 //	tools      [tool] (..256)       no        names ^[a-z][a-z0-9_-]{0,63}$, unique; see Tools
 //	policy     [rule] (..1024)      no        ordered; see Tools
 //
@@ -122,6 +122,18 @@
 // both are omitted when empty, so a contract without caches keeps its hash.
 // Which directory a use mounts (its scope) is decided at run time by
 // kernel/cache.
+//
+// lifetime: run (ADR 0032) makes a cache that starts empty in every run
+// and is removed when the run's checks are done: an install's output
+// (node_modules, a virtualenv, target/) carried to the checks that depend
+// on it. It is the only kind whose mount may lie under /workspace —
+// strictly under it, and then every check that mounts it needs workspace:
+// copy (refused otherwise, at checks[i].caches[j], or at a profile's
+// workspace that narrows it). A read-only use of a run cache by a check
+// that depends (directly or not) on no check writing it is refused: it
+// would read an empty tree or race the install. lifetime: persistent
+// resolves to the absent
+// field, so contracts written before lifetimes keep their hash.
 //
 // # Tools
 //

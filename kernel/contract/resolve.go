@@ -662,6 +662,9 @@ func (p *parser) resolveProfile(base *Resolved, profiles map[string]rawProfile, 
 			if err := p.checkNotLooser(base.Checks[i], *c, cp); err != nil {
 				return nil, err
 			}
+			if err := p.checkWorkspaceCaches(r, *c, func(int) fieldPath { return cp.key("workspace") }); err != nil {
+				return nil, err
+			}
 		}
 		if pr.Approval != nil {
 			if err := p.applyApproval(&r.Approval, pr.Approval, lp.key("approval"), &base.Approval); err != nil {

@@ -29,13 +29,54 @@ func (s *scheduler) acquireCaches(c contract.Check) (*cacheLease, error) {
 		if !ok {
 			return nil, fmt.Errorf("caches: %q is not declared", u.Name)
 		}
-		uses = append(uses, cache.Use{Name: u.Name, Mount: decl.Mount, ReadOnly: u.ReadOnly})
+		uses = append(uses, cache.Use{Name: u.Name, Mount: decl.Mount, ReadOnly: u.ReadOnly, Run: decl.Run()})
 	}
-	l, err := s.opts.Caches.Acquire(s.ctx, s.r.ID, c.ID, uses)
+	acquire := s.opts.Caches.Acquire
+	if s.runDir != nil {
+		acquire = s.runDir.Acquire
+	} else if s.runDirErr != nil && usesRunCache(s.r.Contract, c) {
+		return nil, s.runDirErr
+	}
+	l, err := acquire(s.ctx, s.r.ID, c.ID, uses)
 	if err != nil {
 		return nil, err
 	}
 	return &cacheLease{l}, nil
+}
+
+// usesRunCache reports whether c mounts a run-lifetime cache.
+func usesRunCache(r *contract.Resolved, c contract.Check) bool {
+	for _, u := range c.Caches {
+		if decl, ok := r.Cache(u.Name); ok && decl.Run() {
+			return true
+		}
+	}
+	return false
+}
+
+// openRunDir opens the directory of the run-lifetime caches (ADR 0032)
+// that s's checks use, when one of them does: one per scheduler (a run, or
+// a shard of one), so no other run, nor another shard, ever mounts it. It
+// returns the function that removes it once every check is done. A
+// directory that cannot be opened fails each check that needs it.
+func (s *scheduler) openRunDir() (closeDir func()) {
+	need := false
+	for _, c := range s.checks {
+		need = need || usesRunCache(s.r.Contract, c)
+	}
+	if !need || s.opts.Caches == nil {
+		return func() {}
+	}
+	d, err := s.opts.Caches.OpenRun()
+	if err != nil {
+		s.runDirErr = fmt.Errorf("caches: run-lifetime caches: %w", err)
+		return func() {}
+	}
+	s.runDir = d
+	// A directory Close cannot remove (files the sandbox user wrote, on a
+	// harness that is not root) is left to the next run's or prune's
+	// sweep: the checks' results do not depend on it.
+	return func() { _ = d.Close() }
 }
 
 func (l *cacheLease) mounts() []runtime.Cache {

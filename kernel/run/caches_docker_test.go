@@ -19,7 +19,7 @@ import (
 
 // dockerOrSkip connects to the daemon and builds the helper image; without
 // a daemon the test is skipped, unless PROOFGATE_REQUIRE_DOCKER=1.
-func dockerOrSkip(t *testing.T) (*docker.Runtime, string) {
+func dockerOrSkip(t testing.TB) (*docker.Runtime, string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

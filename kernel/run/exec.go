@@ -145,6 +145,10 @@ type scheduler struct {
 	record  func(typ string, data any) error
 	blobs   *blob.Store
 	exclude []string
+	// runDir holds the run-lifetime caches of these checks (nil when none
+	// uses one; runDirErr when it could not be opened).
+	runDir    *cache.RunDir
+	runDirErr error
 
 	mu      sync.Mutex
 	done    map[string]chan struct{}
@@ -166,6 +170,7 @@ func (s *scheduler) runAll() {
 	// Process-runtime checks publish their records from kept slots
 	// (runtime.Spec.KeepRecords, ADR 0028), released once all are done.
 	defer lock.DropSlots(filepath.Join(s.r.Dir, ProcDir))
+	defer s.openRunDir()()
 	var wg sync.WaitGroup
 	for _, c := range s.checks {
 		wg.Add(1)

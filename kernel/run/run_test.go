@@ -20,7 +20,7 @@ import (
 )
 
 // gitRepo makes a repository with one commit holding files.
-func gitRepo(t *testing.T, files map[string]string) string {
+func gitRepo(t testing.TB, files map[string]string) string {
 	t.Helper()
 	dir := t.TempDir()
 	files[".gitignore"] = ".proofgate/runs/\n"
@@ -39,7 +39,7 @@ func gitRepo(t *testing.T, files map[string]string) string {
 	return dir
 }
 
-func git(t *testing.T, dir string, args ...string) {
+func git(t testing.TB, dir string, args ...string) {
 	t.Helper()
 	cmd := exec.Command("git", args...)
 	cmd.Dir = dir
@@ -64,7 +64,7 @@ type fixture struct {
 	c           *contract.Resolved
 }
 
-func newFixture(t *testing.T, contractYAML string) *fixture {
+func newFixture(t testing.TB, contractYAML string) *fixture {
 	t.Helper()
 	repo := gitRepo(t, map[string]string{"README.md": "hi\n"})
 	c, err := contract.Parse("contract.yaml", []byte(contractYAML), "")
@@ -151,7 +151,7 @@ func auditReason(t *testing.T, dir string) AuditReason {
 	return ae.Reason
 }
 
-func readLines(t *testing.T, p string) []string {
+func readLines(t testing.TB, p string) []string {
 	b, err := os.ReadFile(p)
 	if err != nil {
 		t.Fatal(err)

@@ -36,4 +36,12 @@ type Cache struct {
 	Provenance string `json:"provenance"`
 	// WrittenBy is "<run>/<check>" of the last recorded write, if any.
 	WrittenBy string `json:"written_by,omitempty"`
+	// Lifetime is "run" for a run-lifetime cache (its Scope is then the
+	// run's own directory, run-<16 hex>, which started empty and is removed
+	// when the run's checks are done); absent for a persistent one. Only a
+	// run cache may be mounted under the workspace (ADR 0032).
+	Lifetime string `json:"lifetime,omitempty"`
 }
+
+// LifetimeRun is Cache.Lifetime of a run-lifetime cache.
+const LifetimeRun = "run"

@@ -17,6 +17,10 @@
 //	helper fill PATH BYTES          write up to BYTES into PATH, print how many made it, exit 0 anyway
 //	helper stat PATH                mode (octal, with setuid/setgid/sticky), uid, gid of PATH
 //	helper exec PATH ARGS...        execve PATH
+//	helper tree DIR FILES BYTES     create FILES files of BYTES bytes in all under DIR (100 per directory)
+//	helper symlink TARGET PATH      create the symlink PATH -> TARGET
+//	helper count DIR                print "files=N bytes=M" of the regular files under DIR
+//	helper uniq DIR                 create a file with a name no other call uses in DIR
 package main
 
 import (
@@ -68,6 +72,74 @@ var modes = map[string]func(args []string){
 	"fill": fill,
 	"stat": stat,
 	"exec": execve,
+	"tree": tree,
+	"symlink": func(args []string) {
+		if err := os.Symlink(arg(args, 0), arg(args, 1)); err != nil {
+			fail("symlink: %v", err)
+		}
+	},
+	"count": count,
+	"uniq": func(args []string) {
+		p := fmt.Sprintf("%s/%d-%d", arg(args, 0), os.Getpid(), time.Now().UnixNano())
+		if err := os.WriteFile(p, []byte("u"), 0o644); err != nil {
+			fail("uniq: %v", err)
+		}
+		fmt.Println("wrote", p)
+	},
+}
+
+// tree writes a synthetic install: FILES files, BYTES bytes in all, 100
+// per directory (DIR/d<k>/f<i>).
+func tree(args []string) {
+	dir, files, total := arg(args, 0), atoi(arg(args, 1)), int64(atoi(arg(args, 2)))
+	per := int64(0)
+	if files > 0 {
+		per = total / int64(files)
+	}
+	for i := 0; i < files; i++ {
+		d := fmt.Sprintf("%s/d%d", dir, i/100)
+		if i%100 == 0 {
+			if err := os.MkdirAll(d, 0o755); err != nil {
+				fail("tree: %v", err)
+			}
+		}
+		f, err := os.Create(fmt.Sprintf("%s/f%d", d, i))
+		if err != nil {
+			fail("tree: %v", err)
+		}
+		writeN(f, per)
+		if err := f.Close(); err != nil {
+			fail("tree: %v", err)
+		}
+	}
+	fmt.Printf("tree files=%d bytes=%d\n", files, per*int64(files))
+}
+
+// count walks DIR (no symlink followed) and prints its regular files.
+func count(args []string) {
+	var files, bytes int64
+	var walk func(string)
+	walk = func(d string) {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			fail("count: %v", err)
+		}
+		for _, e := range ents {
+			p := d + "/" + e.Name()
+			switch {
+			case e.IsDir():
+				walk(p)
+			case e.Type().IsRegular():
+				fi, err := e.Info()
+				if err != nil {
+					fail("count: %v", err)
+				}
+				files, bytes = files+1, bytes+fi.Size()
+			}
+		}
+	}
+	walk(arg(args, 0))
+	fmt.Printf("files=%d bytes=%d\n", files, bytes)
 }
 
 func sleep(args []string) {

@@ -1,9 +1,12 @@
 package docker
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/moby/moby/api/types/mount"
 
@@ -36,18 +39,24 @@ func (r *Runtime) cacheMounts(sb runtime.Sandbox) ([]mount.Mount, []any, error) 
 		}
 		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: host, Target: c.Mount, ReadOnly: c.Mode != runtime.CacheReadWrite,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}})
-		profile = append(profile, map[string]any{
+		entry := map[string]any{
 			"name": c.Name, "mount": c.Mount, "mode": c.Mode, "scope": c.Scope, "run_scope": c.RunScope,
 			"digest": c.Digest, "entries": c.Entries, "bytes": c.Bytes,
 			"generation": c.Generation, "provenance": c.Provenance, "written_by": c.WrittenBy,
-		})
+		}
+		if c.Lifetime != "" {
+			entry["lifetime"] = c.Lifetime
+		}
+		profile = append(profile, entry)
 	}
 	return mounts, profile, nil
 }
 
 // checkCacheTarget refuses a cache target that is not a clean absolute
 // path, or overlaps the workspace, /tmp, $HOME, /etc/hosts, /proc, /sys,
-// /dev, an extra mount or another cache.
+// /dev, an extra mount or another cache. The one exception: a run-lifetime
+// cache strictly under the workspace of a copy-mode check (ADR 0032),
+// which the copy leaves out (workspaceCaches).
 func checkCacheTarget(sb runtime.Sandbox, i int) error {
 	c := sb.Caches[i]
 	field := fmt.Sprintf("caches[%d].mount", i)
@@ -55,7 +64,16 @@ func checkCacheTarget(sb runtime.Sandbox, i int) error {
 	if !filepath.IsAbs(t) || filepath.Clean(t) != t || t == "/" {
 		return &SpecError{field, fmt.Sprintf("%q is not a clean absolute path", t)}
 	}
-	reserved := []string{WorkspaceTarget, "/tmp", Home, "/etc/hosts", "/proc", "/sys", "/dev"}
+	reserved := []string{"/tmp", Home, "/etc/hosts", "/proc", "/sys", "/dev"}
+	switch {
+	case !under(t, WorkspaceTarget) && !under(WorkspaceTarget, t):
+	case t == WorkspaceTarget || under(WorkspaceTarget, t):
+		return &SpecError{field, fmt.Sprintf("%s overlaps %s", t, WorkspaceTarget)}
+	case c.Lifetime != runtime.LifetimeRun:
+		return &SpecError{field, fmt.Sprintf("%s lies under %s: only a run-lifetime cache may", t, WorkspaceTarget)}
+	case sb.Workspace != "copy":
+		return &SpecError{field, fmt.Sprintf("%s lies under %s, which needs workspace copy (not %q)", t, WorkspaceTarget, sb.Workspace)}
+	}
 	for _, m := range sb.Mounts {
 		reserved = append(reserved, filepath.Clean(m.Target))
 	}
@@ -89,4 +107,33 @@ func checkCacheSource(src string) error {
 		return fmt.Errorf("%s has a symlink on its path (resolves to %s)", src, real)
 	}
 	return nil
+}
+
+// workspaceCaches returns the workspace-relative paths (slash-separated)
+// of the caches mounted under /workspace, which the copy leaves out: the
+// check sees the cache there, never the host's own tree (a developer's
+// node_modules), and nothing of the copy is unpacked beneath the mount.
+// Each directory on the way must be absent or a real directory in the
+// host workspace: a symlink there (copied when it stays inside) would
+// move the mount point away from the excluded path.
+func workspaceCaches(ws string, sb runtime.Sandbox) ([]string, error) {
+	var rels []string
+	for i, c := range sb.Caches {
+		rel, ok := strings.CutPrefix(c.Mount, WorkspaceTarget+"/")
+		if !ok {
+			continue
+		}
+		parts := strings.Split(rel, "/")
+		for j := 1; j < len(parts); j++ {
+			fi, err := os.Lstat(filepath.Join(ws, filepath.FromSlash(strings.Join(parts[:j], "/"))))
+			if errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if err != nil || !fi.IsDir() {
+				return nil, &SpecError{fmt.Sprintf("caches[%d].mount", i), fmt.Sprintf("%s: the workspace's %s is not a directory (a symlink there would move the mount)", c.Mount, strings.Join(parts[:j], "/"))}
+			}
+		}
+		rels = append(rels, rel)
+	}
+	return rels, nil
 }

@@ -208,3 +208,35 @@ func TestCacheTargetRefused(t *testing.T) {
 		}
 	}
 }
+
+// TestRunCacheTargetRules: only a run-lifetime cache may lie under
+// /workspace, only strictly, only in a copy-mode workspace, and not
+// through a directory of the host workspace that is a symlink (which
+// would move the mount point away from the path the copy leaves out).
+func TestRunCacheTargetRules(t *testing.T) {
+	r, ref := sandbox(t)
+	dir := t.TempDir()
+	ws := t.TempDir()
+	if err := os.Symlink("real", filepath.Join(ws, "linked")); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		mount, lifetime, workspace, msg string
+	}{
+		{"/workspace/node_modules", "", "copy", "only a run-lifetime cache"},
+		{"/workspace/node_modules", "run", "readonly", "needs workspace copy"},
+		{"/workspace/node_modules", "run", "none", "needs workspace copy"},
+		{"/workspace", "run", "copy", "overlaps /workspace"},
+		{"/", "run", "copy", "not a clean absolute path"},
+		{"/workspace/linked/node_modules", "run", "copy", "linked is not a directory"},
+	} {
+		spec := helperSpec(ref, "true")
+		spec.Workspace, spec.Sandbox.Workspace = ws, tc.workspace
+		spec.Sandbox.Caches = []runtime.Cache{{Name: "c", Mount: tc.mount, Mode: "rw", Source: dir, Lifetime: tc.lifetime}}
+		res := check(t, r, spec, 1<<10)
+		assertOutcome(t, res, runtime.Error)
+		if !strings.Contains(res.Detail, "caches[0].mount") || !strings.Contains(res.Detail, tc.msg) {
+			t.Errorf("%s (%s, %s): %q, want %q", tc.mount, tc.lifetime, tc.workspace, res.Detail, tc.msg)
+		}
+	}
+}

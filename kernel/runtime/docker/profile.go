@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,8 +34,11 @@ type plan struct {
 	copyWS   bool   // copy the workspace into the /workspace volume
 	wsVolume string // that volume's name (copy mode)
 	wsSize   int64  // and its size
-	uid      int
-	gid      int
+	// exclude are the subtrees the copy leaves out: spec.Exclude and the
+	// workspace paths run caches are mounted at (copy mode).
+	exclude []string
+	uid     int
+	gid     int
 }
 
 // effective returns the sandbox with defaults applied.
@@ -246,7 +250,12 @@ func (r *Runtime) workspaceMount(spec runtime.Spec, sb runtime.Sandbox, p *plan)
 		m = mount.Mount{Type: mount.TypeBind, Source: src, Target: WorkspaceTarget, ReadOnly: true,
 			BindOptions: &mount.BindOptions{Propagation: mount.PropagationRPrivate}}
 	} else {
+		shadowed, err := workspaceCaches(spec.Workspace, sb)
+		if err != nil {
+			return nil, "", nil, err
+		}
 		p.copyWS, p.wsVolume, p.wsSize = true, newVolumeName(), sb.WorkspaceSize
+		p.exclude = append(slices.Clone(spec.Exclude), shadowed...)
 		m = mount.Mount{Type: mount.TypeVolume, Source: p.wsVolume, Target: WorkspaceTarget,
 			VolumeOptions: &mount.VolumeOptions{NoCopy: true}}
 	}
@@ -256,7 +265,7 @@ func (r *Runtime) workspaceMount(spec runtime.Spec, sb runtime.Sandbox, p *plan)
 		wsProfile["size"] = sb.WorkspaceSize
 		wsProfile["mount_options"] = workspaceVolumeOpts(sb.WorkspaceSize, p.uid, p.gid)
 		wsProfile["symlinks_leaving_workspace"] = "skipped"
-		wsProfile["excluded"] = stringsToAny(spec.Exclude)
+		wsProfile["excluded"] = stringsToAny(p.exclude)
 	}
 	return []mount.Mount{m}, workdir, wsProfile, nil
 }

@@ -68,7 +68,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	c.id = created.ID
 	defer c.cleanUp(c.removeContainer)
 	if c.p.copyWS {
-		ws, err := r.startCopy(ctx, c.p, c.id, spec.Workspace, spec.Exclude)
+		ws, err := r.startCopy(ctx, c.p, c.id, spec.Workspace, c.p.exclude)
 		if ws != nil {
 			defer c.cleanUp(func(ctx context.Context) error { return closeHolder(ctx, ws) })
 		}
