@@ -118,6 +118,10 @@ func nodeImage(dir, engines string) (toolImage, error) {
 	return toolImage{image: defaultNodeImage, from: "default", note: strings.Join(notes, "; ")}, nil
 }
 
+// opSpace is the space a range may put between an operator and its
+// version (">= 18").
+var opSpace = regexp.MustCompile(`([<>=^~]+)\s+`)
+
 var nodeVersion = regexp.MustCompile(`^(\d{1,3})(\.(\d+|x|X|\*)){0,2}$`)
 
 func nodeMajor(v string) (int, bool) {
@@ -136,6 +140,7 @@ func lowestNodeMajor(rng string) (int, bool) {
 	if len(rng) > maxRangeLen {
 		return 0, false
 	}
+	rng = opSpace.ReplaceAllString(rng, "$1")
 	best := -1
 	for _, alt := range strings.Split(rng, "||") {
 		low, ok := altLowerMajor(strings.Fields(alt))
