@@ -36,7 +36,7 @@ func TestInitScripts(t *testing.T) {
 			} {
 				env.Setenv(k, v)
 			}
-			for _, k := range []string{"PROOFGATE_REQUIRE_DOCKER", "DOCKER_HOST"} {
+			for _, k := range []string{"PROOFGATE_REQUIRE_DOCKER", "DOCKER_HOST", "PROOFGATE_MIRROR"} {
 				if v := os.Getenv(k); v != "" {
 					env.Setenv(k, v)
 				}
@@ -51,7 +51,7 @@ func TestInitScripts(t *testing.T) {
 			env.Setenv("DEAD_REGISTRY", dead)
 			return nil
 		},
-		Condition: condition,
+		Condition: initCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":     cmdExits,
 			"replace":   cmdReplace,
@@ -93,6 +93,15 @@ func TestShellQuote(t *testing.T) {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
+}
+
+// initCondition adds [mirror]: the Docker daemon has the registry mirror
+// that CI starts (PROOFGATE_MIRROR=127.0.0.1:PORT).
+func initCondition(cond string) (bool, error) {
+	if cond == "mirror" {
+		return os.Getenv("PROOFGATE_MIRROR") != "", nil
+	}
+	return condition(cond)
 }
 
 // servers are the registries the running scenarios started.
