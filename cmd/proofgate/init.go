@@ -55,7 +55,7 @@ func addInitCommands(root *cobra.Command, g *globals) {
 func initCmd(g *globals) *cobra.Command {
 	var f initFlags
 	c := &cobra.Command{
-		Use:   "init [--docker IMAGE] [--workflow] [--key-dir DIR] [--json]",
+		Use:   "init [--workflow] [--docker IMAGE] [--registry-mirror URL] [--key-dir DIR | --no-key] [--json]",
 		Short: "Write a starter contract, .gitignore entries, workflows and a signing key",
 		Long: `Detect the project in the current directory (go.mod, package.json,
 pyproject.toml or setup.py, Cargo.toml) and write a starter contract
@@ -109,7 +109,7 @@ reached.`,
 			return p.report(g, f.asJSON, id, written)
 		},
 	}
-	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest")
+	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest (the local daemon's, else the registry's)")
 	c.Flags().BoolVar(&f.workflow, "workflow", false, "sandboxed checks in pinned official images, and the GitHub workflows in .github/workflows/")
 	c.Flags().StringVar(&f.registryMirror, "registry-mirror", registryMirrorDefault(), "resolve Docker Hub images only through this registry mirror URL (env "+mirrorEnv+")")
 	c.Flags().StringVar(&f.keyDir, "key-dir", "", "directory for the signing key, outside the repository (default <user config dir>/proofgate/keys)")
