@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/distribution/reference"
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle/key"
@@ -24,11 +25,12 @@ import (
 
 // initFlags are the flags of `proofgate init`.
 type initFlags struct {
-	docker   string
-	workflow bool
-	keyDir   string
-	noKey    bool
-	asJSON   bool
+	docker         string
+	workflow       bool
+	registryMirror string
+	keyDir         string
+	noKey          bool
+	asJSON         bool
 }
 
 // initPlan is everything init will write, decided before anything is.
@@ -41,8 +43,8 @@ type initPlan struct {
 	ignore       []string // .gitignore lines to append
 	projects     []project
 	runtime      string
-	placeholder  string // the image placeholder to fill in, if any
 	repo         string // OWNER/NAME from the origin remote, or the placeholder
+	branch       defaultBranch
 }
 
 // addInitCommands registers init and doctor.
@@ -53,27 +55,47 @@ func addInitCommands(root *cobra.Command, g *globals) {
 func initCmd(g *globals) *cobra.Command {
 	var f initFlags
 	c := &cobra.Command{
-		Use:   "init [--docker IMAGE] [--workflow] [--key-dir DIR] [--json]",
+		Use:   "init [--workflow] [--docker IMAGE] [--registry-mirror URL] [--key-dir DIR | --no-key] [--json]",
 		Short: "Write a starter contract, .gitignore entries, workflows and a signing key",
 		Long: `Detect the project in the current directory (go.mod, package.json,
 pyproject.toml or setup.py, Cargo.toml) and write a starter contract
 (--contract, default .proofgate/contract.yaml) with its usual checks as argv.
-Without --docker the checks run as plain processes (runtime: process,
-unsandboxed and recorded as such) with PATH and HOME taken from the harness
-(env_from_host); with --docker IMAGE they run in that image, which the
-contract pins by digest: an IMAGE without one gets the placeholder
-IMAGE@sha256:<digest>, which 'contract check' refuses until you fill it in.
+
+With --workflow (or --docker IMAGE) the checks are sandboxed (runtime:
+docker), so that they run in the GitHub Action, whose container has no
+toolchains: each project's official image (golang, node, python, rust)
+at the version its files name (go.mod toolchain or go line, package.json
+engines.node or .nvmrc, requires-python, rust-toolchain or rust-version),
+pinned by the digest the registry gives now; one check with the network
+fetches dependencies into a cache (go mod download, npm ci, pip wheel,
+cargo fetch) and the others run with network none and mount it read-only
+(docs/adr/0030). Registry: the --registry-mirror URL only (or
+$PROOFGATE_REGISTRY_MIRROR; for air-gapped machines: Docker Hub is then
+never asked), else the Docker daemon's registry mirrors, then Docker Hub.
+--docker IMAGE without a digest is pinned from the local daemon when it
+has the image (its repo digest; for an image built here and never pushed,
+NAME[:TAG]@sha256:<image ID>, which names it on this daemon only), else
+from the registry. When no registry answers, init says so and writes
+nothing.
+
+Without either, the checks run as plain processes (runtime: process,
+unsandboxed and recorded as such) with PATH and HOME taken from the
+harness (env_from_host): for this machine only; they will not run in the
+GitHub Action.
 
 It adds the state directory's runs/ to .gitignore (appending; never
 rewriting it), with --workflow writes .github/workflows/proofgate.yml and
-release-gate.yml (examples/workflows, placeholders kept), and generates an
+release-gate.yml (examples/workflows, triggered on the repository's
+default branch: origin/HEAD, else the only branch, else init.defaultBranch,
+else main; the action's OWNER/SHA placeholder kept), and generates an
 Ed25519 signing key OUTSIDE the repository (--key-dir, default
 <user config dir>/proofgate/keys; a directory inside the work tree is
 refused). It then prints the commands that finish the setup: gh secret set
 and trust add.
 
 Nothing is ever overwritten: if any file init would write exists, it writes
-nothing and exits 2 naming the file.`,
+nothing and exits 2 naming the file. Exit 4 when a registry cannot be
+reached.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := planInit(cmd.Context(), g, f)
@@ -87,8 +109,9 @@ nothing and exits 2 naming the file.`,
 			return p.report(g, f.asJSON, id, written)
 		},
 	}
-	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest")
-	c.Flags().BoolVar(&f.workflow, "workflow", false, "also write the example GitHub workflows into .github/workflows/")
+	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest (the local daemon's, else the registry's)")
+	c.Flags().BoolVar(&f.workflow, "workflow", false, "sandboxed checks in pinned official images, and the GitHub workflows in .github/workflows/")
+	c.Flags().StringVar(&f.registryMirror, "registry-mirror", registryMirrorDefault(), "resolve Docker Hub images only through this registry mirror URL (env "+mirrorEnv+")")
 	c.Flags().StringVar(&f.keyDir, "key-dir", "", "directory for the signing key, outside the repository (default <user config dir>/proofgate/keys)")
 	c.Flags().BoolVar(&f.noKey, "no-key", false, "generate no signing key (keyless signing, or a key you already have)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
@@ -116,19 +139,19 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 	if p.projects, err = detectProjects(wd); err != nil {
 		return nil, err
 	}
-	if err := p.setImage(f.docker); err != nil {
+	if err := checkImageFlag(f.docker); err != nil {
 		return nil, err
 	}
 	if p.contractPath, err = filepath.Abs(g.contract); err != nil {
 		return nil, envErr(err)
 	}
-	p.contract = p.renderContract(f.docker)
 	if f.workflow {
-		p.workflows, err = workflowFiles(root)
-		if err != nil {
+		p.branch = readDefaultBranch(ctx, root)
+		if p.workflows, err = workflowFiles(root, p.branch.name); err != nil {
 			return nil, err
 		}
 	}
+
 	if !f.noKey {
 		if p.keyPath, err = keyPath(root, f.keyDir); err != nil {
 			return nil, err
@@ -137,7 +160,17 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 	if p.ignore, err = ignoreLines(ctx, root, g.state); err != nil {
 		return nil, err
 	}
-	return p, p.refuseExisting()
+	if err := p.refuseExisting(); err != nil {
+		return nil, err
+	}
+	if f.workflow || f.docker != "" {
+		p.runtime = "docker"
+		if err := p.pinImages(ctx, f); err != nil {
+			return nil, err
+		}
+	}
+	p.contract = p.renderContract()
+	return p, nil
 }
 
 // targets are the files init creates, in the order it writes them.
@@ -226,18 +259,16 @@ func (p *initPlan) show(path string) string {
 
 var digestRef = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
 
-// setImage validates --docker and decides the placeholder.
-func (p *initPlan) setImage(image string) error {
+// checkImageFlag validates --docker.
+func checkImageFlag(image string) error {
 	if image == "" {
 		return nil
 	}
 	if err := printable.Check("--docker", image); err != nil || strings.ContainsAny(image, " \t<>\"'") {
 		return usageErr(fmt.Errorf("--docker %q: want an image reference such as golang:1.26 or golang:1.26@sha256:<64 hex> (see 'proofgate init --help')", image))
 	}
-	p.runtime = "docker"
-	if !digestRef.MatchString(image) {
-		name, _, _ := strings.Cut(image, "@")
-		p.placeholder = name + "@sha256:<digest>"
+	if _, err := reference.ParseNormalizedNamed(image); err != nil {
+		return usageErr(fmt.Errorf("--docker %q: %w: want an image reference such as golang:1.26 or golang:1.26@sha256:<64 hex>", image, err))
 	}
 	return nil
 }
@@ -245,12 +276,15 @@ func (p *initPlan) setImage(image string) error {
 // workflowNames are the example workflows --workflow writes.
 var workflowNames = []string{"proofgate.yml", "release-gate.yml"}
 
-func workflowFiles(root string) (map[string][]byte, error) {
+func workflowFiles(root, branch string) (map[string][]byte, error) {
 	out := map[string][]byte{}
 	for _, name := range workflowNames {
 		b, err := examples.Workflows.ReadFile("workflows/" + name)
 		if err != nil {
 			return nil, envErr(err)
+		}
+		if b, err = onBranch(b, branch); err != nil {
+			return nil, envErr(fmt.Errorf("examples/workflows/%s: %w", name, err))
 		}
 		out[filepath.Join(root, ".github", "workflows", name)] = b
 	}

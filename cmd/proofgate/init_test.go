@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
+	"github.com/moby/moby/client"
 	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/proofgate/proofgate/internal/registrytest"
 )
 
 // TestInitScripts runs the init and doctor scenarios in testdata/init.
@@ -30,21 +36,31 @@ func TestInitScripts(t *testing.T) {
 			} {
 				env.Setenv(k, v)
 			}
-			for _, k := range []string{"PROOFGATE_REQUIRE_DOCKER", "DOCKER_HOST"} {
+			for _, k := range []string{"PROOFGATE_REQUIRE_DOCKER", "DOCKER_HOST", "PROOFGATE_MIRROR"} {
 				if v := os.Getenv(k); v != "" {
 					env.Setenv(k, v)
 				}
 			}
+			// No scenario may ask Docker Hub: unless it starts its own
+			// registry, the mirror is a loopback port nobody listens on.
+			dead, err := closedLoopback()
+			if err != nil {
+				return err
+			}
+			env.Setenv(mirrorEnv, "http://"+dead)
+			env.Setenv("DEAD_REGISTRY", dead)
 			return nil
 		},
-		Condition: condition,
+		Condition: initCondition,
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits":     cmdExits,
-			"replace":   cmdReplace,
-			"nopem":     cmdNopem,
-			"testimage": cmdTestimage,
-			"imageid":   cmdImageid,
-			"registry":  cmdRegistry,
+			"exits":          cmdExits,
+			"replace":        cmdReplace,
+			"nopem":          cmdNopem,
+			"testimage":      cmdTestimage,
+			"imageidof":      cmdImageidOf,
+			"helperregistry": cmdHelperRegistry,
+			"registry":       cmdRegistry,
+			"imageid":        cmdImageID,
 		},
 	})
 }
@@ -79,4 +95,76 @@ func TestShellQuote(t *testing.T) {
 			t.Errorf("shellQuote(%q) = %s, want %s", in, got, want)
 		}
 	}
+}
+
+// initCondition adds [mirror]: the Docker daemon has the registry mirror
+// that CI starts (PROOFGATE_MIRROR=127.0.0.1:PORT).
+func initCondition(cond string) (bool, error) {
+	if cond == "mirror" {
+		return os.Getenv("PROOFGATE_MIRROR") != "", nil
+	}
+	return condition(cond)
+}
+
+// servers are the registries the running scenarios started.
+var servers sync.Map // *testscript.TestScript → *registrytest.Server
+
+func closedLoopback() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+// registry start: an OCI registry in this process on 127.0.0.1; sets
+// $REGISTRY (http://HOST:PORT) and points $PROOFGATE_REGISTRY_MIRROR at it.
+// registry push REF VAR: pushes a random two-platform index as REF
+// (library/ for official names), the index digest into $VAR.
+// registry mode MODE: honest ("") or hostile (registrytest's modes).
+func cmdRegistry(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) == 0 {
+		ts.Fatalf("usage: registry start | push REF VAR | mode MODE")
+	}
+	if args[0] == "start" && len(args) == 1 {
+		srv := registrytest.Start()
+		servers.Store(ts, srv)
+		ts.Defer(func() { servers.Delete(ts); srv.Close() })
+		ts.Setenv("REGISTRY", srv.URL())
+		ts.Setenv("REGISTRY_HOST", srv.Host())
+		ts.Setenv(mirrorEnv, srv.URL())
+		return
+	}
+	v, ok := servers.Load(ts)
+	if !ok {
+		ts.Fatalf("registry start first")
+	}
+	srv := v.(*registrytest.Server)
+	switch {
+	case args[0] == "push" && len(args) == 3:
+		d, err := srv.Push(args[1])
+		ts.Check(err)
+		ts.Setenv(args[2], d)
+	case args[0] == "mode" && len(args) <= 2:
+		srv.SetMode(strings.Join(args[1:], ""))
+	default:
+		ts.Fatalf("usage: registry start | push REF VAR | mode MODE")
+	}
+}
+
+// imageid IMAGE VAR: the local daemon's ID of IMAGE (sha256:<hex>) into $VAR.
+func cmdImageID(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 2 {
+		ts.Fatalf("usage: imageid image var")
+	}
+	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	ts.Check(err)
+	defer cli.Close()
+	img, err := cli.ImageInspect(context.Background(), args[0])
+	ts.Check(err)
+	if len(img.RepoDigests) != 0 {
+		ts.Fatalf("%s has repo digests %v", args[0], img.RepoDigests)
+	}
+	ts.Setenv(args[1], img.ID)
 }

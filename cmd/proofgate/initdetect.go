@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/proofgate/proofgate/internal/imagepin"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -16,6 +17,12 @@ type starterCheck struct {
 	id, criterion, text string
 	run                 []string
 	dependsOn           string
+	// Sandboxed (docker) contracts only:
+	after   []string    // more depends_on: the fetch or install check
+	network string      // "host" for the check that fetches dependencies
+	caches  []string    // cache uses as rendered: "go-mod", "{name: go-mod, readonly: true}"
+	env     [][2]string // the check's own environment over the defaults
+	image   string      // set when it differs from defaults.image
 }
 
 // A detected project kind and its usual checks.
@@ -26,7 +33,18 @@ type project struct {
 	// copy: the checks write into the work tree (cargo's target/), so a
 	// docker contract gives them a copied workspace.
 	copy bool
+	// engines is package.json's engines.node; lockfile that it has
+	// package-lock.json or npm-shrinkwrap.json (npm ci, else npm install).
+	engines  string
+	lockfile bool
+	tool     toolImage // the official image, when the contract is sandboxed
+	deps     bool      // go: the module has requirements (a fetch check)
+	pin      imagepin.Pin
 }
+
+// goProcessEnv is the Go checks' own environment in a process contract
+// (a sandboxed one sets it, and more, in its defaults).
+var goProcessEnv = [][2]string{{"GOFLAGS", "-mod=readonly"}}
 
 // maxManifest bounds the manifests init reads (package.json).
 const maxManifest = 1 << 20
@@ -37,8 +55,8 @@ func detectProjects(dir string) ([]project, error) {
 	var out []project
 	if exists(filepath.Join(dir, "go.mod")) {
 		out = append(out, project{kind: "go", marker: "go.mod", checks: []starterCheck{
-			{id: "go-vet", run: []string{"go", "vet", "./..."}, criterion: "vet-clean", text: "go vet reports nothing"},
-			{id: "go-test", run: []string{"go", "test", "./..."}, dependsOn: "go-vet", criterion: "go-tests-pass", text: "the Go tests pass"},
+			{id: "go-vet", run: []string{"go", "vet", "./..."}, env: goProcessEnv, criterion: "vet-clean", text: "go vet reports nothing"},
+			{id: "go-test", run: []string{"go", "test", "./..."}, env: goProcessEnv, dependsOn: "go-vet", criterion: "go-tests-pass", text: "the Go tests pass"},
 		}})
 	}
 	if exists(filepath.Join(dir, "package.json")) {
@@ -79,11 +97,17 @@ func nodeProject(path string) (project, error) {
 	defer f.Close()
 	var pkg struct {
 		Scripts map[string]string `json:"scripts"`
+		Engines any               `json:"engines"`
 	}
 	if err := strictjson.ReadOpen(io.LimitReader(f, maxManifest+1), maxManifest, &pkg); err != nil {
 		return project{}, usageErr(fmt.Errorf("%s: %w", path, err))
 	}
 	p := project{kind: "node", marker: "package.json"}
+	if e, ok := pkg.Engines.(map[string]any); ok {
+		p.engines, _ = e["node"].(string)
+	}
+	dir := filepath.Dir(path)
+	p.lockfile = exists(filepath.Join(dir, "package-lock.json")) || exists(filepath.Join(dir, "npm-shrinkwrap.json"))
 	prev := ""
 	for _, s := range []struct{ script, id, criterion, text string }{
 		{"lint", "npm-lint", "lint-clean", "the linter reports nothing"},

@@ -10,11 +10,11 @@ import (
 	"github.com/proofgate/proofgate/internal/testimage"
 )
 
-// imageid VAR REF sets $VAR to the image ID (sha256:<hex>) of image REF on
+// imageidof VAR REF sets $VAR to the image ID (sha256:<hex>) of image REF on
 // the daemon. Scripts guard it with [docker].
-func cmdImageid(ts *testscript.TestScript, neg bool, args []string) {
+func cmdImageidOf(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
-		ts.Fatalf("usage: imageid VAR REF")
+		ts.Fatalf("usage: imageidof VAR REF")
 	}
 	cli, err := client.New(client.FromEnv)
 	ts.Check(err)
@@ -26,13 +26,13 @@ func cmdImageid(ts *testscript.TestScript, neg bool, args []string) {
 	ts.Setenv(args[0], img.ID)
 }
 
-// registry starts a real OCI registry on 127.0.0.1 for the rest of the
+// helperregistry starts a real OCI registry on 127.0.0.1 for the rest of the
 // script, pushes the helper image's files to it as proofgate-test/pushed:v1
 // and sets $REGISTRY (127.0.0.1:PORT) and $PUSHED_DIGEST (its manifest
 // digest). Nothing is pulled into the daemon.
-func cmdRegistry(ts *testscript.TestScript, neg bool, args []string) {
+func cmdHelperRegistry(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
-		ts.Fatalf("usage: registry")
+		ts.Fatalf("usage: helperregistry")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

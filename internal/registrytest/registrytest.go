@@ -7,6 +7,11 @@
 // The environment names it: PROOFGATE_MIRROR is its host:port;
 // PROOFGATE_REQUIRE_MIRROR=1 (set by scripts/test.sh) makes a missing
 // mirror fail a test instead of skipping it.
+//
+// Start runs a registry in the test's own process instead (server.go):
+// go-containerregistry's pkg/registry behind httptest on 127.0.0.1, with
+// images pushed under the names Docker Hub gives official images and
+// hostile modes that answer the way a broken or malicious registry would.
 package registrytest
 
 import (

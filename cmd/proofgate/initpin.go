@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/proofgate/proofgate/internal/imagepin"
+	"github.com/proofgate/proofgate/kernel/runtime/docker"
+)
+
+// mirrorEnv is the environment form of --registry-mirror.
+const mirrorEnv = "PROOFGATE_REGISTRY_MIRROR"
+
+// sourceGiven marks an image --docker already pinned by digest.
+const sourceGiven = "given"
+
+// pinner resolves init's images: --docker IMAGE first from the local
+// daemon, every other tag from a registry (the --registry-mirror only;
+// else the daemon's registry mirrors, then Docker Hub, as dockerd pulls).
+type pinner struct {
+	mirror string // --registry-mirror or $PROOFGATE_REGISTRY_MIRROR
+	daemon *docker.Runtime
+	tried  bool
+}
+
+func (p *pinner) close() {
+	if p.daemon != nil {
+		p.daemon.Close()
+	}
+}
+
+// local connects to the daemon once; nil when none answers.
+func (p *pinner) local(ctx context.Context) *docker.Runtime {
+	if !p.tried {
+		p.tried = true
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if rt, err := docker.New(ctx, docker.WithoutSelfDetection()); err == nil {
+			p.daemon = rt
+		}
+	}
+	return p.daemon
+}
+
+// remote is the registry resolver: the explicit mirror alone (Docker Hub
+// is then never asked), or the daemon's mirrors followed by Docker Hub.
+func (p *pinner) remote(ctx context.Context) imagepin.Remote {
+	if p.mirror != "" {
+		return imagepin.Remote{Mirrors: []string{p.mirror}}
+	}
+	r := imagepin.Remote{DockerHub: true}
+	if d := p.local(ctx); d != nil {
+		r.Mirrors, _ = d.RegistryMirrors(ctx)
+	}
+	return r
+}
+
+// given pins --docker IMAGE: as is with a digest; else the local
+// daemon's repo digest, or its image ID for an image never pushed; else
+// the registry's digest.
+func (p *pinner) given(ctx context.Context, image string) (imagepin.Pin, error) {
+	if digestRef.MatchString(image) {
+		name, d, _ := strings.Cut(image, "@")
+		return imagepin.Pin{Image: name, Ref: image, Digest: d, Source: sourceGiven}, nil
+	}
+	if d := p.local(ctx); d != nil {
+		pin, found, err := imagepin.Local(ctx, d, image)
+		if err != nil {
+			return imagepin.Pin{}, envErr(fmt.Errorf("--docker %s: %w", image, err))
+		}
+		if found {
+			return pin, nil
+		}
+	}
+	return p.fromRegistry(ctx, image, "--docker")
+}
+
+// fromRegistry pins a tag at a registry; from says why init chose it.
+func (p *pinner) fromRegistry(ctx context.Context, image, from string) (imagepin.Pin, error) {
+	r := p.remote(ctx)
+	pin, err := r.Resolve(ctx, image)
+	if err == nil {
+		return pin, nil
+	}
+	var u *imagepin.UnreachableError
+	hand := fmt.Sprintf("pin it by hand: docker pull %s && docker images --digests --format '{{.Repository}}:{{.Tag}}@{{.Digest}}' %s, then proofgate init --docker IMAGE@sha256:<digest>", shellQuote(image), shellQuote(image))
+	if errors.As(err, &u) && u.NotFound() {
+		return imagepin.Pin{}, usageErr(fmt.Errorf("init: %s (%s) does not exist at %s: %w; nothing was written (fix the version, or %s)", image, from, registries(r), err, hand))
+	}
+	return imagepin.Pin{}, envErr(fmt.Errorf("init: cannot pin %s (%s) by digest at %s: %w; nothing was written (check the network or pass --registry-mirror URL / %s=URL, or %s)", image, from, registries(r), err, mirrorEnv, hand))
+}
+
+// registries names where r asks for a Docker Hub image.
+func registries(r imagepin.Remote) string {
+	names := append([]string{}, r.Mirrors...)
+	if r.DockerHub || len(names) == 0 {
+		names = append(names, "Docker Hub ("+imagepin.DockerHub+")")
+	}
+	return strings.Join(names, ", then ")
+}
+
+// pinImages decides each project's image and pins it: --docker's for
+// all, else the ecosystem's official image chosen from the project.
+func (p *initPlan) pinImages(ctx context.Context, f initFlags) error {
+	pn := &pinner{mirror: f.registryMirror}
+	defer pn.close()
+	var given imagepin.Pin
+	if f.docker != "" {
+		g, err := pn.given(ctx, f.docker)
+		if err != nil {
+			return err
+		}
+		given = g
+	}
+	pinned := map[string]imagepin.Pin{}
+	var err error
+	for i := range p.projects {
+		pr := &p.projects[i]
+		if f.docker != "" {
+			pr.pin, pr.tool = given, toolImage{image: f.docker, from: "--docker"}
+			if pr.kind == "go" {
+				_, pr.deps, err = goModule(p.wd)
+			}
+			if err != nil {
+				return err
+			}
+			continue
+		}
+		t, deps, err := projectImage(p.wd, pr)
+		if err != nil {
+			return err
+		}
+		pr.tool, pr.deps = t, deps
+		if pin, ok := pinned[t.image]; ok {
+			pr.pin = pin
+			continue
+		}
+		if pr.pin, err = pn.fromRegistry(ctx, t.image, t.from); err != nil {
+			return err
+		}
+		pinned[t.image] = pr.pin
+	}
+	return nil
+}
+
+// projectImage chooses a project's official image from its files.
+func projectImage(dir string, pr *project) (toolImage, bool, error) {
+	switch pr.kind {
+	case "go":
+		return goModule(dir)
+	case "node":
+		t, err := nodeImage(dir, pr.engines)
+		return t, false, err
+	case "python":
+		t, err := pythonImage(dir)
+		return t, false, err
+	case "rust":
+		t, err := rustImage(dir)
+		return t, false, err
+	}
+	return toolImage{}, false, fmt.Errorf("init: no image for %s", pr.kind)
+}
+
+// registryMirrorDefault is --registry-mirror's default.
+func registryMirrorDefault() string { return os.Getenv(mirrorEnv) }
