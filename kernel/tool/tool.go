@@ -113,6 +113,10 @@ func argErr(param string, r Reason, format string, args ...any) *ArgError {
 type Call struct {
 	Argv  []string
 	Stdin []byte // canonical JSON of the arguments when the tool's stdin is "json", else nil
+	// Paths holds the value of each path parameter given, by name: the
+	// caller resolves them in the work tree (kernel/beneath) before the
+	// tool runs, which this package, doing no I/O, cannot.
+	Paths map[string]string
 }
 
 // Render checks args (a JSON object) against t's parameters and renders the call.
@@ -143,6 +147,14 @@ func Render(t contract.Tool, args []byte) (Call, error) {
 		rendered[name] = s
 	}
 	c := Call{Argv: make([]string, len(t.Run))}
+	for name, v := range rendered {
+		if t.Params[name].Type == contract.ParamPath {
+			if c.Paths == nil {
+				c.Paths = map[string]string{}
+			}
+			c.Paths[name] = v
+		}
+	}
 	for i, a := range t.Run {
 		c.Argv[i] = a
 		if name, ok := contract.TemplateParam(a); ok && i > 0 {
