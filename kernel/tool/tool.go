@@ -18,7 +18,10 @@
 //   - path: a string as above that is also relative (no leading "/"),
 //     equal to its filepath.Clean form, has no ".." element, does not
 //     start with "-" (so it cannot become a flag), holds no backslash and
-//     is not empty;
+//     is not empty; Render does no I/O, so it lists the path values in
+//     Call.Paths for its caller to resolve in the work tree
+//     (kernel/session, through kernel/beneath: no link out of the tree,
+//     no named pipe or device);
 //   - integer: a JSON number written as an integer (no fraction, no
 //     exponent, no "-0") within ±(2^53−1), the range in which the RFC 8785
 //     canonical form that the input hash is computed over is exact: two
