@@ -65,6 +65,7 @@ func TestScripts(t *testing.T) {
 			"procgone":     cmdProcgone,
 			"stopsgrowing": cmdStopsgrowing,
 			"grab":         cmdGrab,
+			"mkfifo":       cmdMkfifo,
 		},
 	})
 }

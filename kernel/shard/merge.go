@@ -346,12 +346,7 @@ func (ls *loadedShard) merged() run.MergedShard {
 }
 
 func readBounded(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return bounded.ReadAll(f, max)
+	return bounded.ReadFile(p, max)
 }
 
 func sha256Hex(b []byte) string {
