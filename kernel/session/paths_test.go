@@ -65,7 +65,9 @@ func in(t *testing.T, f *fixture, rel string, make func(p string) error) {
 	}
 }
 
-func link(target string) func(string) error { return func(p string) error { return os.Symlink(target, p) } }
+func link(target string) func(string) error {
+	return func(p string) error { return os.Symlink(target, p) }
+}
 
 // readPath calls read with path and returns the result and the error.
 func readPath(t *testing.T, o session.Options, path string) (session.Result, error) {
