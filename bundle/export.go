@@ -242,7 +242,7 @@ func blobEntry(runDir, id, hexd string) (archive.Entry, error) {
 		return archive.Entry{}, &ExportError{Reason: AuditFailed, RunID: id, Detail: name + " is not a regular file"}
 	}
 	return archive.Entry{Name: name, Size: fi.Size(), Open: func() (io.ReadCloser, error) {
-		f, err := os.Open(p)
+		f, err := bounded.Open(p)
 		if err != nil {
 			return nil, err
 		}
@@ -327,7 +327,7 @@ func readRunFile(dir, name string) ([]byte, error) {
 }
 
 func readFileBounded(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := bounded.Open(p)
 	if err != nil {
 		return nil, err
 	}

@@ -122,7 +122,7 @@ func shardStatement(manifest []byte) ([]byte, error) {
 
 func readShardManifest(dir string) ([]byte, error) {
 	p := filepath.Join(dir, replay.ShardManifestFile)
-	f, err := os.Open(p)
+	f, err := bounded.Open(p)
 	if err != nil {
 		return nil, fmt.Errorf("sign shard: %w (the shard has not finished)", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/kernel/bounded"
 )
 
 // SignedData is the data of the checkpoint.signed event (written by
@@ -49,7 +50,7 @@ func Latest(dir string) ([]byte, string, error) {
 
 // ReadFile reads a checkpoint file, bounded by envelope.MaxSize.
 func ReadFile(p string) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := bounded.Open(p)
 	if err != nil {
 		return nil, err
 	}

@@ -196,7 +196,7 @@ func LoadPublic(path string) (ed25519.PublicKey, []byte, error) {
 }
 
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("key: %w", err)
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -219,7 +220,7 @@ func validateLifecycle(field, what string, l lifecycle) error {
 
 // Load reads and validates the store at path.
 func Load(path string) (*Store, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("trust store: %w", err)
 	}

@@ -45,6 +45,7 @@ import (
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/ci/review"
 	"github.com/proofgate/proofgate/internal/progress"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
@@ -490,7 +491,7 @@ func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
 	path := j.in.contract
 	local := filepath.Join(j.ws, filepath.FromSlash(path))
 	if (!j.ev.IsPullRequest() && j.ev.MergeGroup == nil) || j.ev.BaseSHA == "" {
-		data, err := os.ReadFile(local)
+		data, err := bounded.ReadFile(local, contract.MaxFileSize) // a committed link to /dev/zero is refused
 		if err != nil {
 			return nil, "", usage("contract %s: %w", path, err)
 		}

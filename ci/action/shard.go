@@ -65,7 +65,8 @@ const (
 
 // ShardReason is why a plan, shard or merge job refused. The kernel's
 // merge refusals (kernel/shard Reason: missing, duplicate, foreign,
-// tampered, untrusted, overlap, running, order) keep their names.
+// tampered, untrusted, overlap, running, order, unassigned) keep their
+// names.
 type ShardReason string
 
 // Reasons the action itself refuses (beside the kernel's).

@@ -14,6 +14,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/internal/progress"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/shard"
@@ -178,7 +179,7 @@ func readShardDir(dir string) (map[string][]byte, error) {
 		if err != nil {
 			return err
 		}
-		b, err := os.ReadFile(p)
+		b, err := bounded.ReadFile(p, MaxShardArtifactBytes)
 		if err != nil {
 			return err
 		}
@@ -210,7 +211,7 @@ func (j *job) shardKeyless(ctx context.Context) (*sigstore.Verifiers, error) {
 	if (j.ev.IsPullRequest() || j.ev.MergeGroup != nil) && j.ev.BaseSHA != "" {
 		root, err = event.ContractAt(ctx, j.ws, j.gh, j.owner, j.name, j.ev.BaseSHA, path)
 	} else {
-		root, err = os.ReadFile(filepath.Join(j.ws, filepath.FromSlash(path)))
+		root, err = bounded.ReadFile(filepath.Join(j.ws, filepath.FromSlash(path)), sigstore.MaxTrustedRootSize)
 	}
 	if err != nil {
 		return nil, shardRefuse(ShardNoSigner, "", "trusted root %s: %v", path, err)

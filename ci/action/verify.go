@@ -18,11 +18,13 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/ci/ghapi"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
@@ -362,14 +364,14 @@ func (g *gate) policy(ctx context.Context) *refusal {
 // verifyFile verifies input bundle.
 func (g *gate) verifyFile() *refusal {
 	p := g.abs(g.in.bundle)
-	data, err := os.ReadFile(p)
+	data, err := bounded.ReadFile(p, archive.DefaultLimits.MaxTotalSize)
 	if err != nil {
 		return refuseUsage("input bundle: %v", err)
 	}
 	var comp *companionFile
 	if strings.HasSuffix(p, ".tar.gz") {
 		cp := companionName(p)
-		if b, err := os.ReadFile(cp); err == nil {
+		if b, err := bounded.ReadFile(cp, archive.DefaultLimits.MaxTotalSize); err == nil {
 			comp = &companionFile{name: filepath.Base(cp), data: b}
 		} else if !errors.Is(err, fs.ErrNotExist) {
 			return refuseUsage("input bundle's companion %s: %v", cp, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-github/v62/github"
 
 	"github.com/proofgate/proofgate/ci/ghapi"
+	"github.com/proofgate/proofgate/kernel/bounded"
 )
 
 // MaxContractBytes bounds a contract file read from git or the API.
@@ -117,7 +118,7 @@ func fromAPI(ctx context.Context, gh *github.Client, owner, repo, sha, file stri
 // ContractChanged reports whether the workspace copy of the contract differs
 // from the base version (a missing workspace copy is a change).
 func ContractChanged(base []byte, workspacePath string) (bool, error) {
-	f, err := os.Open(workspacePath)
+	f, err := bounded.Open(workspacePath)
 	if errors.Is(err, os.ErrNotExist) {
 		return true, nil
 	}

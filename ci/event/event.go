@@ -7,8 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -169,7 +169,7 @@ func Load(getenv func(string) string) (*Context, error) {
 	if path == "" {
 		return nil, errors.New("GITHUB_EVENT_PATH is not set")
 	}
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("GITHUB_EVENT_PATH: %w", err)
 	}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"sync"
 
-	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/kernel/input"
@@ -214,7 +213,7 @@ func serveMCP(ctx context.Context, g *globals, stdin io.Reader, pf *planFlags, r
 			return session.Start(ctx, so)
 		},
 	})
-	err = srv.Run(ctx, &sdk.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{g.stdout}, MaxLineLength: mcp.MaxFrame})
+	err = srv.Run(ctx, mcp.Stdio(stdin, g.stdout))
 	if s := srv.Session(); s != nil {
 		logger.Info("served", "run", s.Run(), "session", s.ID())
 	}
@@ -239,10 +238,6 @@ func clientAgent(client string) string {
 	}
 	return a
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 // planImplementing plans a run from the contract and moves it to
 // IMPLEMENTING; it returns the run id.

@@ -16,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
@@ -681,7 +682,7 @@ func runVerifyBundle(cmd *cobra.Command, g *globals, f *verifyFlags, vf *vsaFlag
 		return err
 	}
 	opts.Material = mv
-	file, err := os.Open(path)
+	file, err := bounded.Open(path)
 	if err != nil {
 		return usageErr(err)
 	}

@@ -225,17 +225,5 @@ func orDefault(v, def string) string {
 }
 
 func readBounded(p string, max int64) ([]byte, error) {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file", p)
-	}
-	fh, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	return bounded.ReadAll(fh, max)
+	return bounded.ReadFile(p, max)
 }

@@ -67,6 +67,7 @@ func TestScripts(t *testing.T) {
 			"procgone":       cmdProcgone,
 			"stopsgrowing":   cmdStopsgrowing,
 			"grab":           cmdGrab,
+			"mkfifo":         cmdMkfifo,
 		},
 	})
 }

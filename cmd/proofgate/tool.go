@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/policy"
@@ -238,7 +239,7 @@ func openSession(ctx context.Context, g *globals, runArg, sess, agent string) (*
 func readInput(stdin io.Reader, file string) ([]byte, error) {
 	r := stdin
 	if file != "-" {
-		f, err := os.Open(file)
+		f, err := bounded.Open(file)
 		if err != nil {
 			return nil, usageErr(fmt.Errorf("--input: %w", err))
 		}

@@ -217,7 +217,7 @@ func (w *vsaWrite) statement(trustPath string, opts bundle.VerifyOptions, v bund
 
 // inspectFile hashes the archive at path and lists its signed members.
 func inspectFile(path string, opts bundle.VerifyOptions) (*vsa.Archive, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
 	if err != nil {
 		return nil, envErr(err)
 	}

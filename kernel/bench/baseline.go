@@ -12,11 +12,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/durable"
 )
@@ -115,14 +115,11 @@ func newBaseline(path string, m *Manifest, o BaselineOptions) (*Baseline, error)
 
 // hashEvidence is the SHA-256 of a regular file of at most MaxEvidence bytes.
 func hashEvidence(p string) (string, error) {
-	f, err := os.OpenFile(p, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := bounded.Open(p)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return "", fmt.Errorf("%s: not a regular file", p)
-	}
 	h := sha256.New()
 	n, err := io.Copy(h, io.LimitReader(f, MaxEvidence+1))
 	if err != nil {

@@ -7,13 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"regexp"
 	"strings"
-	"syscall"
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -98,7 +97,10 @@ func (m *Manifest) Task(id string) (*Suite, *Task, bool) {
 // readManifest reads a manifest file's bytes: a regular file of at most
 // MaxManifest bytes.
 func readManifest(path string) ([]byte, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := bounded.Open(path)
+	if errors.As(err, new(*bounded.NotRegularError)) {
+		return nil, &Error{File: path, Reason: ReasonManifestInvalid, Detail: "not a regular file"}
+	}
 	if err != nil {
 		reason := ReasonManifestIO
 		if errors.Is(err, fs.ErrNotExist) {
@@ -107,9 +109,6 @@ func readManifest(path string) ([]byte, error) {
 		return nil, &Error{File: path, Reason: reason, Detail: err.Error(), Err: err}
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, &Error{File: path, Reason: ReasonManifestInvalid, Detail: "not a regular file"}
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxManifest+1))
 	if err != nil {
 		return nil, &Error{File: path, Reason: ReasonManifestIO, Detail: err.Error(), Err: err}

@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/durable"
 )
 
@@ -156,7 +157,7 @@ func (s *Store) Open(d string) (*os.File, error) {
 	if err != nil {
 		return nil, err
 	}
-	return os.Open(p)
+	return bounded.Open(p)
 }
 
 // Verify re-hashes blob d and reports a mismatch (ErrMismatch, also for a
@@ -173,7 +174,10 @@ func (s *Store) Verify(d string) error {
 	if !fi.Mode().IsRegular() {
 		return fmt.Errorf("%w: %s is not a regular file", ErrMismatch, d)
 	}
-	f, err := os.Open(p)
+	f, err := bounded.Open(p)
+	if errors.As(err, new(*bounded.NotRegularError)) {
+		return fmt.Errorf("%w: %s is not a regular file", ErrMismatch, d)
+	}
 	if err != nil {
 		return err
 	}

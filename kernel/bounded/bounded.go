@@ -8,6 +8,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"syscall"
 )
 
 // TooLargeError is input longer than its limit.
@@ -28,10 +29,68 @@ func ReadAll(r io.Reader, limit int64) ([]byte, error) {
 	return b, nil
 }
 
-// ReadFile is ReadAll of the file at path; an error opening it is returned
-// as os.Open returns it.
+// NotRegularError is a path that names something other than a regular
+// file: a named pipe (which would block the reader until a writer comes), a
+// device (/dev/zero never ends, a tape rewinds), a socket or a directory.
+type NotRegularError struct {
+	Path string
+	Mode fs.FileMode
+}
+
+func (e *NotRegularError) Error() string {
+	return fmt.Sprintf("%s: %s, not a regular file; give the path of a file", e.Path, kindOf(e.Mode))
+}
+
+// Kind says what the path names instead: "a named pipe (FIFO)", "a
+// character device", ...
+func (e *NotRegularError) Kind() string { return kindOf(e.Mode) }
+
+func kindOf(m fs.FileMode) string {
+	switch t := m.Type(); {
+	case t&fs.ModeNamedPipe != 0:
+		return "a named pipe (FIFO)"
+	case t&fs.ModeCharDevice != 0:
+		return "a character device"
+	case t&fs.ModeDevice != 0:
+		return "a block device"
+	case t&fs.ModeSocket != 0:
+		return "a socket"
+	case t&fs.ModeDir != 0:
+		return "a directory"
+	}
+	return "not a plain file (" + m.Type().String() + ")"
+}
+
+// Open opens the file at path for reading and refuses (*NotRegularError)
+// anything but a regular file. The open itself never waits: O_NONBLOCK
+// makes opening a FIFO return at once (a blocking open waits for a
+// writer, and ignores SIGTERM while it does), and the type is checked on
+// the opened file, so a name swapped between a check and the open is
+// still refused. Every file ProofGate reads from a path a user or a PR
+// gives is opened here. An error opening it is returned as os.OpenFile
+// returns it (a *fs.PathError).
+func Open(path string) (*os.File, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !st.Mode().IsRegular() {
+		f.Close()
+		return nil, &NotRegularError{Path: path, Mode: st.Mode()}
+	}
+	return f, nil
+}
+
+// ReadFile is ReadAll of the regular file at path (Open): a FIFO, a device
+// or a directory is a *NotRegularError, a file longer than limit a
+// *TooLargeError, both without reading past limit+1 bytes.
 func ReadFile(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := Open(path)
 	if err != nil {
 		return nil, err
 	}

@@ -2,12 +2,12 @@ package contract
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
-	"os"
-	"syscall"
 	"unicode/utf8"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -28,18 +28,18 @@ func (p *parser) errf(path fieldPath, format string, args ...any) *Error {
 // base contract). Files larger than MaxFileSize and anything that is not a
 // regular file are refused. Every failure is an *Error naming the file.
 func Load(path, profile string) (*Resolved, error) {
-	// O_NONBLOCK: opening a FIFO must not hang before the type check below.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
+	f, err := bounded.Open(path) // a FIFO does not hang, a device is refused
+	var nr *bounded.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, &Error{File: path, Msg: "not a regular file (" + nr.Kind() + ")"}
+	case err != nil:
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err), Err: err}
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("cannot read: %v", err), Err: err}
-	}
-	if !st.Mode().IsRegular() {
-		return nil, &Error{File: path, Msg: "not a regular file"}
 	}
 	if st.Size() > MaxFileSize {
 		return nil, &Error{File: path, Msg: fmt.Sprintf("file is %d bytes, larger than the limit of %d", st.Size(), MaxFileSize)}

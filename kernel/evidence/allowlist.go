@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -155,17 +154,18 @@ func outside(real, repoDir string) *AllowlistError {
 // readChecked opens real, checks what it is and who may write it on the
 // open file (no window between the check and the read), and reads it.
 func readChecked(real string) ([]byte, *AllowlistError) {
-	f, err := os.Open(real)
-	if err != nil {
+	f, err := bounded.Open(real)
+	var nr *bounded.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, &AllowlistError{Reason: ReasonNotRegular, Detail: nr.Error()}
+	case err != nil:
 		return nil, &AllowlistError{Reason: ReasonRead, Detail: unwrapPath(err).Error()}
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
 		return nil, &AllowlistError{Reason: ReasonRead, Detail: err.Error()}
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, &AllowlistError{Reason: ReasonNotRegular, Detail: fi.Mode().Type().String()}
 	}
 	if err := checkOwner(fi); err != nil {
 		return nil, err

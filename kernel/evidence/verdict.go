@@ -221,15 +221,15 @@ func copyObservation(dir string, in ObservationInput) (Observation, [][]byte, er
 
 // readArtifact reads a regular, non-empty file of at most MaxArtifactSize.
 func readArtifact(p string) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
+	f, err := bounded.Open(p)
+	var nr *bounded.NotRegularError
+	switch {
+	case errors.As(err, &nr):
+		return nil, &ArtifactError{Path: p, Reason: ArtifactInvalid, Detail: nr.Error()}
+	case err != nil:
 		return nil, &ArtifactError{Path: p, Reason: ArtifactMissing, Detail: unwrapPath(err).Error()}
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return nil, &ArtifactError{Path: p, Reason: ArtifactInvalid, Detail: "not a regular file"}
-	}
 	b, err := bounded.ReadAll(io.Reader(f), MaxArtifactSize)
 	if err != nil {
 		return nil, &ArtifactError{Path: p, Reason: ArtifactInvalid, Detail: err.Error()}

@@ -6,10 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
-	"syscall"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -44,16 +43,14 @@ func (e *ContextError) Error() string {
 // LoadContext reads and verifies a context file: one snapshot object or an
 // array of them, each {query, references, provenance, snapshot_hash}.
 func LoadContext(path string) ([]Snapshot, error) {
-	// O_NONBLOCK: opening a FIFO must not wait for a writer; anything but
-	// a regular file is then refused.
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := bounded.Open(path) // a FIFO does not hang, a device is refused
+	if errors.As(err, new(*bounded.NotRegularError)) {
+		return nil, &ContextError{path, "", "not a regular file"}
+	}
 	if err != nil {
 		return nil, &ContextError{path, "", err.Error()}
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, &ContextError{path, "", "not a regular file"}
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxContextFile+1))
 	if err != nil {
 		return nil, &ContextError{path, "", err.Error()}

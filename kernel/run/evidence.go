@@ -7,10 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -130,14 +130,17 @@ func checkArtifact(a Artifact, repo string) string {
 	if rel, err := filepath.Rel(root, real); err != nil || !filepath.IsLocal(rel) {
 		return "path escapes the repository through a link"
 	}
-	f, err := os.Open(real)
+	f, err := bounded.Open(real)
 	if err != nil {
+		if errors.As(err, new(*bounded.NotRegularError)) {
+			return "not a regular file"
+		}
 		return "unreadable"
 	}
 	defer f.Close()
 	fi, err := f.Stat()
-	if err != nil || !fi.Mode().IsRegular() {
-		return "not a regular file"
+	if err != nil {
+		return "unreadable"
 	}
 	h := sha256.New()
 	if _, err := io.Copy(h, io.LimitReader(f, maxArtifact+1)); err != nil {

@@ -115,6 +115,7 @@ type job struct {
 	dir             string
 	blobs           *blob.Spares
 	repo, state     string
+	paths           checkedPaths
 }
 
 // admit records the request and the decision (or finds the earlier action
@@ -225,13 +226,17 @@ func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by s
 	if err != nil {
 		return nil, res, err
 	}
+	paths, err := checkPaths(toolDir(s.o.RepoDir, t), call)
+	if err != nil {
+		return nil, res, err
+	}
 	var ref string
 	r.Session(func(f *replay.Folder) {
 		if a, _, ok := f.Action(action); ok {
 			ref = a.InputRef
 		}
 	})
-	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: s.putter(r), repo: s.o.RepoDir, state: s.o.StateDir}
+	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: s.putter(r), repo: s.o.RepoDir, state: s.o.StateDir, paths: paths}
 	if _, err := r.AppendSession(replay.TypeToolStarted, replay.ToolStartedData{Action: action, Receipt: j.receipt, Session: s.id,
 		Tool: t.Name, InputHash: p.hash, InputRef: ref, Decision: by, Owner: s.owner, Trace: p.span}); err != nil {
 		return nil, res, err
@@ -292,6 +297,12 @@ func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
 	j.blobs.Fill()
 	res := j.run(ctx, s, stdout, stderr)
 	stop()
+	if name := j.paths.moved(); name != "" {
+		res = withheld(res, name)
+		ob.Reset()
+		eb.Reset()
+		stdout, stderr = runtime.NewCapture(&ob, limit), runtime.NewCapture(&eb, limit)
+	}
 	so, se := stdout.Stream(), stderr.Stream()
 	if _, err := j.blobs.PutMany([]string{so.Digest, se.Digest}, [][]byte{ob.Bytes(), eb.Bytes()}); err != nil {
 		return ran{res: res}, fmt.Errorf("storing output: %w", err)
@@ -312,6 +323,10 @@ func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Captu
 		now := s.now()
 		return runtime.Result{ExitCode: -1, Outcome: runtime.Error, Started: now, Finished: now,
 			Detail: fmt.Sprintf("runtime %q unavailable: %v", j.t.Runtime, err), Attestation: runtime.Attestation{Provider: j.t.Runtime}}
+	}
+	if name := j.paths.moved(); name != "" {
+		now := s.now()
+		return withheld(runtime.Result{Started: now, Finished: now, Attestation: runtime.Attestation{Provider: j.t.Runtime}}, name)
 	}
 	spec := tool.Spec(s.run, j.action, j.t, j.call, j.repo)
 	spec.ProcDir = filepath.Join(j.dir, run.ProcDir)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -212,7 +213,7 @@ func (x *executor) result() *Result {
 }
 
 func fileSHA256(p string) (string, error) {
-	f, err := os.Open(p)
+	f, err := bounded.Open(p)
 	if err != nil {
 		return "", err
 	}

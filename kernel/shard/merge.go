@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/bounded"
@@ -295,7 +296,39 @@ func coverage(c *contract.Resolved, ls []*loadedShard) error {
 			return refuse(Missing, "", nil, "check %q is in no shard", ch.ID)
 		}
 	}
+	if err := assignment(c, byIndex, of); err != nil {
+		return err
+	}
 	sort.Slice(ls, func(i, j int) bool { return ls[i].m.Shard < ls[j].m.Shard })
+	return nil
+}
+
+// assignment requires each shard to have executed exactly its planned
+// checks: Assign over the run's (signed, planned) contract for N shards.
+// Coverage alone would accept a trusted key's shard that took another
+// shard's check, which that shard then left out.
+func assignment(c *contract.Resolved, byIndex map[int]*loadedShard, of int) error {
+	planned, err := Assign(c.Checks, of)
+	if err != nil {
+		return refuse(Tampered, "", err, "the run's checks cannot be split in %d shards: %v", of, err)
+	}
+	shardOf := map[string]int{}
+	for i, ids := range planned {
+		for _, id := range ids {
+			shardOf[id] = i + 1
+		}
+	}
+	for i := 1; i <= of; i++ {
+		s := byIndex[i]
+		for _, id := range s.m.Checks {
+			if shardOf[id] != i {
+				return refuse(Unassigned, s.dir, nil, "shard %d/%d executed check %q, which the plan assigns to shard %d", i, of, id, shardOf[id])
+			}
+		}
+		if len(s.m.Checks) != len(planned[i-1]) {
+			return refuse(Unassigned, s.dir, nil, "shard %d/%d executed %d checks, the plan assigns it %d (%s)", i, of, len(s.m.Checks), len(planned[i-1]), strings.Join(planned[i-1], ", "))
+		}
+	}
 	return nil
 }
 
@@ -313,12 +346,7 @@ func (ls *loadedShard) merged() run.MergedShard {
 }
 
 func readBounded(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return bounded.ReadAll(f, max)
+	return bounded.ReadFile(p, max)
 }
 
 func sha256Hex(b []byte) string {

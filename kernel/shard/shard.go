@@ -77,6 +77,9 @@ const (
 	Overlap   Reason = "overlap"   // a check in two shards
 	Running   Reason = "running"   // the shard has not finished (no manifest, or its lock is held)
 	Order     Reason = "order"     // a check's dependency executed in another shard
+	// Unassigned: a shard executed checks other than its planned
+	// assignment (Assign over the run's contract for its N).
+	Unassigned Reason = "unassigned"
 )
 
 // MergeError carries a typed Reason and the shard dir it concerns.

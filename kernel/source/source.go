@@ -20,6 +20,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/proofgate/proofgate/kernel/bounded"
 )
 
 // State is the observed state of a repository's work tree.
@@ -254,7 +256,7 @@ func fileDigest(p string) (string, error) {
 		}
 		fmt.Fprintf(h, "symlink %s", t)
 	case fi.Mode().IsRegular():
-		f, err := os.Open(p)
+		f, err := bounded.Open(p) // swapped for a FIFO since the Lstat: refused, not a hang
 		if err != nil {
 			return "", err
 		}

@@ -18,7 +18,10 @@
 //   - path: a string as above that is also relative (no leading "/"),
 //     equal to its filepath.Clean form, has no ".." element, does not
 //     start with "-" (so it cannot become a flag), holds no backslash and
-//     is not empty;
+//     is not empty; Render does no I/O, so it lists the path values in
+//     Call.Paths for its caller to resolve in the work tree
+//     (kernel/session, through kernel/beneath: no link out of the tree,
+//     no named pipe or device);
 //   - integer: a JSON number written as an integer (no fraction, no
 //     exponent, no "-0") within ±(2^53−1), the range in which the RFC 8785
 //     canonical form that the input hash is computed over is exact: two
@@ -113,6 +116,10 @@ func argErr(param string, r Reason, format string, args ...any) *ArgError {
 type Call struct {
 	Argv  []string
 	Stdin []byte // canonical JSON of the arguments when the tool's stdin is "json", else nil
+	// Paths holds the value of each path parameter given, by name: the
+	// caller resolves them in the work tree (kernel/beneath) before the
+	// tool runs, which this package, doing no I/O, cannot.
+	Paths map[string]string
 }
 
 // Render checks args (a JSON object) against t's parameters and renders the call.
@@ -143,6 +150,14 @@ func Render(t contract.Tool, args []byte) (Call, error) {
 		rendered[name] = s
 	}
 	c := Call{Argv: make([]string, len(t.Run))}
+	for name, v := range rendered {
+		if t.Params[name].Type == contract.ParamPath {
+			if c.Paths == nil {
+				c.Paths = map[string]string{}
+			}
+			c.Paths[name] = v
+		}
+	}
 	for i, a := range t.Run {
 		c.Argv[i] = a
 		if name, ok := contract.TemplateParam(a); ok && i > 0 {

@@ -33,12 +33,11 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"slices"
 	"strings"
-	"syscall"
 	"unicode"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/provider"
 	"github.com/proofgate/proofgate/kernel/strictjson"
@@ -113,17 +112,17 @@ type Index struct {
 // Load reads and verifies the index at path; source is how provenance names
 // it (its path relative to the repository).
 func Load(path, source string) (*Index, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := bounded.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &Error{path, ReasonMissing, "no index (build one with doc-bridge, or pass --index)", err}
+	}
+	if errors.As(err, new(*bounded.NotRegularError)) {
+		return nil, &Error{path, ReasonMalformed, "not a regular file", err}
 	}
 	if err != nil {
 		return nil, &Error{path, ReasonMissing, err.Error(), err}
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil, &Error{path, ReasonMalformed, "not a regular file", err}
-	}
 	b, err := io.ReadAll(io.LimitReader(f, MaxIndex+1))
 	if err != nil {
 		return nil, &Error{path, ReasonMissing, err.Error(), err}
