@@ -166,7 +166,7 @@ func printFailures(g *globals, rep *run.Report) {
 // outputCommand is the exact command that prints check id's stderr.
 func outputCommand(g *globals, id, check string) string {
 	cmd := "proofgate"
-	if g.state != ".proofgate" {
+	if g.stateGiven {
 		cmd += " --state " + shellQuote(g.state)
 	}
 	return fmt.Sprintf("%s output %s %s --stream stderr", cmd, id, shellQuote(check))
