@@ -108,7 +108,7 @@ func approveHint(err error, id string) error {
 	var ste *run.StateError
 	switch {
 	case errors.As(err, &se), errors.As(err, &ste) && ste.State == run.Stale:
-		return fmt.Errorf("%w; the code or contract changed since planning, so this run can no longer be approved: 'proofgate retry %s' starts a new run of the current commit and contract", err, id)
+		return fmt.Errorf("%w; the code or contract changed since planning, so this run can no longer be approved: 'proofgate retry %s' starts a new run of the current commit and contract (once 'git status' shows nothing to commit: retry refuses uncommitted changes; 'proofgate status %s' names them)", err, id, id)
 	case errors.As(err, &ste) && ste.State == run.Blocked:
 		return fmt.Errorf("%w; a check did not pass: 'proofgate status %s' shows which; fix, commit, then 'proofgate retry %s'", err, id, id)
 	}

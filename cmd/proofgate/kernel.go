@@ -344,17 +344,23 @@ func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *
 		Progress: textProgress(progress), Heartbeat: hb, Caches: caches}); err != nil {
 		return classify(err)
 	}
-	return report(g, r.Report(), e.asJSON, e.quiet)
+	return report(g, r.Report(), r.Stale(), e.asJSON, e.quiet)
+}
+
+// runDoc is run --json: the report and, for a STALE run, why.
+type runDoc struct {
+	*run.Report
+	Stale *run.StaleInfo `json:"stale,omitempty"`
 }
 
 // report prints a run's result and returns the state's exit code.
-func report(g *globals, rep *run.Report, asJSON, quiet bool) error {
+func report(g *globals, rep *run.Report, stale *run.StaleInfo, asJSON, quiet bool) error {
 	if asJSON {
-		if err := writeJSON(g.stdout, rep); err != nil {
+		if err := writeJSON(g.stdout, runDoc{rep, stale}); err != nil {
 			return err
 		}
 	} else {
-		printReport(g.stdout, rep)
+		printReport(g.stdout, rep, stale)
 		printFailures(g, rep)
 	}
 	return stateExit(rep.State)
@@ -372,7 +378,7 @@ func stateExit(s run.State) error {
 	return silent(exit.Refused)
 }
 
-func printReport(w io.Writer, rep *run.Report) {
+func printReport(w io.Writer, rep *run.Report, stale *run.StaleInfo) {
 	fmt.Fprintf(w, "run %s: %s\n", rep.RunID, rep.State)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOUTCOME\tEXIT\tDURATION\tDETAIL")
@@ -393,7 +399,7 @@ func printReport(w io.Writer, rep *run.Report) {
 	case run.Blocked:
 		fmt.Fprintf(w, "next: 'proofgate output %s CHECK' shows why (its stderr and stdout); fix, commit, then 'proofgate retry %s'\n", rep.RunID, rep.RunID)
 	case run.Stale:
-		fmt.Fprintf(w, "next: proofgate retry %s (a new run of the current commit and contract)\n", rep.RunID)
+		printStale(w, rep.RunID, stale)
 	}
 }
 
@@ -553,7 +559,7 @@ STALE. RUN is a run id or "latest".`,
 					return err
 				}
 			} else {
-				printReport(g.stdout, st.Report)
+				printReport(g.stdout, st.Report, st.Stale)
 				printFailures(g, st.Report)
 				printStatusNotes(g.stdout, st, verb == "audit")
 			}
@@ -575,7 +581,9 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 		fmt.Fprintf(w, "decision pending: the decision of %s moves the run to %s, and its writer died before recording that; the next writer records it (if the writer's lock remains: 'proofgate events unlock %s --actor NAME --older-than 0s')\n", d.Actor, d.To, st.RunID)
 	}
 	for _, r := range st.StaleReasons {
-		fmt.Fprintf(w, "stale: %s\n", esc(r))
+		if st.Stale == nil { // a live writer holds the run: not recorded yet
+			fmt.Fprintf(w, "stale: %s\n", esc(r))
+		}
 	}
 	printSessions(w, st.Report, audit)
 	if a := st.Archived; a != nil {
