@@ -13,6 +13,12 @@
 // that skips both, on its first "tools/list" or "tools/call". A session
 // that cannot be opened (the run is not IMPLEMENTING, another recorder owns
 // an open session) fails that request with a JSON-RPC error naming why.
+// A server given Options.Refused (`proofgate mcp` on a work tree with
+// uncommitted changes, whose planning was refused) has no session: it
+// answers the handshake (its instructions say why) and tools/list
+// (Options.RefusedTools), answers every tools/call isError with the
+// refusal, never calls Open and records nothing, so an agent host shows
+// the reason instead of a failed server.
 // When the transport closes (stdin reaches EOF) or the context is cancelled
 // (SIGTERM, SIGINT), [Server.Run] refuses new calls, waits for the calls
 // in flight to be recorded and, when Options.End is set, ends the session

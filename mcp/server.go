@@ -44,6 +44,14 @@ type Options struct {
 	// session the server started); false leaves it open (a session that
 	// `proofgate session start` started and its own `session end` ends).
 	End bool
+	// Refused, when set, is why there is no session to serve (a work tree
+	// with uncommitted changes refused the run's planning): the server
+	// still answers the handshake, so the agent host shows the reason
+	// rather than "server failed", lists RefusedTools, and answers every
+	// tools/call isError with Refused. Open is never called: no session
+	// is opened and nothing is recorded.
+	Refused      error
+	RefusedTools []contract.Tool
 	// Logger receives the server's log (stderr for `proofgate mcp`: stdout
 	// carries nothing but MCP frames). Nil discards it.
 	Logger *slog.Logger
@@ -73,11 +81,15 @@ func New(o Options) *Server {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{o: o, log: log}
+	instructions := "Every tool call passes ProofGate's policy gate and is recorded in the run's hash-chained event log. " +
+		"A call that needs a human's approval answers with the action to approve; call again with the same arguments after approval."
+	if o.Refused != nil {
+		instructions = "ProofGate serves no session: " + o.Refused.Error() + " Every tool call answers with this error until then."
+	}
 	s.srv = sdk.NewServer(&sdk.Implementation{Name: o.Name, Version: o.Version}, &sdk.ServerOptions{
 		Logger:       log,
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}},
-		Instructions: "Every tool call passes ProofGate's policy gate and is recorded in the run's hash-chained event log. " +
-			"A call that needs a human's approval answers with the action to approve; call again with the same arguments after approval.",
+		Instructions: instructions,
 	})
 	s.srv.AddReceivingMiddleware(s.middleware)
 	return s
@@ -160,6 +172,9 @@ func (s *Server) open(ctx context.Context) (Session, error) {
 // tools/list and tools/call itself; everything else goes to the SDK.
 func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if s.o.Refused != nil {
+			return s.refusedMethod(ctx, method, req, next)
+		}
 		switch method {
 		case "initialize", "server/discover":
 			// Open first: a session that cannot open fails the handshake
@@ -187,6 +202,21 @@ func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	}
 }
 
+// refusedMethod serves a client when there is no session (Options.Refused):
+// the handshake and tools/list as usual, every tools/call the refusal.
+func (s *Server) refusedMethod(ctx context.Context, method string, req sdk.Request, next sdk.MethodHandler) (sdk.Result, error) {
+	switch method {
+	case "tools/list":
+		return listing(s.o.RefusedTools), nil
+	case "tools/call":
+		if r, ok := req.(*sdk.CallToolRequest); ok && r.Params != nil {
+			s.log.Info("tools/call refused: no session", "tool", printable.Escape(r.Params.Name))
+		}
+		return refusal(s.o.Refused), nil
+	}
+	return next(ctx, method, req)
+}
+
 func (s *Server) locked(ctx context.Context) (Session, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -198,11 +228,16 @@ func (s *Server) listTools(ctx context.Context) (*sdk.ListToolsResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	return listing(sess.Tools()), nil
+}
+
+// listing is the tools/list result for tools.
+func listing(tools []contract.Tool) *sdk.ListToolsResult {
 	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
-	for _, t := range sess.Tools() {
+	for _, t := range tools {
 		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: tool.InputSchema(t)})
 	}
-	return res, nil
+	return res
 }
 
 // callTool passes one call to the session. Calls run concurrently (the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -490,4 +491,42 @@ func compileSchema(t *testing.T, name string, s any) *jsonschema.Schema {
 		t.Fatalf("%s: the listed schema does not compile: %v\n%s", name, err, b)
 	}
 	return sch
+}
+
+// Refused (a work tree planning refused): the handshake and tools/list
+// answer, every tools/call answers isError with the refusal, Open is never
+// called and nothing is recorded.
+func TestRefusedAnswersHandshake(t *testing.T) {
+	f := newFixture(t, true)
+	before := f.types(t)
+	opened := false
+	open := func(context.Context, string) (mcp.Session, error) { opened = true; return nil, errors.New("opened") }
+	tools := []contract.Tool{{Name: "greet", Description: "say hello"}}
+	cs, stop, err := serve(t, mcp.Options{Name: "proofgate", Version: "1", End: true, Open: open,
+		Refused: errors.New("work tree has uncommitted changes (notes.txt)"), RefusedTools: tools})
+	if err != nil {
+		t.Fatalf("connect: %v, want the handshake answered", err)
+	}
+	if ins := cs.InitializeResult().Instructions; !strings.Contains(ins, "uncommitted changes (notes.txt)") {
+		t.Errorf("instructions %q", ins)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	lt, err := cs.ListTools(ctx, nil)
+	if err != nil || len(lt.Tools) != 1 || lt.Tools[0].Name != "greet" {
+		t.Fatalf("tools/list: %+v %v", lt, err)
+	}
+	res, text, o := callTool(t, cs, &sdk.CallToolParams{Name: "greet", Arguments: map[string]any{"name": "Ada"}})
+	if !res.IsError || o.Status != mcp.StatusRefused || !strings.Contains(text, "notes.txt") {
+		t.Fatalf("call: isError %v outcome %+v text %q", res.IsError, o, text)
+	}
+	if err := stop(); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if opened {
+		t.Error("Open was called on a refused server")
+	}
+	if after := f.types(t); len(after) != len(before) {
+		t.Fatalf("a refused server recorded %v", after[len(before):])
+	}
 }

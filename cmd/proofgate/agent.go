@@ -133,7 +133,11 @@ stderr. Point an MCP client at this command (Claude Code: .mcp.json with
 
 Without RUN, a new run is planned from the contract and enters IMPLEMENTING
 (as 'proofgate plan --implement' does); its id is logged on stderr. With
-RUN (a run id or "latest"), the run must be IMPLEMENTING.
+RUN (a run id or "latest"), the run must be IMPLEMENTING. When the work
+tree has uncommitted changes, planning is refused: the server still answers
+the handshake and lists the tools, answers every call with that refusal
+(isError, naming the paths and the fix), records nothing, and exits 2 when
+the client goes away.
 
 A session starts when the client initializes and ends (session.ended)
 when stdin closes or on SIGTERM/SIGINT. With --session S the server joins
@@ -179,6 +183,10 @@ func serveMCP(ctx context.Context, g *globals, stdin io.Reader, pf *planFlags, r
 	}
 	if runArg == "" {
 		id, err := planImplementing(ctx, g, pf)
+		var de *run.DirtyError
+		if errors.As(err, &de) {
+			return serveRefusal(ctx, g, stdin, pf, logger, err)
+		}
 		if err != nil {
 			return err
 		}
@@ -221,6 +229,25 @@ func serveMCP(ctx context.Context, g *globals, stdin io.Reader, pf *planFlags, r
 		return classifySession(err)
 	}
 	return nil
+}
+
+// serveRefusal answers an MCP client when planning refused the work tree:
+// the handshake and the contract's tools as usual, so the agent host shows
+// why instead of "server failed", and every tools/call the refusal (isError)
+// with the fix. No run is planned, no session opened, nothing recorded. It
+// returns the refusal once the client goes away (exit 2).
+func serveRefusal(ctx context.Context, g *globals, stdin io.Reader, pf *planFlags, logger *slog.Logger, refusal error) error {
+	refusal = fmt.Errorf("%w. Nothing was planned or recorded: commit (or git-ignore) those changes, then restart the MCP server ('proofgate mcp'; add --allow-dirty to its arguments to record the changes instead)", refusal)
+	logger.Error("serving no session", "error", refusal)
+	c, err := pf.load(g)
+	if err != nil {
+		return err
+	}
+	srv := mcp.New(mcp.Options{Name: "proofgate", Version: currentBuild().Version, Refused: refusal, RefusedTools: c.Tools, Logger: logger})
+	if err := srv.Run(ctx, mcp.Stdio(stdin, g.stdout)); err != nil {
+		return classifySession(err)
+	}
+	return classify(refusal)
 }
 
 // clientAgent is the agent identity of an MCP client that did not get

@@ -423,7 +423,10 @@ of the run's last event (so the same run and key give the same bytes);
 --signed-at T or now overrides it. Beside the archive goes its companion
 Sigstore bundle (v0.3, the same DSSE envelope, the key id as public key
 hint), FILE without .tar.gz (or .tgz) plus .sigstore.json unless
---sigstore names it. An existing FILE is refused unless --force; a FILE inside the run store
+--sigstore names it. Without -o, FILE is <state>/bundles/<run-id>.bundle.tar.gz
+(.proofgate/bundles/ by default): a directory proofgate creates with a
+.gitignore of its own, so the export leaves the work tree clean and the next
+run is not refused as dirty. An existing FILE is refused unless --force; a FILE inside the run store
 (<state>/runs) always is.
 
 --keyless signs with an ephemeral key instead, certified by Fulcio for the OIDC
@@ -448,7 +451,9 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 				return classify(err)
 			}
 			if out == "" {
-				out = id + ".bundle.tar.gz"
+				if out, err = defaultBundlePath(g.state, id); err != nil {
+					return err
+				}
 			}
 			if sigOut == "" {
 				sigOut = sigstorePath(out)
@@ -473,13 +478,34 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 		},
 	}
 	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
-	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <run-id>.bundle.tar.gz)")
+	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <state>/bundles/<run-id>.bundle.tar.gz, git-ignored)")
 	c.Flags().StringVar(&sigOut, "sigstore", "", "companion Sigstore bundle file (default FILE without .tar.gz or .tgz, plus .sigstore.json)")
 	c.Flags().StringVar(&signedAt, "signed-at", "", "signing time to assert (RFC 3339 or now)")
 	kx.register(c)
 	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// bundleDir is where bundle export writes without -o: beside runs/ in the
+// state directory, outside the run store.
+const bundleDir = "bundles"
+
+// defaultBundlePath returns <state>/bundles/<id>.bundle.tar.gz, creating
+// the directory with a .gitignore that ignores everything in it (as
+// .pytest_cache does): a bundle written there leaves git status, and so the
+// work-tree digest the next run binds, unchanged. An existing .gitignore is
+// left as it is.
+func defaultBundlePath(state, id string) (string, error) {
+	dir := filepath.Join(state, bundleDir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", envErr(fmt.Errorf("bundle directory: %w", err))
+	}
+	err := durable.CreateExclusive(filepath.Join(dir, ".gitignore"), []byte("# written by proofgate bundle export: bundles are not source\n*\n"), 0o644)
+	if err != nil && !errors.Is(err, fs.ErrExist) {
+		return "", envErr(fmt.Errorf("bundle directory: %w", err))
+	}
+	return filepath.Join(dir, id+".bundle.tar.gz"), nil
 }
 
 // printExport reports an exported bundle: its path on stdout (or JSON), a
@@ -493,8 +519,8 @@ func (g *globals) printExport(asJSON bool, res *bundle.ExportResult, out, sigOut
 		}{res, out, sigOut})
 	}
 	fmt.Fprintf(g.stdout, "%s\n", out)
-	fmt.Fprintf(g.stderr, "exported run %s: %d files, %d bytes, signed by %s at %s\n",
-		res.RunID, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
+	fmt.Fprintf(g.stderr, "exported run %s to %s: %d files, %d bytes, signed by %s at %s\n",
+		res.RunID, out, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
 	fmt.Fprintf(g.stderr, "wrote Sigstore bundle %s\n", sigOut)
 	return nil
 }

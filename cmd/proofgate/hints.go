@@ -108,7 +108,7 @@ func approveHint(err error, id string) error {
 	var ste *run.StateError
 	switch {
 	case errors.As(err, &se), errors.As(err, &ste) && ste.State == run.Stale:
-		return fmt.Errorf("%w; the code or contract changed since planning, so this run can no longer be approved: 'proofgate retry %s' starts a new run of the current commit and contract", err, id)
+		return fmt.Errorf("%w; the code or contract changed since planning, so this run can no longer be approved: 'proofgate retry %s' starts a new run of the current commit and contract (once 'git status' shows nothing to commit: retry refuses uncommitted changes; 'proofgate status %s' names them)", err, id, id)
 	case errors.As(err, &ste) && ste.State == run.Blocked:
 		return fmt.Errorf("%w; a check did not pass: 'proofgate status %s' shows which; fix, commit, then 'proofgate retry %s'", err, id, id)
 	}
@@ -137,39 +137,64 @@ func checkKeyIdentity(id string) error {
 	return nil
 }
 
-// Failed-check summaries show at most this much of the end of stderr.
+// Failed-check summaries show at most this much of the end of each stream.
 const (
 	tailLines = 10
 	tailBytes = 2048
 )
 
 // printFailures shows, for each check that did not pass, the last lines
-// of its stderr and the command that prints all of it.
+// of each stream it wrote (stdout, then stderr: test runners such as
+// pytest, mocha and tape report failures on stdout, compilers and npm on
+// stderr) and the command that prints all of it.
 func printFailures(g *globals, rep *run.Report) {
 	blobs := blob.New(filepath.Join(run.NewStore(g.state).Path(rep.RunID), run.BlobDir))
 	for _, c := range rep.Checks {
-		if c.Outcome == runtime.Passed || c.Outcome == runtime.Skipped || c.Stderr == nil || c.Stderr.Size == 0 {
+		if c.Outcome == runtime.Passed || c.Outcome == runtime.Skipped {
 			continue
 		}
-		fmt.Fprintf(g.stdout, "check %s %s; the last lines of its stderr:\n", esc(c.ID), esc(string(c.Outcome)))
-		tail, err := stderrTail(blobs, c.Stderr)
-		if err != nil {
-			fmt.Fprintf(g.stdout, "  (unreadable: %s)\n", esc(err.Error()))
+		var written []string
+		for _, s := range []struct {
+			name string
+			s    *runtime.Stream
+		}{{"stdout", c.Stdout}, {"stderr", c.Stderr}} {
+			if s.s == nil || s.s.Size == 0 {
+				continue
+			}
+			if len(written) == 0 {
+				fmt.Fprintf(g.stdout, "check %s %s; ", esc(c.ID), esc(string(c.Outcome)))
+			}
+			fmt.Fprintf(g.stdout, "the last lines of its %s:\n", s.name)
+			printTail(g.stdout, blobs, s.s)
+			written = append(written, s.name)
 		}
-		for _, l := range tail {
-			fmt.Fprintf(g.stdout, "  | %s\n", esc(l))
+		switch len(written) {
+		case 1:
+			fmt.Fprintf(g.stdout, "all of it: %s --stream %s\n", outputCommand(g, rep.RunID, c.ID), written[0])
+		case 2:
+			fmt.Fprintf(g.stdout, "all of it: %s\n", outputCommand(g, rep.RunID, c.ID))
 		}
-		fmt.Fprintf(g.stdout, "all of it: %s\n", outputCommand(g, rep.RunID, c.ID))
 	}
 }
 
-// outputCommand is the exact command that prints check id's stderr.
+// printTail prints a stream's last lines, escaped, each after "  | ".
+func printTail(w io.Writer, blobs *blob.Store, s *runtime.Stream) {
+	tail, err := streamTail(blobs, s)
+	if err != nil {
+		fmt.Fprintf(w, "  (unreadable: %s)\n", esc(err.Error()))
+	}
+	for _, l := range tail {
+		fmt.Fprintf(w, "  | %s\n", esc(l))
+	}
+}
+
+// outputCommand is the exact command that prints check id's output.
 func outputCommand(g *globals, id, check string) string {
 	cmd := "proofgate"
-	if g.state != ".proofgate" {
+	if g.stateGiven {
 		cmd += " --state " + shellQuote(g.state)
 	}
-	return fmt.Sprintf("%s output %s %s --stream stderr", cmd, id, shellQuote(check))
+	return fmt.Sprintf("%s output %s %s", cmd, id, shellQuote(check))
 }
 
 var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@+,-]+$`)
@@ -182,9 +207,9 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// stderrTail returns the last tailLines lines of a stream's blob (at most
+// streamTail returns the last tailLines lines of a stream's blob (at most
 // tailBytes), after checking the blob against its recorded digest.
-func stderrTail(blobs *blob.Store, s *runtime.Stream) ([]string, error) {
+func streamTail(blobs *blob.Store, s *runtime.Stream) ([]string, error) {
 	if err := blobs.Verify(s.Digest); err != nil {
 		return nil, err
 	}

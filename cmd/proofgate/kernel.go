@@ -27,6 +27,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/source"
 )
 
@@ -343,17 +344,23 @@ func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *
 		Progress: textProgress(progress), Heartbeat: hb, Caches: caches}); err != nil {
 		return classify(err)
 	}
-	return report(g, r.Report(), e.asJSON, e.quiet)
+	return report(g, r.Report(), r.Stale(), e.asJSON, e.quiet)
+}
+
+// runDoc is run --json: the report and, for a STALE run, why.
+type runDoc struct {
+	*run.Report
+	Stale *run.StaleInfo `json:"stale,omitempty"`
 }
 
 // report prints a run's result and returns the state's exit code.
-func report(g *globals, rep *run.Report, asJSON, quiet bool) error {
+func report(g *globals, rep *run.Report, stale *run.StaleInfo, asJSON, quiet bool) error {
 	if asJSON {
-		if err := writeJSON(g.stdout, rep); err != nil {
+		if err := writeJSON(g.stdout, runDoc{rep, stale}); err != nil {
 			return err
 		}
 	} else {
-		printReport(g.stdout, rep)
+		printReport(g.stdout, rep, stale)
 		printFailures(g, rep)
 	}
 	return stateExit(rep.State)
@@ -371,7 +378,7 @@ func stateExit(s run.State) error {
 	return silent(exit.Refused)
 }
 
-func printReport(w io.Writer, rep *run.Report) {
+func printReport(w io.Writer, rep *run.Report, stale *run.StaleInfo) {
 	fmt.Fprintf(w, "run %s: %s\n", rep.RunID, rep.State)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOUTCOME\tEXIT\tDURATION\tDETAIL")
@@ -390,9 +397,9 @@ func printReport(w io.Writer, rep *run.Report) {
 	case run.AwaitingApproval:
 		fmt.Fprintf(w, "next: proofgate approve %s --actor NAME\n", rep.RunID)
 	case run.Blocked:
-		fmt.Fprintf(w, "next: 'proofgate output %s CHECK [--stream stderr]' shows why; fix, commit, then 'proofgate retry %s'\n", rep.RunID, rep.RunID)
+		fmt.Fprintf(w, "next: 'proofgate output %s CHECK' shows why (its stderr and stdout); fix, commit, then 'proofgate retry %s'\n", rep.RunID, rep.RunID)
 	case run.Stale:
-		fmt.Fprintf(w, "next: proofgate retry %s (a new run of the current commit and contract)\n", rep.RunID)
+		printStale(w, rep.RunID, stale)
 	}
 }
 
@@ -552,7 +559,7 @@ STALE. RUN is a run id or "latest".`,
 					return err
 				}
 			} else {
-				printReport(g.stdout, st.Report)
+				printReport(g.stdout, st.Report, st.Stale)
 				printFailures(g, st.Report)
 				printStatusNotes(g.stdout, st, verb == "audit")
 			}
@@ -574,7 +581,9 @@ func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
 		fmt.Fprintf(w, "decision pending: the decision of %s moves the run to %s, and its writer died before recording that; the next writer records it (if the writer's lock remains: 'proofgate events unlock %s --actor NAME --older-than 0s')\n", d.Actor, d.To, st.RunID)
 	}
 	for _, r := range st.StaleReasons {
-		fmt.Fprintf(w, "stale: %s\n", esc(r))
+		if st.Stale == nil { // a live writer holds the run: not recorded yet
+			fmt.Fprintf(w, "stale: %s\n", esc(r))
+		}
 	}
 	printSessions(w, st.Report, audit)
 	if a := st.Archived; a != nil {
@@ -1022,59 +1031,125 @@ func outputCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "output RUN CHECK [--stream stdout|stderr]",
 		Short: "Print a check's captured output, verified against its recorded digest",
-		Long: `Print the stdout (or with --stream stderr, the stderr) a check produced in
-RUN, byte for byte, after checking the evidence blob against the digest the
-event log recorded. CHECK is a check id from 'proofgate status RUN'. With
---json, one document: run_id, check, stream, digest, size, truncated,
-encoding ("utf-8", or "base64" when the bytes are not valid UTF-8) and
-content.`,
+		Long: `Print what a check wrote in RUN, after checking each evidence blob against
+the digest the event log recorded: by default its stderr then its stdout, each
+under a line "--- stderr of check CHECK (N bytes) ---" (or "... : empty ---"
+for a stream it did not write to); with --stream stdout or --stream stderr that
+one stream alone, byte for byte, for scripts. CHECK is a check id from
+'proofgate status RUN'. With --json, one document for stdout (or the --stream
+named): run_id, check, stream, digest, size, truncated, encoding ("utf-8", or
+"base64" when the bytes are not valid UTF-8) and content; without --stream it
+also holds "stderr", the same members for the stderr stream.`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if stream != "stdout" && stream != "stderr" {
+			if stream != "" && stream != "stdout" && stream != "stderr" {
 				return usageErr(fmt.Errorf("--stream must be stdout or stderr, not %q", stream))
 			}
-			store := run.NewStore(g.state)
-			id, err := store.Resolve(args[0])
+			id, c, err := findCheck(g, args[0], args[1])
 			if err != nil {
-				return classify(err)
-			}
-			rep, err := run.Audit(store.Path(id))
-			if err != nil && !isLag(err) {
-				return classify(err)
-			}
-			for _, c := range rep.Checks {
-				if c.ID != args[1] {
-					continue
-				}
-				s := c.Stdout
-				if stream == "stderr" {
-					s = c.Stderr
-				}
-				if s == nil {
-					return usageErr(fmt.Errorf("check %q has no recorded %s", args[1], stream))
-				}
-				rd, _, done, err := run.ReadDir(g.state, id)
-				if err != nil {
-					return refusedErr(err)
-				}
-				defer done()
-				f, err := blob.New(filepath.Join(rd, run.BlobDir)).Open(s.Digest)
-				if err != nil {
-					return refusedErr(err)
-				}
-				defer f.Close()
-				if asJSON {
-					return writeOutputJSON(g.stdout, outputDoc{RunID: id, Check: c.ID, Stream: stream, Stream0: s}, f)
-				}
-				_, err = io.Copy(g.stdout, f)
 				return err
 			}
-			return usageErr(fmt.Errorf("run %s has no result for check %q", id, args[1]))
+			rd, _, done, err := run.ReadDir(g.state, id)
+			if err != nil {
+				return refusedErr(err)
+			}
+			defer done()
+			blobs := blob.New(filepath.Join(rd, run.BlobDir))
+			switch {
+			case asJSON:
+				return outputJSON(g.stdout, blobs, id, c, stream)
+			case stream == "":
+				return printStreams(g.stdout, blobs, c)
+			}
+			s, err := recordedStream(c, stream)
+			if err != nil {
+				return err
+			}
+			return copyBlob(g.stdout, blobs, s)
 		},
 	}
-	c.Flags().StringVar(&stream, "stream", "stdout", "stdout or stderr")
+	c.Flags().StringVar(&stream, "stream", "", "print only this stream, byte for byte: stdout or stderr (default both, labelled)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON: the stream's digest, size and content (UTF-8 text, else base64)")
 	return c
+}
+
+// findCheck resolves run id, audits it and returns the result of check.
+func findCheck(g *globals, id, check string) (string, run.CheckReport, error) {
+	store := run.NewStore(g.state)
+	id, err := store.Resolve(id)
+	if err != nil {
+		return "", run.CheckReport{}, classify(err)
+	}
+	rep, err := run.Audit(store.Path(id))
+	if err != nil && !isLag(err) {
+		return "", run.CheckReport{}, classify(err)
+	}
+	for _, c := range rep.Checks {
+		if c.ID == check {
+			return id, c, nil
+		}
+	}
+	return "", run.CheckReport{}, usageErr(fmt.Errorf("run %s has no result for check %q", id, check))
+}
+
+// recordedStream returns check c's stream name (stdout or stderr).
+func recordedStream(c run.CheckReport, name string) (*runtime.Stream, error) {
+	s := c.Stdout
+	if name == "stderr" {
+		s = c.Stderr
+	}
+	if s == nil {
+		return nil, usageErr(fmt.Errorf("check %q has no recorded %s", c.ID, name))
+	}
+	return s, nil
+}
+
+func copyBlob(w io.Writer, blobs *blob.Store, s *runtime.Stream) error {
+	f, err := blobs.Open(s.Digest)
+	if err != nil {
+		return refusedErr(err)
+	}
+	defer f.Close()
+	_, err = io.Copy(w, f)
+	return err
+}
+
+// printStreams prints check c's stderr then its stdout, each under a line
+// naming it, or a line saying it is empty.
+func printStreams(w io.Writer, blobs *blob.Store, c run.CheckReport) error {
+	for _, name := range []string{"stderr", "stdout"} {
+		s, _ := recordedStream(c, name)
+		if s == nil || s.Size == 0 {
+			fmt.Fprintf(w, "--- %s of check %s: empty ---\n", name, esc(c.ID))
+			continue
+		}
+		note := ""
+		if s.Truncated {
+			note = ", truncated at the output limit"
+		}
+		fmt.Fprintf(w, "--- %s of check %s (%d bytes%s) ---\n", name, esc(c.ID), s.Size, note)
+		tw := &tailWatcher{w: w}
+		if err := copyBlob(tw, blobs, s); err != nil {
+			return err
+		}
+		if tw.last != '\n' {
+			fmt.Fprintln(w)
+		}
+	}
+	return nil
+}
+
+// tailWatcher remembers the last byte written through it.
+type tailWatcher struct {
+	w    io.Writer
+	last byte
+}
+
+func (t *tailWatcher) Write(p []byte) (int, error) {
+	if len(p) > 0 {
+		t.last = p[len(p)-1]
+	}
+	return t.w.Write(p)
 }
 
 func isLag(err error) bool {

@@ -6,7 +6,8 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/proofgate/proofgate/kernel/runtime"
+	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/kernel/run"
 )
 
 // outputDoc is `proofgate output --json`: a check's captured stream with
@@ -22,26 +23,54 @@ type outputDoc struct {
 	Truncated bool   `json:"truncated"`
 	Encoding  string `json:"encoding"`
 	Content   string `json:"content"`
-	// Stream0 is the recorded stream the document describes.
-	Stream0 *runtime.Stream `json:"-"`
+	// Stderr is the stderr document, beside stdout's when output --json
+	// names no --stream.
+	Stderr *outputDoc `json:"stderr,omitempty"`
 }
 
-// writeOutputJSON reads the stream's blob (at most its recorded size, one
-// byte more to notice a blob that grew) and prints the document.
-func writeOutputJSON(w io.Writer, d outputDoc, r io.Reader) error {
-	s := d.Stream0
-	b, err := io.ReadAll(io.LimitReader(r, s.Size+1))
+// outputJSON prints the document for check c's stream (stdout when none
+// is named, then with the stderr document as member "stderr").
+func outputJSON(w io.Writer, blobs *blob.Store, id string, c run.CheckReport, stream string) error {
+	name := stream
+	if name == "" {
+		name = "stdout"
+	}
+	d, err := streamDoc(blobs, id, c, name)
 	if err != nil {
-		return refusedErr(err)
+		return err
+	}
+	if stream == "" && c.Stderr != nil {
+		if d.Stderr, err = streamDoc(blobs, id, c, "stderr"); err != nil {
+			return err
+		}
+	}
+	return writeJSON(w, d)
+}
+
+// streamDoc reads check c's stream name (at most its recorded size, one
+// byte more to notice a blob that grew) into a document.
+func streamDoc(blobs *blob.Store, id string, c run.CheckReport, name string) (*outputDoc, error) {
+	s, err := recordedStream(c, name)
+	if err != nil {
+		return nil, err
+	}
+	f, err := blobs.Open(s.Digest)
+	if err != nil {
+		return nil, refusedErr(err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, s.Size+1))
+	if err != nil {
+		return nil, refusedErr(err)
 	}
 	if int64(len(b)) != s.Size {
-		return refusedErr(fmt.Errorf("the %s blob of check %q holds %d bytes, the log recorded %d", d.Stream, d.Check, len(b), s.Size))
+		return nil, refusedErr(fmt.Errorf("the %s blob of check %q holds %d bytes, the log recorded %d", name, c.ID, len(b), s.Size))
 	}
-	d.Digest, d.Size, d.Truncated = s.Digest, s.Size, s.Truncated
+	d := &outputDoc{RunID: id, Check: c.ID, Stream: name, Digest: s.Digest, Size: s.Size, Truncated: s.Truncated}
 	if utf8.Valid(b) {
 		d.Encoding, d.Content = "utf-8", string(b)
 	} else {
 		d.Encoding, d.Content = "base64", base64.StdEncoding.EncodeToString(b)
 	}
-	return writeJSON(w, d)
+	return d, nil
 }

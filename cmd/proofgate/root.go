@@ -30,8 +30,10 @@ func silent(c exit.Class) error { return exit.Reported(c) }
 type globals struct {
 	state    string
 	contract string
-	stdout   io.Writer
-	stderr   io.Writer
+	// stateGiven is set when --state was on the command line (paths.go).
+	stateGiven bool
+	stdout     io.Writer
+	stderr     io.Writer
 }
 
 // Main runs the CLI and returns the process exit code.
@@ -56,6 +58,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	root.SetArgs(args)
 	root.PersistentFlags().StringVar(&g.state, "state", ".proofgate", "state directory holding runs/")
 	root.PersistentFlags().StringVar(&g.contract, "contract", ".proofgate/contract.yaml", "contract file")
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) { g.resolveDefaults(c.Context(), c.Flags().Changed) }
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageErr(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
 	})

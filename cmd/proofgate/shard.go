@@ -190,7 +190,7 @@ event (the shard's chain head and length), and the run concludes as after
 			if !f.asJSON {
 				fmt.Fprintf(g.stdout, "merged %d shards, %d checks\n", res.Shards, res.Checks)
 			}
-			return report(g, r.Report(), f.asJSON, false)
+			return report(g, r.Report(), r.Stale(), f.asJSON, false)
 		},
 	}
 	c.Flags().StringVar(&f.trust, "trust", "", "trust store (trust.json) holding the shard signers' keys")

@@ -23,6 +23,13 @@
 //	contract.yaml: profiles.quick.checks[0].id: unknown check "x"
 //	contract.yaml: defaults.resources.memory: "2GB2" is not a size: unknown unit (...)
 //
+// A YAML syntax error names the line and column of the mistake instead
+// (Error.Line, Error.Column), as a second parser (goccy/go-yaml, reading
+// only a document go.yaml.in/yaml/v3 refused) locates it; yaml/v3 names the
+// line where the enclosing construct starts:
+//
+//	contract.yaml:5:1: invalid YAML: found character '\t' that cannot start any token
+//
 // Only the first error is reported, deterministically: YAML problems
 // first, then the schema violation that comes first in the file (by line
 // and column), then semantic problems in a fixed order (defaults, checks in

@@ -11,17 +11,24 @@ import (
 // defaults.resources.memory ("" for the document itself), and what is wrong.
 type Error struct {
 	File string
-	Path string
-	Msg  string
+	// Line and Column locate a YAML syntax error (1-based; 0 when the
+	// error is not about one place in the text).
+	Line, Column int
+	Path         string
+	Msg          string
 	// Err is the underlying error, if any (e.g. from reading the file).
 	Err error
 }
 
-// Error formats as `contract.yaml: checks[2].timeout: "10 minutes" is not a duration`.
+// Error formats as `contract.yaml: checks[2].timeout: "10 minutes" is not a duration`,
+// a YAML syntax error as `contract.yaml:5:1: invalid YAML: found character ...`.
 func (e *Error) Error() string {
 	s := e.File
 	if s == "" {
 		s = "contract"
+	}
+	if e.Line > 0 {
+		s += ":" + strconv.Itoa(e.Line) + ":" + strconv.Itoa(e.Column)
 	}
 	if e.Path != "" {
 		s += ": " + e.Path

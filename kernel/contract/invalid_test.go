@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -82,7 +83,11 @@ func TestInvalidContracts(t *testing.T) {
 				if !strings.Contains(ce.Msg, wantMsg) {
 					t.Errorf("Msg = %q, want it to contain %q", ce.Msg, wantMsg)
 				}
-				prefix := file + ": "
+				prefix := file
+				if ce.Line > 0 { // a YAML syntax error: file:line:col:
+					prefix += ":" + strconv.Itoa(ce.Line) + ":" + strconv.Itoa(ce.Column)
+				}
+				prefix += ": "
 				if wantPath != "" {
 					prefix += wantPath + ": "
 				}

@@ -60,12 +60,12 @@ func (p *parser) decodeYAML(data []byte) (doc *document, err error) {
 		if errors.Is(err, io.EOF) {
 			return nil, p.errf("", "empty document")
 		}
-		return nil, p.errf("", "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		return nil, p.syntaxErr(data, err)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		if err != nil {
-			return nil, p.errf("", "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+			return nil, p.syntaxErr(data, err)
 		}
 		return nil, p.errf("", "more than one YAML document (line %d)", extra.Line)
 	}
@@ -83,6 +83,18 @@ func (p *parser) decodeYAML(data []byte) (doc *document, err error) {
 	}
 	doc.value = v
 	return doc, nil
+}
+
+// syntaxErr reports a document yaml/v3 refused, at the line and column
+// where the mistake is when the second parser can say (yamlpos.go), else
+// with yaml/v3's message.
+func (p *parser) syntaxErr(data []byte, err error) *Error {
+	if line, col, msg, ok := syntaxAt(data); ok {
+		e := p.errf("", "invalid YAML: %s", msg)
+		e.Line, e.Column = line, col
+		return e
+	}
+	return p.errf("", "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
 }
 
 func (p *parser) convert(n *yaml.Node, doc *document, path fieldPath, tokens []string, depth int) (any, error) {

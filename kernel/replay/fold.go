@@ -72,6 +72,8 @@ type Folder struct {
 	due *StateData
 	// supersededBy is the run a SUPERSEDED transition names.
 	supersededBy string
+	// stale is the state.changed that moved the run to STALE, nil before.
+	stale *StateData
 	// s is the replay of agent sessions (session_fold.go), nil before the
 	// first session event.
 	s *sessionFold

@@ -143,10 +143,28 @@ func (f *Folder) applyState(line int, _ eventlog.Event, d StateData) error {
 		return err
 	}
 	f.due = nil
-	if d.To == Superseded {
+	switch d.To {
+	case Superseded:
 		f.supersededBy = d.By
+	case Stale:
+		f.stale = &d
 	}
 	return nil
+}
+
+// StaleChange returns the state.changed that moved the run to STALE (its
+// reason and the work tree it observed then), or nil when it never was.
+func (f *Folder) StaleChange() *StateData {
+	if f.stale == nil {
+		return nil
+	}
+	d := *f.stale
+	if d.Worktree != nil {
+		w := *d.Worktree
+		w.Changes = slices.Clone(w.Changes)
+		d.Worktree = &w
+	}
+	return &d
 }
 
 func (f *Folder) applyCheckStarted(line int, _ eventlog.Event, d CheckStartedData) error {

@@ -24,8 +24,12 @@ type Status struct {
 	// TornTail is set when the log ends in a partial line (a writer was
 	// killed mid-append); the next writer records its recovery.
 	TornTail bool `json:"torn_tail,omitempty"`
-	// StaleReasons says why the run is (or just became) STALE.
+	// StaleReasons says why the run just became STALE (this inspection
+	// found the change).
 	StaleReasons []string `json:"stale_reasons,omitempty"`
+	// Stale says why a STALE run is STALE, as its log recorded it, however
+	// long ago that was.
+	Stale *StaleInfo `json:"stale,omitempty"`
 	// ProjectionLag is set when run.json trails the log (repaired by the
 	// next writer); it is not tampering.
 	ProjectionLag bool `json:"projection_lagging,omitempty"`
@@ -99,6 +103,9 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	}
 	// IMPLEMENTING: an agent is changing the work tree by design; the
 	// verification that follows binds what it leaves.
+	if st.State == Stale {
+		st.Stale = staleInfo(f.StaleChange())
+	}
 	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.State == Implementing || st.DecisionPending != nil {
 		return st, nil
 	}
@@ -119,7 +126,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	if err := r.MarkStaleIfChanged(ctx, fresh); err != nil && !errors.As(err, &se) {
 		return st, err
 	}
-	st.Report = r.Report()
+	st.Report, st.Stale = r.Report(), r.Stale()
 	return st, nil
 }
 
