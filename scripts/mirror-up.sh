@@ -13,7 +13,7 @@
 #    and library/node, the names under which a pull-through mirror serves
 #    Docker Hub's official images. The tags stand in for Docker Hub's and
 #    ALL hold the host's toolchain, whatever version the tag names:
-#      golang: PROOFGATE_MIRROR_GOLANG_TAGS (default 1.18 ... 1.26 and the host's, e.g. 1.26.8)
+#      golang: PROOFGATE_MIRROR_GOLANG_TAGS (default 1.15 ... 1.26 and the host's, e.g. 1.26.8)
 #      node:   PROOFGATE_MIRROR_NODE_TAGS   (default 18 20 22 24 and the host's, e.g. 20.20.2)
 #    Built images are cached (by a stamp of their inputs) in
 #    $PROOFGATE_MIRROR_DIR/cache, blobs kept in $PROOFGATE_MIRROR_DIR/blobs.

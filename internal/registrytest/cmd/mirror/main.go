@@ -12,7 +12,7 @@
 // their inputs in the -cache directory) and pushes them as library/golang and
 // library/node, the names under which a pull-through mirror serves Docker
 // Hub's official images, under every tag of PROOFGATE_MIRROR_GOLANG_TAGS and
-// PROOFGATE_MIRROR_NODE_TAGS (space-separated; by default 1.18 ... 1.26 and
+// PROOFGATE_MIRROR_NODE_TAGS (space-separated; by default 1.15 ... 1.26 and
 // the host's exact Go version, 18 20 22 24 and the host's exact Node
 // version). Every tag holds the host's toolchain, whatever its name says.
 package main

@@ -128,7 +128,7 @@ func toolchains(ctx context.Context, busybox string) ([]image, error) {
 		return nil, err
 	}
 	return []image{
-		{repo: "library/golang", tags: tags("PROOFGATE_MIRROR_GOLANG_TAGS", "1.18 1.19 1.20 1.21 1.22 1.23 1.24 1.25 1.26 "+gover),
+		{repo: "library/golang", tags: tags("PROOFGATE_MIRROR_GOLANG_TAGS", "1.15 1.16 1.17 1.18 1.19 1.20 1.21 1.22 1.23 1.24 1.25 1.26 "+gover),
 			spec: func(ctx context.Context) (toolimage.Spec, error) {
 				return toolimage.GoSpec(ctx, busybox, goroot, "linux_"+goruntime.GOARCH, gover)
 			}},
