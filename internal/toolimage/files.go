@@ -94,7 +94,7 @@ func NodeFiles(ctx context.Context, node, npmDir string) ([]testimage.File, erro
 		return nil, err
 	}
 	files := []testimage.File{{Path: "/usr/local/bin/node", Mode: 0o755, Source: node}}
-	for _, l := range libs {
+	for _, l := range withRuntimeLibraries(libs) {
 		files = append(files, testimage.File{Path: l, Mode: 0o755, Source: l})
 	}
 	const npmAt = "/usr/local/lib/node_modules/npm"
@@ -111,6 +111,40 @@ func NodeFiles(ctx context.Context, node, npmDir string) ([]testimage.File, erro
 		files = append(files, testimage.File{Path: "/usr/local/etc/npmrc", Mode: 0o644, Body: []byte("cafile=" + CABundle + "\n")})
 	}
 	return files, nil
+}
+
+// runtimeLibraries are the C runtime's libraries that a Debian-based
+// official image has whether or not node links them: native addons that
+// npm installs (napi-rs binaries such as unrs-resolver's link librt,
+// libgcc_s, libdl) load them at run time.
+var runtimeLibraries = []string{
+	"libc.so.6", "libm.so.6", "libdl.so.2", "libpthread.so.0", "librt.so.1",
+	"libresolv.so.2", "libutil.so.1", "libnss_files.so.2", "libnss_dns.so.2",
+	"libgcc_s.so.1", "libstdc++.so.6",
+}
+
+// withRuntimeLibraries adds to libs (ldd's list for a binary) those of
+// runtimeLibraries that the host has in the directory of its libc.
+func withRuntimeLibraries(libs []string) []string {
+	dir := ""
+	have := map[string]bool{}
+	for _, l := range libs {
+		have[l] = true
+		if filepath.Base(l) == "libc.so.6" {
+			dir = filepath.Dir(l)
+		}
+	}
+	if dir == "" {
+		return libs
+	}
+	out := append([]string(nil), libs...)
+	for _, name := range runtimeLibraries {
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && !have[p] {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // TreeFiles lists the directory tree at dir placed under at: directories,
