@@ -39,12 +39,12 @@ var policyFieldVariants = map[string][]func() (*Policy, error){
 	"contract.any": {func() (*Policy, error) {
 		return NewPolicy(WithCommit(everySHA), WithoutContractBindingUnsafe())
 	}},
-	"contract.set": nil,
-	"repo":         {withBase(WithRepo("acme/widget"))},
-	"profile":      {withBase(WithProfile("")), withBase(WithProfile("quick"))},
-	"approvals":    {withBase(WithApprovals(1)), withBase(WithApprovals(2))},
-	"allowDirty":   {withBase(WithDirtySourceUnsafe())},
-	"witnessed":    {withBase(WithWitnessTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))},
+	"contract.set":   nil,
+	"repo":           {withBase(WithRepo("acme/widget"))},
+	"profile":        {withBase(WithProfile("")), withBase(WithProfile("quick"))},
+	"approvals":      {withBase(WithApprovals(1)), withBase(WithApprovals(2))},
+	"allowDirty":     {withBase(WithDirtySourceUnsafe())},
+	"witnessed":      {withBase(WithWitnessTime(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))},
 	"requireSandbox": {withBase(WithRequireSandbox())},
 	"requireRules": {withBase(WithRequireRule("release")), withBase(WithRequireRule("release"), WithRequireRule("security")),
 		withBase(WithRequireRule("security"))},
