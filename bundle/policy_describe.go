@@ -30,7 +30,18 @@ const (
 //   - witnessed_at: the witness time (RFC 3339, UTC, nanoseconds), when
 //     given;
 //   - unsafe: the opt-outs taken, in the order any-source, any-contract,
-//     dirty-source; absent when none was.
+//     dirty-source; absent when none was;
+//   - require_sandbox: true when WithRequireSandbox, absent otherwise;
+//   - require_rules: the rules WithRequireRule named, in order; absent
+//     when none;
+//   - require_authorizations: the targets WithRequireAuthorization named,
+//     in order; absent when none.
+//
+// Members absent when their requirement is not set keep the description
+// (and the VSA policy digest) of a policy without them as it was before
+// they were added. Every field of Policy must appear here: the
+// reflection tests of policy_every_option_test.go fail for one that does
+// not change the description.
 type PolicyDescription struct {
 	Commit           string   `json:"commit,omitempty"`
 	Tree             string   `json:"tree,omitempty"`
@@ -43,6 +54,10 @@ type PolicyDescription struct {
 	// RequireAuthorizations are the targets WithRequireAuthorization
 	// named, in order; absent when none.
 	RequireAuthorizations []string `json:"require_authorizations,omitempty"`
+	// RequireSandbox is WithRequireSandbox.
+	RequireSandbox bool `json:"require_sandbox,omitempty"`
+	// RequireRules are the rules WithRequireRule named, in order.
+	RequireRules []string `json:"require_rules,omitempty"`
 }
 
 // Describe returns what p requires. A nil or unchecked policy describes
@@ -57,8 +72,10 @@ func (p *Policy) Describe() PolicyDescription {
 		ContractHash:     p.contract.hash,
 		Repo:             p.repo,
 		RequireApprovals: p.approvals,
+		RequireSandbox:   p.requireSandbox,
 	}
 	d.RequireAuthorizations = slices.Clone(p.requireAuthorizations)
+	d.RequireRules = slices.Clone(p.requireRules)
 	if p.profile != nil {
 		prof := *p.profile
 		d.Profile = &prof

@@ -15,6 +15,7 @@ import (
 	"github.com/sigstore/sigstore-go/pkg/verify"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
@@ -252,21 +253,42 @@ func (k *witnessedKey) CheckAt(signedAt time.Time, identity string) error {
 	return k.CheckWitnessed(w)
 }
 
-// CheckWitnessed accepts at when any matched identity is valid then
-// (Identity.Valid nil or nil error), else returns the first one's error.
+// CheckWitnessed judges the matched identities at at. An identity with a
+// lifecycle (Valid non-nil: a trust store's) decides over one without (the
+// flags', the action's inputs): the certificate is refused when a matched
+// identity is revoked at at, whatever else matches it (a revocation is a
+// deny, issue 25 class 3), and when a matched lifecycle identity exists,
+// one of those must be valid at at; identities without a lifecycle decide
+// only a certificate no lifecycle identity matches.
 func (k *witnessedKey) CheckWitnessed(at time.Time) error {
 	var first error
+	free, valid := false, false
 	for _, id := range k.matched {
 		if id.Valid == nil {
-			return nil
+			free = true
+			continue
 		}
 		err := id.Valid(at)
 		if err == nil {
-			return nil
+			valid = true
+			continue
+		}
+		err = fmt.Errorf("%s: %w", id.label(), err)
+		if revoked(err) {
+			return err
 		}
 		if first == nil {
-			first = fmt.Errorf("%s: %w", id.label(), err)
+			first = err
 		}
 	}
+	if valid || (free && first == nil) {
+		return nil
+	}
 	return first
+}
+
+// revoked reports whether err is a trust store's revocation.
+func revoked(err error) bool {
+	var ke *trust.KeyError
+	return errors.As(err, &ke) && ke.Reason == trust.KeyRevoked
 }

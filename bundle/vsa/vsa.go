@@ -43,8 +43,9 @@
 //
 // policy.digest is the sha256 of the canonical JSON of the ProofGate policy
 // extension member: the bundle.PolicyDescription the verifier applied
-// (source, contract, repository, profile, approvals, witness time and the
-// unsafe opt-outs taken), the keyless identity requirements it was given
+// (source, contract, repository, profile, approvals, witness time, the
+// unsafe opt-outs taken, the sandbox, rule and authorization requirements:
+// every requirement, see PolicyDescription), the keyless identity requirements it was given
 // (issuer, signer workflow, source repository and ref), and the digests of
 // the trust material it trusted (trust.json, a Sigstore trusted root). Any change of requirement or of
 // trusted keys changes the digest; a consumer recomputes it from the

@@ -179,6 +179,16 @@ func TestE2EKeyless(t *testing.T) {
 	if vo := fx.outputs(); vo["reason"] != "key-revoked" {
 		t.Fatalf("revoked identity: outputs %v\n%s", vo, fx.log.String())
 	}
+
+	// 6. Issue 25 class 3: the signer-workflow input naming the revoked
+	// identity (the verify action always passes it) does not bring it back.
+	fx.env["INPUT_SIGNER-WORKFLOW"] = pinnedWorkflow
+	fx.env["INPUT_CERTIFICATE-OIDC-ISSUER"] = svc.OIDC.URL
+	fx.env["INPUT_SOURCE-REPO"] = owner + "/" + repo
+	wantCode(t, fx, fx.dockerRun(image, "verify"), ExitRefused)
+	if vo := fx.outputs(); vo["reason"] != "key-revoked" {
+		t.Fatalf("revoked identity, signer-workflow input naming it: outputs %v\n%s", vo, fx.log.String())
+	}
 }
 
 // saveStore writes store to path (replacing it), as a release checkout

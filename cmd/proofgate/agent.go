@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -260,7 +261,7 @@ func clientAgent(client string) string {
 	if len(a) > 200 {
 		a = a[:200]
 	}
-	if printable.Check("agent", a) != nil {
+	if actor.Check("agent", a) != nil { // e.g. a client name in Cyrillic beside "mcp:"
 		return "mcp-client"
 	}
 	return a

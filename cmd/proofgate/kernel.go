@@ -19,6 +19,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -76,8 +77,8 @@ func classify(err error) error {
 // checkNames refuses an --actor that is not a printable one-line name and
 // a --reason that is not printable one-line text (exit 2): a newline or an
 // escape sequence in either would forge lines in status and audit.
-func checkNames(actor, reason string) error {
-	if err := printable.Check("--actor", actor); err != nil {
+func checkNames(name, reason string) error {
+	if err := actor.Check("--actor", name); err != nil {
 		return usageErr(err)
 	}
 	if err := printable.CheckText("--reason", reason); err != nil {

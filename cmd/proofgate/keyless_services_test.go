@@ -18,7 +18,8 @@ import (
 // store: accepted with the workflow pinned (the signer and the witnessed
 // time reported), refused (identity-mismatch) for another pinned ref and
 // another source repository; a trust store identity pins it too, and
-// revoking that identity refuses the same bundle (key-revoked).
+// revoking that identity refuses the same bundle (key-revoked), also when
+// the flags name the same workflow.
 func TestKeylessExportVerify(t *testing.T) {
 	svc := sigstoretest.Start(t)
 	f := newFixture(t, 1, "fixed", false)
@@ -73,6 +74,13 @@ func TestKeylessExportVerify(t *testing.T) {
 	p.must([]int{0}, "trust", "revoke", "--store", store, "--identity-id", "reusable")
 	if v := verify([]int{1}, "--trust", store); v.Reason != "key-revoked" {
 		t.Fatalf("revoked store identity: %+v, want key-revoked", v)
+	}
+	// Issue 25 class 3: flags naming the revoked identity (the same
+	// workflow and ref, or any ref of it) do not bring it back.
+	for _, pin := range []string{wf + "@refs/tags/v1", wf} {
+		if v := verify([]int{1}, append(iss, "--trust", store, "--signer-workflow", pin, "--source-repo", "acme/widget")...); v.Reason != "key-revoked" {
+			t.Fatalf("revoked store identity, --signer-workflow %s: %+v, want key-revoked", pin, v)
+		}
 	}
 }
 

@@ -70,7 +70,7 @@ type vsaWrite struct {
 // A flag the command does not define is skipped.
 var (
 	vsaTrustFlags    = []string{"trusted-root"}
-	vsaIdentityFlags = []string{"certificate-oidc-issuer", "signer-workflow", "source-repo", "source-ref"}
+	vsaIdentityFlags = identityFlags // every keyless identity flag (keyless.go)
 )
 
 // trustAndIdentities hashes the trust store and any trusted root, and

@@ -24,7 +24,8 @@ package approval
 
 import (
 	"strconv"
-	"strings"
+
+	"github.com/proofgate/proofgate/kernel/actor"
 )
 
 // Decision is one person's verdict on a run. Its values are the strings
@@ -82,7 +83,7 @@ func (id Identity) keys() []string {
 	return keys
 }
 
-func nameKey(name string) string { return "actor:" + strings.ToLower(strings.TrimSpace(name)) }
+func nameKey(name string) string { return "actor:" + actor.Key(name) }
 
 // Same reports whether a and b are one account: by subject when both have
 // one, else by login without case. It is exact where a Tally is coarse: a
@@ -96,5 +97,5 @@ func (a Account) Same(b Account) bool {
 	if a.Subject != "" && b.Subject != "" {
 		return a.Subject == b.Subject
 	}
-	return a.Login != "" && strings.EqualFold(a.Login, b.Login)
+	return a.Login != "" && actor.Same(a.Login, b.Login)
 }

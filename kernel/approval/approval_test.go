@@ -35,6 +35,10 @@ func TestGrouping(t *testing.T) {
 		{"one actor", []rec{approve(Local("alice"))}, 1, 1},
 		{"two actors", []rec{approve(Local("alice")), approve(Local("bob"))}, 2, 2},
 		{"actor case and spaces", []rec{approve(Local("alice")), approve(Local("Alice")), approve(Local(" ALICE "))}, 1, 1},
+		// issue 25 class 7: one actor.Key for every comparison.
+		{"actor lookalikes, invisible and space-like variants", []rec{approve(Local("alice")), approve(Local("\u0430lice")), approve(Local("ali\u200bce")),
+			approve(Local("alice\u00a0")), approve(Local("ＡＬＩＣＥ"))}, 1, 1},
+		{"a lookalike's rejection withdraws", []rec{approve(Local("alice")), reject(Local("\u0430lice"))}, 0, 1},
 		{"actor and the same GitHub login", []rec{approve(Local("alice")), approve(GitHub("alice-gh", "ALICE", 42))}, 1, 1},
 		{"renamed GitHub account, same id", []rec{approve(GitHub("alice", "alice", 7)), approve(GitHub("alice-renamed", "alice-renamed", 7))}, 1, 1},
 		{"two GitHub accounts", []rec{approve(GitHub("alice", "alice", 7)), approve(GitHub("bob", "bob", 8))}, 2, 2},

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/pathglob"
 )
@@ -117,7 +118,7 @@ func (ev *ruleEval) applies(c contract.RuleIf) (ok bool, why string, err error) 
 	if len(c.BaseBranch) > 0 && !slices.Contains(c.BaseBranch, f.BaseBranch) {
 		return false, fmt.Sprintf("base branch %q is not one of %v", f.BaseBranch, c.BaseBranch), nil
 	}
-	if len(c.AuthorIs) > 0 && !slices.ContainsFunc(c.AuthorIs, func(u string) bool { return strings.EqualFold(u, f.Author.Login) }) {
+	if len(c.AuthorIs) > 0 && !slices.ContainsFunc(c.AuthorIs, func(u string) bool { return actor.Same(u, f.Author.Login) }) {
 		return false, "the author is not one of author_is", nil
 	}
 	if len(c.AuthorInTeam) > 0 {

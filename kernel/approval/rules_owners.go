@@ -2,8 +2,8 @@ package approval
 
 import (
 	"slices"
-	"strings"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/approval/codeowners"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
@@ -52,7 +52,7 @@ func (ev *ruleEval) ownerApproval(r contract.ApprovalRule, owners []codeowners.O
 		}
 		for _, o := range owners {
 			switch {
-			case o.User != "" && strings.EqualFold(o.User, login):
+			case o.User != "" && actor.Same(o.User, login):
 				return rv.ID, true, nil
 			case o.Team != "":
 				m, err := ev.member(o.Org+"/"+o.Team, login)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 
@@ -111,7 +112,7 @@ func (ev *ruleEval) qualifies(r contract.ApprovalRule, rv RuleReview) (Credit, M
 	q := r.Requires
 	login := rv.Reviewer.Login
 	c := Credit{Rule: r.Name}
-	if slices.ContainsFunc(q.Users, func(u string) bool { return strings.EqualFold(u, login) }) {
+	if slices.ContainsFunc(q.Users, func(u string) bool { return actor.Same(u, login) }) {
 		c.Via = ViaUser
 		return c, "", nil
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/printable"
@@ -173,7 +174,7 @@ func checkVerdictText(o VerdictOptions) error {
 	case strings.TrimSpace(o.Actor) == "":
 		return &VerdictError{Reason: VerdictInvalid, Detail: "--actor is required"}
 	}
-	if err := errors.Join(printable.Check("actor", o.Actor), printable.CheckText("reason", o.Reason)); err != nil {
+	if err := errors.Join(actor.Check("actor", o.Actor), printable.CheckText("reason", o.Reason)); err != nil {
 		return &VerdictError{Reason: VerdictInvalid, Detail: err.Error()}
 	}
 	return nil

@@ -54,11 +54,11 @@ func TestVerifierImportsNoWriter(t *testing.T) {
 // decoder, the input rebuilder (kernel/input, which writes through an
 // interface and imports no blob store), the contract model (with the printable-text check it loads
 // with), the approval tally (with its pure rule evaluation: the CODEOWNERS
-// parser and path globs), the exit classes and the runtime seam's types
+// parser and path globs, and the actor key it counts people by), the exit classes and the runtime seam's types
 // only, and runs no command. kernel/durable (standard library only) comes
 // with the event log, whose appends count their fsyncs through it (ADR 0019).
 func TestReplayImports(t *testing.T) {
-	allowed := []string{"kernel/approval", "kernel/approval/codeowners", "kernel/pathglob", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/durable", "kernel/eventlog", "kernel/exit", "kernel/input", "kernel/printable", "kernel/runtime", "kernel/strictjson"}
+	allowed := []string{"kernel/actor", "kernel/approval", "kernel/approval/codeowners", "kernel/pathglob", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/durable", "kernel/eventlog", "kernel/exit", "kernel/input", "kernel/printable", "kernel/runtime", "kernel/strictjson"}
 	for _, dep := range goList(t, "-deps", module+"kernel/replay") {
 		if dep == "os/exec" {
 			t.Errorf("kernel/replay depends on os/exec")

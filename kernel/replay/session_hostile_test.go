@@ -253,6 +253,16 @@ func TestSessionReplayHostile(t *testing.T) {
 		{"approval by the session's own agent", func(b *logb) {
 			b.request(act2, "deploy", inHash).policy(act2, "require-approval", 2, "rule-2").human(act2, "approve", "Agent-1", inHash)
 		}, replay.ReasonSelfApproval},
+		// issue 25 class 7: a whitespace or lookalike variant of the agent is the agent.
+		{"approval by the agent, trailing space", func(b *logb) {
+			b.request(act2, "deploy", inHash).policy(act2, "require-approval", 2, "rule-2").human(act2, "approve", "agent-1 ", inHash)
+		}, replay.ReasonSelfApproval},
+		{"approval by the agent, Cyrillic lookalike", func(b *logb) {
+			b.request(act2, "deploy", inHash).policy(act2, "require-approval", 2, "rule-2").human(act2, "approve", "аgent-1", inHash)
+		}, replay.ReasonSelfApproval},
+		{"approval by the agent, fullwidth", func(b *logb) {
+			b.request(act2, "deploy", inHash).policy(act2, "require-approval", 2, "rule-2").human(act2, "approve", "ＡＧＥＮＴ-1", inHash)
+		}, replay.ReasonSelfApproval},
 		{"start with another input than requested", func(b *logb) {
 			b.request(act2, "greet", inHash).policy(act2, "allow", 1, "rule-1").start(act2, rcpt2, "greet", inHash2, "allow", owner1)
 		}, replay.ReasonReceipt},

@@ -1,8 +1,7 @@
 package replay
 
 import (
-	"strings"
-
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -164,7 +163,7 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 		return bad(line, ReasonSessionBadFields, "a human decision names a rule")
 	case printable.Check("actor", d.Actor) != nil:
 		return bad(line, ReasonSessionBadFields, "a human decision needs a printable actor")
-	case strings.EqualFold(d.Actor, s.agent):
+	case actor.Same(d.Actor, s.agent):
 		return bad(line, ReasonSelfApproval, "action %s decided by the session's own agent %q", d.Action, d.Actor)
 	}
 	switch d.Decision {

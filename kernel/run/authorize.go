@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -95,7 +96,7 @@ func (r *Run) authorized(o AuthorizeOptions) error {
 		want = approval.Rejected
 	}
 	for _, a := range r.fold.Authorizations() {
-		if a.Target != o.Target || !strings.EqualFold(strings.TrimSpace(a.Actor), strings.TrimSpace(o.Actor)) {
+		if a.Target != o.Target || !actor.Same(a.Actor, o.Actor) {
 			continue
 		}
 		if approval.Decision(a.Decision) == want {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -209,7 +210,7 @@ func (r *Run) decided(o DecisionOptions) error {
 		return &DecidedError{Actor: o.Actor, Decision: approval.Approved, State: Complete}
 	case f.State() == Rejected && o.Reject:
 		for _, d := range f.Decisions() {
-			if approval.Decision(d.Decision) == approval.Rejected && strings.EqualFold(strings.TrimSpace(d.Actor), strings.TrimSpace(o.Actor)) {
+			if approval.Decision(d.Decision) == approval.Rejected && actor.Same(d.Actor, o.Actor) {
 				return &DecidedError{Actor: o.Actor, Decision: approval.Rejected, State: Rejected}
 			}
 		}
@@ -255,8 +256,8 @@ func (r *Run) reconcileOnDisk() error {
 // checkText refuses an actor or reason that would not print as itself (a
 // newline, an escape sequence): recorded, it would forge lines wherever the
 // log is shown.
-func checkText(actor, reason string) error {
-	if err := printable.Check("actor", actor); err != nil {
+func checkText(name, reason string) error {
+	if err := actor.Check("actor", name); err != nil {
 		return &RefusedError{Why: err.Error()}
 	}
 	if err := printable.CheckText("reason", reason); err != nil {

@@ -1,8 +1,7 @@
 package session
 
 import (
-	"strings"
-
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
@@ -40,8 +39,8 @@ var applicable = map[string]string{
 	replay.DecisionAbandon: replay.ActionAmbiguous,
 }
 
-func decide(o Options, action, actor, reason, decision string) error {
-	if err := printable.Check("--actor", actor); err != nil {
+func decide(o Options, action, name, reason, decision string) error {
+	if err := actor.Check("--actor", name); err != nil {
 		return err
 	}
 	if err := printable.CheckText("--reason", reason); err != nil {
@@ -64,12 +63,12 @@ func decide(o Options, action, actor, reason, decision string) error {
 		switch {
 		case !ok:
 			return &UnknownActionError{Action: action}
-		case strings.EqualFold(actor, agent):
-			return &SelfApprovalError{Action: action, Actor: actor}
+		case actor.Same(name, agent):
+			return &SelfApprovalError{Action: action, Actor: name}
 		case a.Status != applicable[decision]:
 			return &DecidedError{Action: action, Status: a.Status}
 		}
-		d := replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: decision, Actor: actor, Reason: reason}
+		d := replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: decision, Actor: name, Reason: reason}
 		if decision == replay.DecisionApprove || decision == replay.DecisionReject {
 			d.InputHash = a.InputHash
 		}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/policy"
 	"github.com/proofgate/proofgate/kernel/printable"
@@ -144,7 +145,7 @@ func unlockDead(o Options, err error, actor string) (bool, error) {
 }
 
 func checkAgent(agent string) error {
-	if err := printable.Check("agent", agent); err != nil {
+	if err := actor.Check("agent", agent); err != nil {
 		return err
 	}
 	if len(agent) > replay.MaxAgent {
