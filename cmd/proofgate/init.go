@@ -27,6 +27,7 @@ import (
 type initFlags struct {
 	docker         string
 	workflow       bool
+	action         string
 	registryMirror string
 	keyDir         string
 	noKey          bool
@@ -45,6 +46,7 @@ type initPlan struct {
 	runtime      string
 	repo         string // OWNER/NAME from the origin remote, or the placeholder
 	branch       defaultBranch
+	action       string // --action: the workflows' pin of the ProofGate action, or "" (placeholder)
 }
 
 // addInitCommands registers init and doctor.
@@ -111,6 +113,7 @@ reached.`,
 	}
 	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest (the local daemon's, else the registry's)")
 	c.Flags().BoolVar(&f.workflow, "workflow", false, "sandboxed checks in pinned official images, and the GitHub workflows in .github/workflows/")
+	c.Flags().StringVar(&f.action, "action", "", "with --workflow: pin the ProofGate action in the workflows to OWNER/REPO@<40-hex commit SHA> (default: a placeholder that doctor refuses)")
 	c.Flags().StringVar(&f.registryMirror, "registry-mirror", registryMirrorDefault(), "resolve Docker Hub images only through this registry mirror URL (env "+mirrorEnv+")")
 	c.Flags().StringVar(&f.keyDir, "key-dir", "", "directory for the signing key, outside the repository (default <user config dir>/proofgate/keys)")
 	c.Flags().BoolVar(&f.noKey, "no-key", false, "generate no signing key (keyless signing, or a key you already have)")
@@ -142,6 +145,9 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 	if err := checkImageFlag(f.docker); err != nil {
 		return nil, err
 	}
+	if err := checkActionFlag(f.action, f.workflow); err != nil {
+		return nil, err
+	}
 	if p.contractPath, err = filepath.Abs(g.contract); err != nil {
 		return nil, envErr(err)
 	}
@@ -149,6 +155,12 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 		p.branch = readDefaultBranch(ctx, root)
 		if p.workflows, err = workflowFiles(root, p.branch.name); err != nil {
 			return nil, err
+		}
+		p.action = f.action
+		if f.action != "" {
+			for path, w := range p.workflows {
+				p.workflows[path] = pinAction(w, f.action)
+			}
 		}
 	}
 

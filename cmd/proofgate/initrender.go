@@ -196,6 +196,10 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 	for _, t := range p.workflowTargets() {
 		add = append(add, shellQuote(p.show(t)))
 	}
+	if len(p.workflows) > 0 && p.action == "" {
+		next = append(next, "pin the action: replace "+actionPlaceholderOwner+"@"+actionPlaceholderSHA+" in "+
+			strings.Join(add[len(add)-len(p.workflowTargets()):], " ")+" with OWNER/REPO@<full SHA> of the ProofGate release you reviewed (init --action does it; doctor fails until then)")
+	}
 	next = append(next, "proofgate contract check",
 		"git add "+strings.Join(add, " ")+" && git commit -m 'ProofGate contract'", "proofgate run")
 	var ci []string
@@ -216,6 +220,9 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 		out := map[string]any{"files_written": written, "projects": kinds, "runtime": p.runtime,
 			"images": p.images(), "key_id": keyID, "private_key": p.keyPath, "public_key": pub,
 			"gitignore_added": p.ignore, "next": next, "ci": ci}
+		if len(p.workflows) > 0 {
+			out["action"] = map[string]any{"pin": p.action, "placeholder": p.action == ""}
+		}
 		if p.branch.name != "" {
 			out["default_branch"] = map[string]string{"name": p.branch.name, "from": p.branch.from}
 		}
