@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/proofgate/proofgate/internal/registrytest"
 )
 
 // readmeBlock returns the lines of the ```sh block that follows the
@@ -104,7 +106,11 @@ func TestReadmeWalk(t *testing.T) {
 	}
 	gitCommitAll(t, yours, "my code")
 	config := t.TempDir()
-	walk(t, parent, append(env, "XDG_CONFIG_HOME="+config), "init", readmeBlock(t, readme, "init"), 3)
+	// init --workflow pins golang:1.26 through the daemon's registry
+	// mirror (CI's stand-in for Docker Hub); RELEASE_SHA is the release the
+	// README's reader reviewed.
+	registrytest.Mirror(t)
+	walk(t, parent, append(env, "XDG_CONFIG_HOME="+config, "RELEASE_SHA="+strings.Repeat("5a", 20)), "init", readmeBlock(t, readme, "init"), 3)
 	assertClean(t, yours, "init")
 	if keys, _ := filepath.Glob(filepath.Join(config, "proofgate", "keys", "your-repository-*.pem")); len(keys) != 2 {
 		t.Fatalf("init wrote keys %v, want a private and a public key under XDG_CONFIG_HOME", keys)

@@ -1,0 +1,268 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proofgate/proofgate/internal/registrytest"
+)
+
+// A maintainer's first day, on code nobody here wrote: a real module or
+// package, fetched at test time by its own package manager (the Go module
+// proxy, the npm registry), made into a git repository with the origin
+// remote its project has, and walked through the README's "Add it to your
+// repository" block verbatim. The generated contract runs its checks in the
+// ecosystem's image, pulled through the Docker daemon's registry mirror
+// (scripts/mirror-up.sh: the host's toolchains under the official names),
+// with the fetch check downloading the real dependencies over the network
+// and every other check offline. Then the local bundle steps: approve,
+// export (the tree stays clean), the trust store init told the maintainer
+// to make, and bundle verify accepting the bundle.
+type thirdParty struct {
+	name   string // the test's name for it
+	origin string // the origin remote of its real repository
+	fetch  func(t *testing.T, dir string)
+	// bare runs the same commands as the generated checks, on the host,
+	// for the warm ratio.
+	bare [][]string
+}
+
+var firstDayProjects = []thirdParty{
+	{
+		name:   "go-cobra",
+		origin: "https://github.com/spf13/cobra.git",
+		fetch:  goModuleSource("github.com/spf13/cobra@v1.10.1"),
+		bare:   [][]string{{"go", "mod", "download"}, {"go", "vet", "./..."}, {"go", "test", "./..."}},
+	},
+	{
+		name:   "node-fastq",
+		origin: "https://github.com/mcollina/fastq.git",
+		fetch:  npmPackageSource("fastq@1.20.3"),
+		bare:   [][]string{{"npm", "ci"}, {"npm", "run", "lint"}, {"npm", "test"}},
+	},
+}
+
+func TestFirstDay(t *testing.T) {
+	if testing.Short() {
+		t.Skip("fetches real third-party code and pulls toolchain images")
+	}
+	requireDocker(t)
+	registrytest.Mirror(t)
+	bin := cliWrapper(t)
+	for _, p := range firstDayProjects {
+		t.Run(p.name, func(t *testing.T) { firstDay(t, p, bin) })
+	}
+}
+
+// firstDay walks one project.
+func firstDay(t *testing.T, p thirdParty, bin string) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	parent := t.TempDir()
+	repo := filepath.Join(parent, "your-repository")
+	p.fetch(t, repo)
+	gitInit(t, repo, p.origin)
+	config, caches := t.TempDir(), t.TempDir()
+	env := append(os.Environ(), "PATH="+bin+":"+os.Getenv("PATH"), "XDG_CONFIG_HOME="+config,
+		"PROOFGATE_CACHE_ROOT="+caches, "RELEASE_SHA="+strings.Repeat("5a", 20), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@x.invalid",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@x.invalid", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1")
+
+	start := time.Now()
+	walk(t, parent, env, "init", readmeBlock(t, readme, "init"), 3)
+	green := time.Since(start)
+	assertClean(t, repo, "init")
+	st := firstDayStatusOf(t, repo, env)
+	for _, c := range st.Checks {
+		if c.Outcome != "passed" {
+			t.Fatalf("check %s: %s", c.ID, c.Outcome)
+		}
+	}
+	t.Logf("FIRSTDAY %s: init to a green run %.1f s (%d checks)", p.name, green.Seconds(), len(st.Checks))
+
+	// The local bundle steps, with the trust store init's printed command
+	// makes (init ran in the README block; its --json names the key).
+	keys, _ := filepath.Glob(filepath.Join(config, "proofgate", "keys", "your-repository-*.pem"))
+	var priv, pub string
+	for _, k := range keys {
+		if strings.HasSuffix(k, ".pub.pem") {
+			pub = k
+		} else {
+			priv = k
+		}
+	}
+	if priv == "" || pub == "" {
+		t.Fatalf("init wrote keys %v", keys)
+	}
+	bundle := filepath.Join(t.TempDir(), "bundle.tar.gz")
+	trust := filepath.Join(t.TempDir(), "trust.json")
+	identity := "repo:" + strings.TrimSuffix(strings.TrimPrefix(p.origin, "https://github.com/"), ".git")
+	walk(t, repo, env, "local bundle", []string{
+		"proofgate approve latest --actor maintainer",
+		"proofgate bundle export latest --key " + priv,
+		"proofgate bundle export latest --key " + priv + " -o " + bundle,
+		"proofgate trust add --store " + trust + " --public-key " + pub + " --identity " + identity,
+		"proofgate bundle verify " + bundle + " --trust " + trust + " --commit $(git rev-parse HEAD)",
+	}, 0)
+	assertClean(t, repo, "bundle export")
+
+	firstDayWarm(t, p, repo, env)
+}
+
+// firstDayWarm times a second sandboxed run (caches warm) against the same
+// commands run bare on the host with warm caches, one after the other.
+func firstDayWarm(t *testing.T, p thirdParty, repo string, env []string) {
+	t0 := time.Now()
+	walk(t, repo, env, "warm run", []string{"proofgate run"}, 3)
+	sandboxed := time.Since(t0)
+	bare := filepath.Join(t.TempDir(), "bare")
+	copyTree(t, repo, bare)
+	t0 = time.Now()
+	for _, argv := range p.bare {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Dir, cmd.Env = bare, env
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("bare %v: %v\n%s", argv, err, out)
+		}
+	}
+	plain := time.Since(t0)
+	t.Logf("FIRSTDAY %s: warm sandboxed run %.1f s, bare %.1f s, ratio %.2f", p.name, sandboxed.Seconds(), plain.Seconds(), sandboxed.Seconds()/plain.Seconds())
+}
+
+type firstDayStatus struct {
+	State  string `json:"state"`
+	Checks []struct {
+		ID      string `json:"id"`
+		Outcome string `json:"outcome"`
+	} `json:"checks"`
+}
+
+func firstDayStatusOf(t *testing.T, dir string, env []string) firstDayStatus {
+	t.Helper()
+	cmd := exec.Command("proofgate", "status", "latest", "--json")
+	cmd.Dir, cmd.Env = dir, env
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("status: %v\n%s", err, out)
+	}
+	var st firstDayStatus
+	if err := json.Unmarshal(out, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// cliWrapper puts a `proofgate` on a directory it returns: the test binary
+// running the CLI (TestMain, mainEnv).
+func cliWrapper(t *testing.T) string {
+	t.Helper()
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	writeExec(t, filepath.Join(dir, "proofgate"), fmt.Sprintf("#!/bin/sh\n%s=1 exec %q \"$@\"\n", mainEnv, self))
+	return dir
+}
+
+// goModuleSource copies a module version's source, as the Go module proxy
+// serves it, into dir.
+func goModuleSource(mod string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
+		if err != nil {
+			t.Fatalf("go mod download %s: %v", mod, err)
+		}
+		var m struct{ Dir, Error string }
+		if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
+			t.Fatalf("go mod download %s: %v %s", mod, err, m.Error)
+		}
+		copyWritable(t, m.Dir, dir)
+	}
+}
+
+// npmPackageSource unpacks a package as the npm registry serves it into dir
+// and adds the lock file a repository has (npm install --package-lock-only).
+func npmPackageSource(pkg string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		tmp := t.TempDir()
+		run := func(d string, argv ...string) {
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = d
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v\n%s", argv, err, out)
+			}
+		}
+		run(tmp, "npm", "pack", pkg)
+		tgz, _ := filepath.Glob(filepath.Join(tmp, "*.tgz"))
+		if len(tgz) != 1 {
+			t.Fatalf("npm pack %s: %v", pkg, tgz)
+		}
+		run(tmp, "tar", "xzf", tgz[0])
+		copyWritable(t, filepath.Join(tmp, "package"), dir)
+		run(dir, "npm", "install", "--package-lock-only", "--ignore-scripts")
+	}
+}
+
+// copyWritable copies a tree of directories and regular files, owner-writable.
+func copyWritable(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, b, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gitInit makes dir a repository with one commit, on main, with origin.
+func gitInit(t *testing.T, dir, origin string) {
+	t.Helper()
+	for _, argv := range [][]string{
+		{"init", "-q", "-b", "main"},
+		{"remote", "add", "origin", origin},
+	} {
+		if out, err := gitOut(dir, argv...); err != nil {
+			t.Fatalf("git %v: %v %s", argv, err, out)
+		}
+	}
+	gitCommitAll(t, dir, "upstream source")
+	if st := must(gitOut(dir, "status", "--porcelain")); strings.TrimSpace(st) != "" {
+		t.Fatalf("not clean after commit: %s", st)
+	}
+}
+
+// requireDocker fails (PROOFGATE_REQUIRE_DOCKER=1) or skips without a daemon.
+func requireDocker(t *testing.T) {
+	t.Helper()
+	ok, err := dockerCondition("docker")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ok {
+		t.Skip("no Docker daemon")
+	}
+}
