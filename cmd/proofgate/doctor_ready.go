@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -38,8 +39,13 @@ func (d *doctor) executables() {
 		}
 		name := "check " + c.ID
 		l, err := process.Find(c.Execution().Spec("doctor", c.ID, c.Run, ws), os.LookupEnv)
-		if err != nil {
-			d.fail(exit.Environment, name, err.Error(), executableFix(c.Run, l.PathFrom))
+		var nf *process.NotFoundError
+		switch {
+		case errors.As(err, &nf):
+			d.fail(exit.Environment, name, err.Error(), executableFix(c.Run, nf.PathFrom))
+			continue
+		case err != nil:
+			d.fail(exit.Usage, name, err.Error(), "fix the check's run or dir in "+d.g.contract)
 			continue
 		}
 		d.ok(name, describeExecutable(c.Run[0], l))
@@ -78,8 +84,6 @@ func executableFix(argv []string, from string) string {
 	}
 	name := shellQuote(argv[0])
 	switch {
-	case strings.Contains(argv[0], "/"):
-		return "fix the path in the check's run (relative paths start at the check's dir), or make the file executable"
 	case from == process.PathFromHost:
 		return "install " + name + " or put its directory on the PATH you run proofgate with (command -v " + name + "), or run it by absolute path"
 	case from == process.PathFromEnv:

@@ -4,6 +4,7 @@ package process_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,8 +104,14 @@ func TestFind(t *testing.T) {
 		t.Fatalf("the declared PATH, and the symlink it finds: %+v %v", l, err)
 	}
 	_, err = process.Find(runtime.Spec{Argv: []string{"pg-tool"}, Workspace: ws}, host)
-	if err == nil || !strings.Contains(err.Error(), process.DefaultPath) || !strings.Contains(err.Error(), "default PATH") {
+	var nf *process.NotFoundError
+	if !errors.As(err, &nf) || nf.PathFrom != process.PathFromDefault || !strings.Contains(err.Error(), process.DefaultPath) || !strings.Contains(err.Error(), "default PATH") {
 		t.Fatalf("without PATH the default is searched: %v", err)
+	}
+	// A directory that is not there is not "not found".
+	_, err = process.Find(runtime.Spec{Argv: []string{"pg-tool"}, Dir: "no-such-dir", Workspace: ws}, host)
+	if err == nil || errors.As(err, &nf) {
+		t.Fatalf("missing dir: %v", err)
 	}
 	_, err = process.Find(runtime.Spec{Argv: []string{"pg-tool"}, FromHost: []string{"PATH"}, Workspace: ws},
 		func(string) (string, bool) { return t.TempDir(), true })

@@ -59,7 +59,8 @@ type Lookup struct {
 // harness's environment (os.LookupEnv for this process): PATH from the
 // check's env, else from the harness when env_from_host names it, else
 // DefaultPath; a bare name is the first executable match on it. It starts
-// nothing. The error says which PATH was searched.
+// nothing. A bare name found nowhere is a *NotFoundError, which says
+// which PATH was searched.
 func Find(spec runtime.Spec, hostEnv func(string) (string, bool)) (Lookup, error) {
 	var l Lookup
 	l.SearchPath, l.PathFrom = searchPath(withHostEnv(spec.Env, spec.FromHost, hostEnv))
@@ -112,6 +113,18 @@ func isScript(p string) bool {
 	var b [2]byte
 	_, err = io.ReadFull(f, b[:])
 	return err == nil && string(b[:]) == "#!"
+}
+
+// NotFoundError is a bare argv[0] that no entry of the search path holds
+// as an executable file.
+type NotFoundError struct {
+	Name       string
+	SearchPath string
+	PathFrom   string // PathFromEnv, PathFromHost or PathFromDefault
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("executable %q not found in %s %q", e.Name, pathSource(e.PathFrom), e.SearchPath)
 }
 
 // pathSource words where a PATH came from in an error.
@@ -181,7 +194,7 @@ func lookPath(name, path, wd, from string) (string, error) {
 			return p, nil
 		}
 	}
-	return "", fmt.Errorf("executable %q not found in %s %q", name, pathSource(from), path)
+	return "", &NotFoundError{Name: name, SearchPath: path, PathFrom: from}
 }
 
 func executable(p string) error {
