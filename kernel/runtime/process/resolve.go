@@ -103,8 +103,12 @@ func describe(bin string) Executable {
 	return e
 }
 
-// isScript reports whether the file at p starts with "#!".
+// isScript reports whether the regular file at p starts with "#!" (a
+// FIFO or device is not opened: that could block).
 func isScript(p string) bool {
+	if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+		return false
+	}
 	f, err := os.Open(p)
 	if err != nil {
 		return false
