@@ -64,14 +64,21 @@ Docker daemon and its API version, and that each docker check's image is
 pinned by digest (a repository digest, or the image ID of a local build:
 NAME[:TAG]@sha256:<ID>) and present locally, or, under pull: missing or
 always, known to its registry (asked through the daemon, which honours its
-registry mirrors; the layers are not pulled); the trust
-store (--trust, default .proofgate/trust.json; absent is a warning: only
-the release gate needs it); that the state directory's runs/ is ignored by
-git. Each problem comes with the command or edit that fixes it.
+registry mirrors; the layers are not pulled); that each process check's
+executable is found on the PATH the check gets (its env PATH, else your
+PATH when env_from_host names it, else the default PATH), printing the file
+it resolves to; the trust store (--trust, default .proofgate/trust.json;
+absent is a warning: only the release gate needs it), and that its keys'
+identities accept this repository's bundles (not the placeholder
+repo:OWNER/NAME, and for the origin remote's repository); that no workflow
+in .github/workflows still has the placeholder pin OWNER/proofgate@1111...
+(proofgate init --action pins it); that the state directory's runs/ is
+ignored by git. Each problem comes with the command or edit that fixes it.
 
 Exit 0 when nothing failed (warnings allowed); 2 when an input is invalid
-or missing (no repository, no commit, an invalid contract or trust store);
-otherwise 4 (environment: no git, no Docker daemon, a missing image).
+or missing (no repository, no commit, an invalid contract or trust store,
+an unpinned image, a placeholder pin or identity); otherwise 4
+(environment: no git, no Docker daemon, a missing image or executable).
 An unpinned image (a tag alone) is an invalid input (2): the fix line gives
 the pinned reference.`,
 		Args: cobra.NoArgs,
@@ -94,8 +101,10 @@ func (d *doctor) run() {
 		d.repository()
 	}
 	d.contract()
+	d.executables()
 	d.docker()
 	d.trustStore()
+	d.workflowPins()
 	d.ignored()
 }
 
@@ -254,11 +263,12 @@ func (d *doctor) trustStore() {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		d.warn("trust store", d.trust+" not found: the release gate needs it to verify bundles",
-			"proofgate trust add --store "+shellQuote(d.trust)+" --public-key KEY.pub.pem --identity repo:OWNER/NAME (proofgate init prints it), then commit it")
+			d.trustAddFix(d.originRepo())+" (proofgate init prints it), then commit it")
 	case err != nil:
 		d.fail(exit.Usage, "trust store", err.Error(), "fix the file, or recreate it with proofgate trust add")
 	default:
 		d.ok("trust store", fmt.Sprintf("%s: %d key(s), %d keyless identit(ies)", d.trust, len(s.Keys), len(s.Identities)))
+		d.trustIdentities(s)
 	}
 }
 

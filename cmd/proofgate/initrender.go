@@ -203,10 +203,13 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 	next = append(next, "proofgate contract check",
 		"git add "+strings.Join(add, " ")+" && git commit -m 'ProofGate contract'", "proofgate run")
 	var ci []string
+	trustNote := ""
 	if p.keyPath != "" {
+		var add string
+		add, trustNote = trustAddCommand(trustStore, pub, p.repo)
 		ci = []string{
 			"gh secret set PROOFGATE_SIGNING_KEY < " + shellQuote(p.keyPath),
-			"proofgate trust add --store " + shellQuote(trustStore) + " --public-key " + shellQuote(pub) + " --identity repo:" + p.repo,
+			add,
 			"git add " + shellQuote(trustStore) + " && git commit -m 'ProofGate trust store'",
 		}
 	} else {
@@ -245,8 +248,8 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 	for _, n := range ci {
 		fmt.Fprintln(g.stdout, "  "+esc(n))
 	}
-	if p.repo == "OWNER/NAME" && len(ci) > 0 {
-		fmt.Fprintln(g.stdout, "  (no GitHub origin remote: replace OWNER/NAME with the repository)")
+	if trustNote != "" {
+		fmt.Fprintln(g.stdout, "  "+esc(trustNote))
 	}
 	return nil
 }

@@ -191,6 +191,8 @@ type planFlags struct {
 	// implementedBy is the implementation run this plan verifies
 	// (implemented.go).
 	implementedBy string
+	// repo is --repo: the repository the run records (repo.go).
+	repo string
 }
 
 func (p *planFlags) register(c *cobra.Command) {
@@ -198,6 +200,7 @@ func (p *planFlags) register(c *cobra.Command) {
 	c.Flags().BoolVar(&p.allowDirty, "allow-dirty", false, "plan on a work tree with uncommitted changes (recorded in the run)")
 	c.Flags().StringVar(&p.contextFile, "context-file", "", "JSON context snapshot(s) to verify and attach")
 	registerImplementedBy(c, p)
+	registerRepo(c, p)
 }
 
 func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
@@ -242,7 +245,11 @@ func (p *planFlags) options(ctx context.Context, g *globals, c *contract.Resolve
 	if err != nil {
 		return run.PlanOptions{}, err
 	}
-	return run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin,
+	ghRepo, err := runRepo(ctx, repo, p.repo)
+	if err != nil {
+		return run.PlanOptions{}, err
+	}
+	return run.PlanOptions{RepoDir: repo, StateDir: g.state, Contract: c, Origin: origin, Repo: ghRepo,
 		AllowDirty: p.allowDirty, Context: snaps, ImplementedBy: p.implementedBy}, nil
 }
 

@@ -6,16 +6,11 @@ package process
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
-	"maps"
 	"os"
 	"os/exec"
-	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -80,13 +75,11 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	res := runtime.Result{ExitCode: -1, Started: time.Now().UTC()}
 	var fromHost map[string]any
 	spec.Env, fromHost = withHostEnv(spec.Env, spec.FromHost, os.LookupEnv)
-	lookup, declared := spec.Env["PATH"]
-	if !declared {
-		lookup = DefaultPath
-	}
+	lookup, from := searchPath(spec.Env, fromHost)
+	var exe *Executable // set once argv[0] is found
 	fail := func(format string, args ...any) runtime.Result {
 		if res.Attestation.Provider == "" { // failed before the start
-			res.Attestation = attestation(lookup, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
+			res.Attestation = attestation(lookup, exe, spec.Sandbox, lock.ContainGroup, fromHost, spec.Stdin)
 		}
 		return res.Fail(oneLine(fmt.Sprintf(format, args...)))
 	}
@@ -99,10 +92,12 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if err := ctx.Err(); err != nil {
 		return fail("cancelled")
 	}
-	cmd, err := resolve(spec, lookup, declared)
+	cmd, err := resolve(spec, lookup, from)
 	if err != nil {
 		return fail("%v", err)
 	}
+	found := describe(cmd.bin)
+	exe = &found
 	c, err := r.prepare(spec, cmd)
 	if err != nil {
 		return fail("%v", err)
@@ -117,7 +112,7 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	defer goruntime.UnlockOSThread()
 	res.Started = time.Now().UTC()
 	err = c.start(cmd)
-	res.Attestation = attestation(lookup, spec.Sandbox, c.ct.kind, fromHost, spec.Stdin)
+	res.Attestation = attestation(lookup, exe, spec.Sandbox, c.ct.kind, fromHost, spec.Stdin)
 	if err != nil {
 		return fail("%v", err)
 	}
@@ -158,7 +153,7 @@ type command struct {
 
 // resolve checks the spec's environment, working directory and argv and
 // finds the executable.
-func resolve(spec runtime.Spec, lookup string, declared bool) (command, error) {
+func resolve(spec runtime.Spec, lookup, from string) (command, error) {
 	env, err := environ(spec.Env)
 	if err != nil {
 		return command{}, err
@@ -175,7 +170,7 @@ func resolve(spec runtime.Spec, lookup string, declared bool) (command, error) {
 			return command{}, fmt.Errorf("argv[%d]: contains a NUL byte", i)
 		}
 	}
-	bin, err := lookPath(spec.Argv[0], lookup, wd, declared)
+	bin, err := lookPath(spec.Argv[0], lookup, wd, from)
 	if err != nil {
 		return command{}, err
 	}
@@ -513,7 +508,7 @@ func overflowed(stdout, stderr *runtime.Capture) string {
 }
 
 // attestation records how the process runtime ran a check.
-func attestation(path string, sb runtime.Sandbox, containment string, fromHost map[string]any, stdin []byte) runtime.Attestation {
+func attestation(path string, exe *Executable, sb runtime.Sandbox, containment string, fromHost map[string]any, stdin []byte) runtime.Attestation {
 	profile := map[string]any{
 		"sandboxed":           false,
 		"path":                path,
@@ -525,6 +520,11 @@ func attestation(path string, sb runtime.Sandbox, containment string, fromHost m
 		// Absent when the contract takes nothing from the harness, so
 		// the profile (and its hash) of other checks is unchanged.
 		profile["env_from_host"] = fromHost
+	}
+	if exe != nil {
+		// The file argv[0] resolved to; absent when it was not found (and
+		// in runs recorded before it was added, whose hashes stand).
+		profile["executable"] = exe.profile()
 	}
 	if stdin != nil {
 		// Likewise absent without stdin: digest and length, not the bytes.
@@ -564,120 +564,8 @@ func environ(env map[string]string) ([]string, error) {
 	return out, nil
 }
 
-// workDir resolves the check's working directory and refuses one outside the
-// workspace, lexically or through a symlink.
-func workDir(workspace, dir string) (string, error) {
-	if !filepath.IsAbs(workspace) {
-		return "", fmt.Errorf("workspace %q: not an absolute path", workspace)
-	}
-	if dir != "" && !filepath.IsLocal(dir) {
-		return "", fmt.Errorf("dir %q: escapes the workspace", dir)
-	}
-	wd := filepath.Join(workspace, dir)
-	fi, err := os.Stat(wd)
-	if err != nil {
-		return "", fmt.Errorf("working directory %s: %w", wd, unwrapPath(err))
-	}
-	if !fi.IsDir() {
-		return "", fmt.Errorf("working directory %s: not a directory", wd)
-	}
-	if dir != "" {
-		rw, err1 := filepath.EvalSymlinks(workspace)
-		rd, err2 := filepath.EvalSymlinks(wd)
-		if err := errors.Join(err1, err2); err != nil {
-			return "", fmt.Errorf("working directory %s: %w", wd, err)
-		}
-		if rel, err := filepath.Rel(rw, rd); err != nil || !filepath.IsLocal(rel) && rel != "." {
-			return "", fmt.Errorf("dir %q: resolves to %s, outside the workspace", dir, rd)
-		}
-	}
-	return wd, nil
-}
-
-// lookPath finds name the way execvp would from the check's working
-// directory: a name with a slash is used as it is (relative to wd), a bare
-// name is searched in path, relative entries resolved against wd.
-func lookPath(name, path, wd string, declared bool) (string, error) {
-	if strings.Contains(name, "/") {
-		p := name
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(wd, p)
-		}
-		if err := executable(p); err != nil {
-			return "", fmt.Errorf("executable %s: %w", name, err)
-		}
-		return p, nil
-	}
-	for _, d := range filepath.SplitList(path) {
-		if d == "" {
-			d = "."
-		}
-		if !filepath.IsAbs(d) {
-			d = filepath.Join(wd, d)
-		}
-		p := filepath.Join(d, name)
-		if executable(p) == nil {
-			return p, nil
-		}
-	}
-	src := "default PATH"
-	if declared {
-		src = "declared PATH"
-	}
-	return "", fmt.Errorf("executable %q not found in %s %q", name, src, path)
-}
-
-func executable(p string) error {
-	fi, err := os.Stat(p)
-	if err != nil {
-		return unwrapPath(err)
-	}
-	if fi.IsDir() {
-		return errors.New("is a directory")
-	}
-	if fi.Mode()&0o111 == 0 {
-		return fs.ErrPermission
-	}
-	return nil
-}
-
-// unwrapPath drops the *PathError wrapper whose path the caller already names.
-func unwrapPath(err error) error {
-	var pe *fs.PathError
-	if errors.As(err, &pe) {
-		return pe.Err
-	}
-	return err
-}
-
 func oneLine(s string) string {
 	s = strings.ReplaceAll(s, "\r", " ")
 	s = strings.ReplaceAll(s, "\n", " ")
 	return s
-}
-
-// withHostEnv returns env plus the harness variables names (looked up with
-// lookup), and what the attestation records of them: each name mapped to
-// "sha256:<hex>" of its value, or null when the harness does not have it.
-// Digests, not values: a name such as a token must not leak into a signed
-// bundle, while the digest still binds the value (PATH's value is attested
-// in clear as "path" anyway). env is not modified.
-func withHostEnv(env map[string]string, names []string, lookup func(string) (string, bool)) (map[string]string, map[string]any) {
-	if len(names) == 0 {
-		return env, nil
-	}
-	out := make(map[string]string, len(env)+len(names))
-	maps.Copy(out, env)
-	rec := make(map[string]any, len(names))
-	for _, k := range names {
-		v, ok := lookup(k)
-		if !ok {
-			rec[k] = nil
-			continue
-		}
-		out[k] = v
-		sum := sha256.Sum256([]byte(v))
-		rec[k] = "sha256:" + hex.EncodeToString(sum[:])
-	}
-	return out, rec
 }

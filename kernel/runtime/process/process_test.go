@@ -538,8 +538,12 @@ func TestAttestation(t *testing.T) {
 		if containment != "cgroup" && containment != "process-group" {
 			t.Fatalf("containment %v", containment)
 		}
+		exe := map[string]any{"path": helper}
+		if r, _ := filepath.EvalSymlinks(helper); r != helper {
+			exe["resolved"] = r
+		}
 		wantProfile := map[string]any{"sandboxed": false, "path": process.DefaultPath, "ignored_sandbox": c.ignored,
-			"containment": containment, "parent_death_signal": true}
+			"containment": containment, "parent_death_signal": true, "executable": exe}
 		if fmt.Sprint(a.Profile) != fmt.Sprint(wantProfile) {
 			t.Fatalf("profile %v, want %v", a.Profile, wantProfile)
 		}
