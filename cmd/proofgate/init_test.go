@@ -158,7 +158,7 @@ func cmdImageID(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 2 {
 		ts.Fatalf("usage: imageid image var")
 	}
-	cli, err := client.New(client.FromEnv, client.WithAPIVersionNegotiation())
+	cli, err := client.New(client.FromEnv)
 	ts.Check(err)
 	defer cli.Close()
 	img, err := cli.ImageInspect(context.Background(), args[0])
