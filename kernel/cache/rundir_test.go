@@ -117,7 +117,7 @@ func TestRunCacheRefusesPlantedLinks(t *testing.T) {
 	for name, plant := range map[string]func(dir string) error{
 		"absolute": func(dir string) error { return os.Symlink("/etc", filepath.Join(dir, "pkg")) },
 		"dotdot":   func(dir string) error { return os.Symlink("../../..", filepath.Join(dir, "up")) },
-		"fifo":     func(dir string) error { return syscall.Mkfifo(filepath.Join(dir, "f"), 0o666) },
+		"fifo":     func(dir string) error { return mkfifo(filepath.Join(dir, "f")) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			d := openRun(t, open(t, t.TempDir(), Local()))
