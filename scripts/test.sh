@@ -100,7 +100,7 @@ step "kernel tests (race detector)"
 go test -race -count=1 -timeout 15m ./kernel/...
 
 step "other packages and CLI scenarios"
-go test -count=1 -timeout 15m $(go list ./... | grep -v '/kernel')
+go test -count=1 -timeout 25m $(go list ./... | grep -v "/kernel")
 
 step "end to end: the action image run as GitHub's runner runs it"
 bash scripts/e2e.sh

@@ -58,9 +58,15 @@ func TestFirstDay(t *testing.T) {
 	}
 	requireDocker(t)
 	registrytest.Mirror(t)
+	// Mostly waits on package managers and containers: beside the
+	// package's other tests, and the two projects side by side.
+	t.Parallel()
 	bin := cliWrapper(t)
 	for _, p := range firstDayProjects {
-		t.Run(p.name, func(t *testing.T) { firstDay(t, p, bin) })
+		t.Run(p.name, func(t *testing.T) {
+			t.Parallel()
+			firstDay(t, p, bin)
+		})
 	}
 }
 
