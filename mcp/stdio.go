@@ -74,7 +74,12 @@ func (l *ledger) close() {
 }
 
 // frameIDs returns the ids of the requests (request) or of the responses
-// in one JSON-RPC frame: an object or a batch array.
+// in one JSON-RPC frame: an object or a batch array. It decodes with
+// encoding/json on purpose, not the strict decoder: nothing is decided
+// from it but when end-of-input is passed on to the SDK (which parses
+// every frame itself). A frame it reads differently from the SDK (a
+// case-variant or duplicate "id") only holds end-of-input until the
+// transport closes; it cannot make a call run or be recorded.
 func frameIDs(frame []byte, request bool) []string {
 	type msg struct {
 		ID     json.RawMessage `json:"id"`
