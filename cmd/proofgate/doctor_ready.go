@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
@@ -144,7 +145,7 @@ func placeholderLines(p string) ([]int, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("%s: not a regular file; not read", p)
 	}
-	f, err := os.Open(p)
+	f, err := bounded.Open(p)
 	if err != nil {
 		return nil, err
 	}

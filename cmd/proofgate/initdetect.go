@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/internal/imagepin"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -90,7 +92,11 @@ func detectProjects(dir string) ([]project, error) {
 // declares; a package without any gets `npm test`, which fails until one
 // exists (npm's own "no test specified" placeholder fails too).
 func nodeProject(path string) (project, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path)
+	var notRegular *bounded.NotRegularError
+	if errors.As(err, &notRegular) {
+		return project{}, usageErr(err)
+	}
 	if err != nil {
 		return project{}, envErr(err)
 	}

@@ -4,15 +4,14 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/BurntSushi/toml"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"golang.org/x/mod/modfile"
 )
 
@@ -36,22 +35,22 @@ type toolImage struct {
 	note  string // why a manifest's version was ignored, if it was
 }
 
-// readManifest reads a small project file; absent is ("", nil).
+// readManifest reads a small project file; absent is ("", nil). A FIFO,
+// a device or a directory under a manifest's name is refused at once
+// (bounded.Open), as is a manifest over maxManifest bytes.
 func readManifest(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := bounded.ReadFile(path, maxManifest)
+	var notRegular *bounded.NotRegularError
+	var tooLarge *bounded.TooLargeError
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
-	}
-	if err != nil {
-		return nil, envErr(err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxManifest+1))
-	if err != nil {
-		return nil, envErr(err)
-	}
-	if len(b) > maxManifest {
+	case errors.As(err, &notRegular):
+		return nil, usageErr(err)
+	case errors.As(err, &tooLarge):
 		return nil, usageErr(fmt.Errorf("%s is larger than %d bytes: init reads only small manifests", path, maxManifest))
+	case err != nil:
+		return nil, envErr(err)
 	}
 	return b, nil
 }
