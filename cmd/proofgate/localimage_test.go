@@ -7,6 +7,7 @@ import (
 	"github.com/moby/moby/client"
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/proofgate/proofgate/internal/registrytest"
 	"github.com/proofgate/proofgate/internal/testimage"
 )
 
@@ -36,13 +37,12 @@ func cmdHelperRegistry(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	reg, err := testimage.StartRegistry()
-	ts.Check(err)
+	reg := registrytest.Start()
 	ts.Defer(reg.Close)
 	bin, err := testimage.HelperBinary(ctx)
 	ts.Check(err)
-	manifest, _, err := reg.Push(ctx, "proofgate-test/pushed", "v1", testimage.HelperFiles(bin))
+	manifest, _, err := reg.PushFiles(ctx, "proofgate-test/pushed", "v1", testimage.HelperFiles(bin))
 	ts.Check(err)
-	ts.Setenv("REGISTRY", reg.Host)
+	ts.Setenv("REGISTRY", reg.Host())
 	ts.Setenv("PUSHED_DIGEST", manifest)
 }

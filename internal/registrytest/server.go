@@ -1,11 +1,14 @@
 package registrytest
 
 import (
+	"bytes"
+	"context"
 	"fmt"
 	"io"
 	"log"
 	"net/http"
 	"net/http/httptest"
+	goruntime "runtime"
 	"strings"
 	"sync"
 
@@ -16,6 +19,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/random"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/proofgate/proofgate/internal/testimage"
 )
 
 // Hostile modes (Server.SetMode).
@@ -27,7 +32,11 @@ const (
 	NotImage  = "not-image"  // manifests are served as text/html
 )
 
-// Server is a registry on 127.0.0.1.
+// Server is a real OCI distribution registry (go-containerregistry's
+// pkg/registry, in memory) on 127.0.0.1 only, standing in for Docker Hub
+// or a user's own registry: nothing leaves the machine. The Docker daemon
+// pulls from it without configuration (loopback registries are insecure
+// registries by default).
 type Server struct {
 	srv  *httptest.Server
 	mu   sync.Mutex
@@ -148,4 +157,47 @@ func (s *Server) serve(reg http.Handler, w http.ResponseWriter, r *http.Request)
 			io.WriteString(w, "{}")
 		}
 	}
+}
+
+// PushFiles writes a runnable image whose single layer is files, with the image
+// configuration's environment env, as HOST/repo:tag and returns the
+// manifest digest (sha256:<hex>) and the image ID (the config digest).
+func (s *Server) PushFiles(ctx context.Context, repo, tag string, files []testimage.File, env ...string) (manifest, id string, err error) {
+	ref, err := name.ParseReference(s.Host()+"/"+repo+":"+tag, name.Insecure)
+	if err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	var buf bytes.Buffer
+	if err := testimage.WriteTar(&buf, files); err != nil {
+		return "", "", err
+	}
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(buf.Bytes())), nil })
+	if err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	img, err := mutate.AppendLayers(empty.Image, layer)
+	if err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	cf, err := img.ConfigFile()
+	if err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	cf = cf.DeepCopy()
+	cf.Architecture, cf.OS, cf.Config.Env = goruntime.GOARCH, "linux", env
+	if img, err = mutate.ConfigFile(img, cf); err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	if err := remote.Write(ref, img, remote.WithContext(ctx)); err != nil {
+		return "", "", fmt.Errorf("registrytest: push %s: %w", ref, err)
+	}
+	d, err := img.Digest()
+	if err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	c, err := img.ConfigName()
+	if err != nil {
+		return "", "", fmt.Errorf("registrytest: %w", err)
+	}
+	return d.String(), c.String(), nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/proofgate/proofgate/internal/registrytest"
 	"github.com/proofgate/proofgate/internal/testimage"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -107,17 +108,14 @@ func TestImageIDPinRefusesOtherNames(t *testing.T) {
 // and how to rebuild and re-pin; under pull: never, the same advice.
 func TestImageIDPinAbsentCannotBePulled(t *testing.T) {
 	r, _ := sandbox(t)
-	reg, err := testimage.StartRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.Start()
 	defer reg.Close()
 	for _, pull := range []string{"missing", "never"} {
-		pinned := reg.Host + "/proofgate-test/built-here@sha256:" + strings.Repeat("1", 64)
+		pinned := reg.Host() + "/proofgate-test/built-here@sha256:" + strings.Repeat("1", 64)
 		spec := helperSpec(pinned, "true")
 		spec.Sandbox.Pull = pull
 		res := check(t, r, spec, 1<<20)
-		want := "no registry can serve it: build it on this machine (docker build -t " + reg.Host + "/proofgate-test/built-here .) and re-pin"
+		want := "no registry can serve it: build it on this machine (docker build -t " + reg.Host() + "/proofgate-test/built-here .) and re-pin"
 		if res.Outcome != runtime.Error || !strings.Contains(res.Detail, want) {
 			t.Fatalf("pull %s: outcome %s detail %q, want %q", pull, res.Outcome, res.Detail, want)
 		}
@@ -133,26 +131,23 @@ func TestImageIDPinAbsentCannotBePulled(t *testing.T) {
 func TestPinsAndPullable(t *testing.T) {
 	r, helper := sandbox(t)
 	ctx := context.Background()
-	reg, err := testimage.StartRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := registrytest.Start()
 	defer reg.Close()
 	bin, err := testimage.HelperBinary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest, id, err := reg.Push(ctx, "proofgate-test/pushed", "v1", testimage.HelperFiles(bin))
+	manifest, id, err := reg.PushFiles(ctx, "proofgate-test/pushed", "v1", testimage.HelperFiles(bin))
 	if err != nil {
 		t.Fatal(err)
 	}
-	name := reg.Host + "/proofgate-test/pushed"
+	name := reg.Host() + "/proofgate-test/pushed"
 	for _, ref := range []string{name + ":v1", name + "@" + manifest} {
 		if got, err := r.Pullable(ctx, ref); err != nil || got != manifest {
 			t.Fatalf("Pullable(%s) = %q, %v; want %s", ref, got, err, manifest)
 		}
 	}
-	for _, ref := range []string{reg.Host + "/proofgate-test/absent:v1", name + ":v2", name + "@" + id} {
+	for _, ref := range []string{reg.Host() + "/proofgate-test/absent:v1", name + ":v2", name + "@" + id} {
 		if got, err := r.Pullable(ctx, ref); !errors.Is(err, ErrNotInRegistry) {
 			t.Fatalf("Pullable(%s) = %q, %v; want ErrNotInRegistry", ref, got, err)
 		}
