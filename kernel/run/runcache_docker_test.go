@@ -80,29 +80,18 @@ func outcomes(r *Run) map[string]CheckReport {
 // directory is gone after the run.
 func TestRunCacheCarriesInstall(t *testing.T) {
 	d, ref := dockerOrSkip(t)
-	src := fmt.Sprintf(`version: 1
-name: t
-defaults: {image: %s, timeout: 60s, workspace: copy, workspace_size: 1MiB, resources: {memory: 64MiB, pids: 32}}
-caches:
-  node-modules: {mount: /workspace/node_modules, lifetime: run}
-checks:
+	src := runCacheContract(ref, `
   - {id: install, caches: [node-modules], run: [/bin/helper, write, /workspace/node_modules/x, "5"]}
   - {id: use, depends_on: [install], caches: [{name: node-modules, readonly: true}], run: [/bin/helper, cat, /workspace/node_modules/x]}
   - {id: host-copy, depends_on: [install], caches: [{name: node-modules, readonly: true}], run: [/bin/helper, cat, /workspace/node_modules/host-only]}
   - {id: poison, depends_on: [install], caches: [{name: node-modules, readonly: true}], run: [/bin/helper, write, /workspace/node_modules/.cache, "1"]}
   - {id: later-writer, depends_on: [use], caches: [node-modules], run: [/bin/helper, write, /workspace/node_modules/.cache, "1"]}
-approval: {required: 0}
-`, ref)
+`)
 	f := runCacheFixture(t, src)
-	root := t.TempDir()
-	store, err := cache.Open(root, cache.Local(), f.repo)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := openCache(t, t.TempDir(), f)
 	r := f.plan(t)
 	defer r.Close()
-	if err := r.Exec(context.Background(), ExecOptions{RepoDir: f.repo, StateDir: f.state, Jobs: 3, Caches: store,
-		Runtimes: map[string]runtime.Runtime{"docker": d}}); err != nil {
+	if err := execDocker(r, f, d, store, 3); err != nil {
 		t.Fatal(err)
 	}
 	got := outcomes(r)
@@ -149,6 +138,36 @@ approval: {required: 0}
 	}
 }
 
+// runCacheContract is a contract of the helper image ref with a
+// run-lifetime node-modules cache under /workspace and the given checks
+// (YAML list items).
+func runCacheContract(ref, checks string) string {
+	return fmt.Sprintf(`version: 1
+name: t
+defaults: {image: %s, timeout: 60s, workspace: copy, workspace_size: 1MiB, resources: {memory: 64MiB, pids: 32}}
+caches:
+  node-modules: {mount: /workspace/node_modules, lifetime: run}
+checks:%s
+approval: {required: 0}
+`, ref, checks)
+}
+
+// openCache opens the cache store at root for the fixture's repository.
+func openCache(t *testing.T, root string, f *fixture) *cache.Store {
+	t.Helper()
+	store, err := cache.Open(root, cache.Local(), f.repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return store
+}
+
+// execDocker executes the planned run r with the Docker runtime d.
+func execDocker(r *Run, f *fixture, d runtime.Runtime, store *cache.Store, jobs int) error {
+	return r.Exec(context.Background(), ExecOptions{RepoDir: f.repo, StateDir: f.state, Jobs: jobs, Caches: store,
+		Runtimes: map[string]runtime.Runtime{"docker": d}})
+}
+
 // stdoutOf is a check's stdout ("" when it has none: skipped).
 func stdoutOf(r *Run, c CheckReport) string {
 	if c.Stdout == nil {
@@ -174,25 +193,15 @@ func TestRunCachePlantedSymlink(t *testing.T) {
 	d, ref := dockerOrSkip(t)
 	for name, target := range map[string]string{"absolute": "/etc", "dotdot": "../../.."} {
 		t.Run(name, func(t *testing.T) {
-			src := fmt.Sprintf(`version: 1
-name: t
-defaults: {image: %s, timeout: 60s, workspace: copy, workspace_size: 1MiB, resources: {memory: 64MiB, pids: 32}}
-caches:
-  node-modules: {mount: /workspace/node_modules, lifetime: run}
-checks:
+			src := runCacheContract(ref, fmt.Sprintf(`
   - {id: install, caches: [node-modules], run: [/bin/helper, symlink, %q, /workspace/node_modules/evil]}
   - {id: use, depends_on: [install], caches: [{name: node-modules, readonly: true}], run: [/bin/helper, cat, /workspace/node_modules/evil/passwd]}
-approval: {required: 0}
-`, ref, target)
+`, target))
 			f := runCacheFixture(t, src)
-			store, err := cache.Open(t.TempDir(), cache.Local(), f.repo)
-			if err != nil {
-				t.Fatal(err)
-			}
+			store := openCache(t, t.TempDir(), f)
 			r := f.plan(t)
 			defer r.Close()
-			if err := r.Exec(context.Background(), ExecOptions{RepoDir: f.repo, StateDir: f.state, Jobs: 2, Caches: store,
-				Runtimes: map[string]runtime.Runtime{"docker": d}}); err != nil {
+			if err := execDocker(r, f, d, store, 2); err != nil {
 				t.Fatal(err)
 			}
 			got := outcomes(r)
@@ -215,33 +224,23 @@ approval: {required: 0}
 // installs, counts exactly one.
 func TestRunCacheConcurrentRuns(t *testing.T) {
 	d, ref := dockerOrSkip(t)
-	src := fmt.Sprintf(`version: 1
-name: t
-defaults: {image: %s, timeout: 60s, workspace: copy, workspace_size: 1MiB, resources: {memory: 64MiB, pids: 32}}
-caches:
-  node-modules: {mount: /workspace/node_modules, lifetime: run}
-checks:
+	src := runCacheContract(ref, `
   - {id: install, caches: [node-modules], run: [/bin/helper, uniq, /workspace/node_modules]}
   - {id: hold, depends_on: [install], workspace: none, run: [/bin/helper, sleep, "3"]}
   - {id: count, depends_on: [hold], caches: [{name: node-modules, readonly: true}], run: [/bin/helper, count, /workspace/node_modules]}
-approval: {required: 0}
-`, ref)
+`)
 	root := t.TempDir()
 	var wg sync.WaitGroup
 	results := make([]string, 2)
 	for i := range 2 {
 		f := runCacheFixture(t, src)
-		store, err := cache.Open(root, cache.Local(), f.repo)
-		if err != nil {
-			t.Fatal(err)
-		}
+		store := openCache(t, root, f)
 		r := f.plan(t)
 		defer r.Close()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := r.Exec(context.Background(), ExecOptions{RepoDir: f.repo, StateDir: f.state, Jobs: 2, Caches: store,
-				Runtimes: map[string]runtime.Runtime{"docker": d}}); err != nil {
+			if err := execDocker(r, f, d, store, 2); err != nil {
 				t.Error(err)
 				return
 			}
