@@ -6,7 +6,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-step() { printf '\n== %s\n' "$*"; }
+# Each step prints the seconds since the start, so a slow stage shows.
+t0=$(date +%s)
+step() { printf '\n== [%ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
+trap 'rc=$?; printf "\n== [%ss] test.sh ends (status %s)\n" "$(($(date +%s) - t0))" "$rc"' EXIT
 
 step "docker daemon"
 bash scripts/docker-up.sh
