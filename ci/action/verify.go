@@ -193,7 +193,7 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 		if len(v.Unsandboxed) > 0 {
 			f.annotate("warning", "ProofGate checks ran unsandboxed", fmt.Sprintf("checks %s did not run in the docker sandbox (input require-sandbox: true refuses them)", strings.Join(v.Unsandboxed, ", ")))
 		}
-		f.annotate("notice", "ProofGate evidence accepted", fmt.Sprintf("run %s for %s %s", res.RunID, res.Match, res.Commit))
+		f.annotate("notice", "ProofGate evidence accepted", acceptedNotice(res))
 		return res, nil
 	}
 	msg := "refused: " + v.Reason
@@ -662,4 +662,13 @@ func renderVerify(r *VerifyResult) string {
 		}
 	}
 	return b.String()
+}
+
+// acceptedNotice says which run was accepted for which release commit,
+// and, with match: tree, the tree it matched by.
+func acceptedNotice(res *VerifyResult) string {
+	if res.Match == verifyMatchTree && res.Tree != "" {
+		return fmt.Sprintf("run %s for commit %s, matched by its tree %s", res.RunID, res.Commit, res.Tree)
+	}
+	return fmt.Sprintf("run %s for commit %s", res.RunID, res.Commit)
 }

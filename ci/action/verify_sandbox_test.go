@@ -32,6 +32,11 @@ func TestVerifyRequireSandbox(t *testing.T) {
 	if s := fx.summary(); !strings.Contains(s, "| unsandboxed checks | readme, guard |") {
 		t.Fatalf("summary lists no unsandboxed checks:\n%s", s)
 	}
+	// The notice names the commit as a commit and the tree it matched by
+	// (match: tree, the default), not the commit as "tree".
+	if want := "::notice title=ProofGate evidence accepted::run " + vr.RunID + " for commit " + m + ", matched by its tree " + vr.Tree; !strings.Contains(fx.log.String(), want) {
+		t.Fatalf("want notice %q in\n%s", want, fx.log.String())
+	}
 
 	fx.env["INPUT_REQUIRE-SANDBOX"] = "true"
 	vr, err = fx.verify()

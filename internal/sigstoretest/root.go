@@ -40,7 +40,10 @@ func trustedRoot(fulcioURL, tsaURL string) ([]byte, error) {
 	if _, err := root.NewTrustedRootFromJSON(b); err != nil { // what verifiers will read
 		return nil, fmt.Errorf("trusted root does not read back: %w", err)
 	}
-	return b, nil
+	// One line ending in a newline: gh attestation verify
+	// --custom-trusted-root reads the file as JSON lines, and a last line
+	// without its newline is not read at all.
+	return append(b, '\n'), nil
 }
 
 // fulcioCA reads Fulcio's CA chain: {"chains": [{"certificates": [PEM, ...]}]},

@@ -138,6 +138,11 @@ func TestTrustedRootShape(t *testing.T) {
 	if err := json.Unmarshal(s.TrustedRoot, &tr); err != nil {
 		t.Fatal(err)
 	}
+	// gh attestation verify --custom-trusted-root reads JSON lines: one
+	// root a line, each ending in a newline.
+	if n := bytes.Count(s.TrustedRoot, []byte("\n")); n != 1 || !bytes.HasSuffix(s.TrustedRoot, []byte("\n")) {
+		t.Fatalf("trusted root is %d lines, want one ending in a newline", n)
+	}
 	if tr.MediaType != root.TrustedRootMediaType01 || len(tr.CAs) != 1 || len(tr.TSAs) != 1 || len(tr.Tlogs) != 0 {
 		t.Fatalf("trusted root %s", s.TrustedRoot)
 	}
