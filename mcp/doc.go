@@ -58,6 +58,9 @@
 //
 // and carries structuredContent {"action", "status", "rule_id", "result",
 // "outcome", "exit_code", "input_hash", "output_hash", "error"} (members empty for what does
-// not apply are omitted) so that a program can branch without parsing text.
+// not apply are omitted) so that a program can branch without parsing text;
+// every tool's outputSchema is OutcomeSchema, and the last text block is
+// the serialized structuredContent. Capabilities other than tools are not
+// declared, and their requests are refused as method not found.
 // Tool output is passed as text with invalid UTF-8 replaced by U+FFFD.
 package mcp

@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/proofgate/proofgate/kernel/policy"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/session"
 )
@@ -84,12 +86,43 @@ func refusal(err error) *sdk.CallToolResult {
 	return answer(true, o, "proofgate refused the call: "+err.Error())
 }
 
+// answer is a tools/call result: the texts for a reader, then (as the
+// MCP specification asks of a tool with structured content) the
+// serialized structuredContent as the last text block.
 func answer(isErr bool, o Outcome, texts ...string) *sdk.CallToolResult {
 	res := &sdk.CallToolResult{IsError: isErr, StructuredContent: o}
 	for _, t := range texts {
 		res.Content = append(res.Content, &sdk.TextContent{Text: t})
 	}
+	b, err := json.Marshal(o)
+	if err != nil { // an Outcome is strings and an int: cannot fail
+		panic(err)
+	}
+	res.Content = append(res.Content, &sdk.TextContent{Text: string(b)})
 	return res
+}
+
+// OutcomeSchema is every tool's outputSchema: the JSON Schema (2020-12)
+// that every structuredContent (an Outcome) conforms to.
+func OutcomeSchema() map[string]any {
+	str := map[string]any{"type": "string"}
+	enum := func(vs ...string) map[string]any { return map[string]any{"type": "string", "enum": vs} }
+	return map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"action":      str,
+			"status":      enum(string(session.Finished), string(session.Blocked), string(session.PendingApproval), string(session.Rejected), StatusRefused),
+			"rule_id":     str,
+			"result":      enum(replay.ResultSuccess, replay.ResultFailure, replay.ResultDenied, replay.ResultCrashed),
+			"outcome":     str,
+			"exit_code":   map[string]any{"type": "integer"},
+			"input_hash":  str,
+			"output_hash": str,
+			"error":       str,
+		},
+		"required":             []any{"status"},
+		"additionalProperties": false,
+	}
 }
 
 // text is tool output as MCP text: valid UTF-8.

@@ -8,8 +8,10 @@ import (
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -172,6 +174,9 @@ func (s *Server) open(ctx context.Context) (Session, error) {
 // tools/list and tools/call itself; everything else goes to the SDK.
 func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if err := undeclared(method); err != nil {
+			return nil, err
+		}
 		if s.o.Refused != nil {
 			return s.refusedMethod(ctx, method, req, next)
 		}
@@ -200,6 +205,20 @@ func (s *Server) middleware(next sdk.MethodHandler) sdk.MethodHandler {
 		}
 		return next(ctx, method, req)
 	}
+}
+
+// undeclared refuses, as JSON-RPC "method not found", a request of a
+// capability the server does not declare (it declares tools only): the
+// SDK would otherwise answer resources/list and prompts/list with empty
+// lists, as if they were served.
+func undeclared(method string) error {
+	for _, prefix := range []string{"resources/", "prompts/", "completion/", "logging/"} {
+		if strings.HasPrefix(method, prefix) {
+			return &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound,
+				Message: fmt.Sprintf("%s: this server declares the tools capability only", method)}
+		}
+	}
+	return nil
 }
 
 // refusedMethod serves a client when there is no session (Options.Refused):
@@ -235,7 +254,8 @@ func (s *Server) listTools(ctx context.Context) (*sdk.ListToolsResult, error) {
 func listing(tools []contract.Tool) *sdk.ListToolsResult {
 	res := &sdk.ListToolsResult{Tools: []*sdk.Tool{}}
 	for _, t := range tools {
-		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description, InputSchema: tool.InputSchema(t)})
+		res.Tools = append(res.Tools, &sdk.Tool{Name: t.Name, Description: t.Description,
+			InputSchema: tool.InputSchema(t), OutputSchema: OutcomeSchema()})
 	}
 	return res
 }

@@ -9,10 +9,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 	"github.com/proofgate/proofgate/kernel/session"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 	"github.com/proofgate/proofgate/mcp"
 )
 
@@ -215,12 +218,31 @@ func callTool(t *testing.T, cs *sdk.ClientSession, p *sdk.CallToolParams) (*sdk.
 	for _, c := range res.Content {
 		texts = append(texts, c.(*sdk.TextContent).Text)
 	}
-	var o mcp.Outcome
-	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &o); err != nil {
+	o := structured(t, res.StructuredContent, texts)
+	return res, strings.Join(texts[:len(texts)-1], "\n"), o
+}
+
+// structured checks that content's last text block is the serialization
+// of the structuredContent sc and that sc conforms to OutcomeSchema (the
+// tools' outputSchema), and returns it.
+func structured(t *testing.T, sc any, texts []string) mcp.Outcome {
+	t.Helper()
+	b, _ := json.Marshal(sc)
+	var o, last mcp.Outcome
+	if err := strictjson.Decode(b, &o); err != nil {
 		t.Fatal(err)
 	}
-	return res, strings.Join(texts, "\n"), o
+	if len(texts) == 0 || strictjson.Decode([]byte(texts[len(texts)-1]), &last) != nil || !reflect.DeepEqual(o, last) {
+		t.Fatalf("the last text block is not the serialized structuredContent %s: %q", b, texts)
+	}
+	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := compileSchema(t, "outcome", mcp.OutcomeSchema()).Validate(v); err != nil {
+		t.Fatalf("structuredContent %s does not conform to the outputSchema: %v", b, err)
+	}
+	return o
 }
 
 // The session opens when the client initializes (not before), with the
@@ -441,6 +463,9 @@ func TestToolsListSchemas(t *testing.T) {
 	for _, tl := range lt.Tools {
 		names = append(names, tl.Name)
 		schemas[tl.Name] = compileSchema(t, tl.Name, tl.InputSchema)
+		if !reflect.DeepEqual(mustJSON(t, tl.OutputSchema), mustJSON(t, mcp.OutcomeSchema())) {
+			t.Errorf("%s: outputSchema %s, want the Outcome schema", tl.Name, mustJSON(t, tl.OutputSchema))
+		}
 	}
 	if strings.Join(names, " ") != "greet deploy fail env stall await touch" {
 		t.Fatalf("tools/list = %v (wipe is blocked by a rule: never listed)", names)
@@ -528,5 +553,38 @@ func TestRefusedAnswersHandshake(t *testing.T) {
 	}
 	if after := f.types(t); len(after) != len(before) {
 		t.Fatalf("a refused server recorded %v", after[len(before):])
+	}
+}
+
+// Capabilities the server does not declare (it declares tools only) are
+// refused as JSON-RPC "method not found", not answered with empty lists;
+// with and without a session.
+func TestUndeclaredCapabilities(t *testing.T) {
+	f := newFixture(t, true)
+	for name, o := range map[string]mcp.Options{
+		"session": {Name: "p", Version: "1", End: true, Open: startOpen(f, "agent")},
+		"refused": {Name: "p", Version: "1", Refused: errors.New("the work tree has uncommitted changes")},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs, stop, err := serve(t, o)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if caps := cs.InitializeResult().Capabilities; caps.Resources != nil || caps.Prompts != nil || caps.Tools == nil {
+				t.Fatalf("capabilities %+v", caps)
+			}
+			_, errR := cs.ListResources(ctx, nil)
+			_, errP := cs.ListPrompts(ctx, nil)
+			_, errT := cs.ListResourceTemplates(ctx, nil)
+			for _, err := range []error{errR, errP, errT} {
+				var rpc *jsonrpc.Error
+				if !errors.As(err, &rpc) || rpc.Code != jsonrpc.CodeMethodNotFound {
+					t.Errorf("got %v, want method not found", err)
+				}
+			}
+		})
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/strictjson"
 	"github.com/proofgate/proofgate/mcp"
 )
 
@@ -79,12 +81,22 @@ func inspect(t *testing.T, insp, bin, dir string, args ...string) inspectorResul
 	return r
 }
 
+// text is the content's text blocks but the last, which must be the
+// serialized structuredContent (the MCP specification's SHOULD for a
+// tool with structured content); "" when it is not.
 func (r inspectorResult) text() string {
 	var s []string
 	for _, c := range r.Content {
 		s = append(s, c.Text)
 	}
-	return strings.Join(s, "\n")
+	if len(s) == 0 {
+		return ""
+	}
+	var last mcp.Outcome
+	if strictjson.Decode([]byte(s[len(s)-1]), &last) != nil || !reflect.DeepEqual(last, r.StructuredContent) {
+		return "(the last content block is not the serialized structuredContent)"
+	}
+	return strings.Join(s[:len(s)-1], "\n")
 }
 
 func TestMCPInspectorCLI(t *testing.T) {

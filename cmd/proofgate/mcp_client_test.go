@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/proofgate/proofgate/kernel/strictjson"
 	"github.com/proofgate/proofgate/mcp"
 )
 
@@ -150,12 +152,16 @@ func call(t *testing.T, cs *sdk.ClientSession, name string, args any) (*sdk.Call
 		}
 		texts = append(texts, tc.Text)
 	}
-	var o mcp.Outcome
+	var o, last mcp.Outcome
 	b, _ := json.Marshal(res.StructuredContent)
-	if err := json.Unmarshal(b, &o); err != nil {
+	if err := strictjson.Decode(b, &o); err != nil {
 		t.Fatalf("tools/call %s: structuredContent %s: %v", name, b, err)
 	}
-	return res, strings.Join(texts, "\n"), o
+	// The last text block is the serialized structuredContent.
+	if len(texts) == 0 || strictjson.Decode([]byte(texts[len(texts)-1]), &last) != nil || !reflect.DeepEqual(last, o) {
+		t.Fatalf("tools/call %s: the last text block is not the serialized structuredContent %s: %q", name, b, texts)
+	}
+	return res, strings.Join(texts[:len(texts)-1], "\n"), o
 }
 
 // onlyRun returns the id of the one run in dir's state directory.
