@@ -15,16 +15,20 @@ import (
 var runnerTempMount = "/github/runner_temp"
 
 // cacheStore opens the cache store when the contract declares caches. The
-// kernel decides the scope from the event's facts: a pull request's own
-// (pr-<N>, reading default), default for a push to the default branch, a
-// branch scope otherwise. The root is $PROOFGATE_CACHE_ROOT, else
+// kernel decides the scope (cache.ScopeFor) from the event's facts and the
+// commit the run binds: a pull request's own (pr-<N>, reading default);
+// default only for a run bound to the default branch's head as GitHub
+// states it; a branch scope for a push elsewhere; else the bound commit's
+// own. The root is $PROOFGATE_CACHE_ROOT, else
 // $RUNNER_TEMP/proofgate-cache: restore it with actions/cache before the
 // step and save it after (docs/action.md).
 func (j *job) cacheStore() (*cache.Store, error) {
 	if len(j.c.Caches) == 0 {
 		return nil, nil
 	}
-	sc, err := cache.ScopeFor(cache.Facts{PR: j.ev.PR, Ref: j.o.Getenv("GITHUB_REF"), DefaultBranch: j.ev.DefaultBranch})
+	getenv := j.o.Getenv
+	sc, err := cache.ScopeFor(cache.Facts{Event: j.ev.Name, PR: j.ev.PR, Ref: getenv("GITHUB_REF"), SHA: getenv("GITHUB_SHA"),
+		DefaultBranch: j.ev.DefaultBranch, PayloadRef: j.ev.Ref, PayloadAfter: j.ev.After, Commit: j.boundCommit()})
 	if err != nil {
 		return nil, environment("caches: %w", err)
 	}
@@ -42,6 +46,19 @@ func (j *job) cacheStore() (*cache.Store, error) {
 	}
 	j.f.logf("proofgate: caches in %s, scope %s%s", s.Root(), sc.Name, read)
 	return s, nil
+}
+
+// boundCommit is the commit the run binds: the HEAD its plan recorded (a
+// shard job's: the imported plan's, kept in the summary's report once the
+// run is closed for shard.Exec).
+func (j *job) boundCommit() string {
+	switch {
+	case j.r != nil && !j.closed:
+		return j.r.Report().Source.Commit
+	case j.s != nil && j.s.report != nil:
+		return j.s.report.Source.Commit
+	}
+	return ""
 }
 
 // actionCacheRoot is $PROOFGATE_CACHE_ROOT, else proofgate-cache under the

@@ -9,12 +9,14 @@ import (
 	"github.com/proofgate/proofgate/ci/event"
 	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/run"
 )
 
 // TestCacheScopeFromEvent: the adapter feeds the event's facts and the
 // kernel decides: a pull request writes only pr-<N> (reading default), a
-// push to the default branch writes default, a push elsewhere a branch
-// scope; the root is $PROOFGATE_CACHE_ROOT or $RUNNER_TEMP/proofgate-cache,
+// push to the default branch binding its head writes default, a push
+// elsewhere a branch scope, a merge queue entry its commit's; the root is $PROOFGATE_CACHE_ROOT or $RUNNER_TEMP/proofgate-cache,
 // never inside the workspace.
 func TestCacheScopeFromEvent(t *testing.T) {
 	c, err := contract.Parse("c.yaml", []byte("version: 1\nname: t\ndefaults: {image: x}\ncaches: {m: {mount: /m}}\nchecks: [{id: a, run: ['true'], caches: [m]}]\n"), "")
@@ -22,6 +24,7 @@ func TestCacheScopeFromEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	tmp := t.TempDir()
+	const sha = "4b825dc642cb6eb9a060e54bf8d69288fbee4904" // the commit the run binds (TestCacheScopeBoundCommit: real ones)
 	for _, tc := range []struct {
 		ev         event.Context
 		ref, scope string
@@ -29,14 +32,16 @@ func TestCacheScopeFromEvent(t *testing.T) {
 	}{
 		{event.Context{Name: "pull_request", PR: 12, DefaultBranch: "main"}, "refs/pull/12/merge", "pr-12", "default"},
 		{event.Context{Name: "pull_request_target", PR: 3, DefaultBranch: "main"}, "refs/heads/main", "pr-3", "default"},
-		{event.Context{Name: "push", DefaultBranch: "main"}, "refs/heads/main", "default", ""},
-		{event.Context{Name: "push", DefaultBranch: "main"}, "refs/heads/topic", "branch-", "default"},
-		{event.Context{Name: "push"}, "refs/heads/main", "branch-", "default"},
+		{event.Context{Name: "push", DefaultBranch: "main", Ref: "refs/heads/main", After: sha}, "refs/heads/main", "default", ""},
+		{event.Context{Name: "push", DefaultBranch: "main", Ref: "refs/heads/topic", After: sha}, "refs/heads/topic", "branch-", "default"},
+		{event.Context{Name: "push", Ref: "refs/heads/main", After: sha}, "refs/heads/main", "branch-", "default"},
+		{event.Context{Name: "merge_group", DefaultBranch: "main"}, "refs/heads/gh-readonly-queue/main/pr-7-" + sha, "commit-" + sha, "default"},
 	} {
-		env := map[string]string{"RUNNER_TEMP": tmp, "GITHUB_REF": tc.ref}
+		env := map[string]string{"RUNNER_TEMP": tmp, "GITHUB_REF": tc.ref, "GITHUB_SHA": sha}
 		var out bytes.Buffer
 		ev := tc.ev
-		j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &ev, c: c, ws: t.TempDir()}
+		bound := &summary{report: &run.Report{Source: eventlog.Source{Commit: sha}}}
+		j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &ev, c: c, ws: t.TempDir(), s: bound}
 		j.f = newWorkflow(j.o.Getenv, &out)
 		s, err := j.cacheStore()
 		if err != nil {
@@ -71,7 +76,8 @@ func TestCacheScopeFromEvent(t *testing.T) {
 	// A root inside the workspace is refused.
 	ws := t.TempDir()
 	env := map[string]string{"PROOFGATE_CACHE_ROOT": filepath.Join(ws, "c"), "GITHUB_REF": "refs/heads/main"}
-	j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &event.Context{Name: "push", DefaultBranch: "main"}, c: c, ws: ws}
+	j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &event.Context{Name: "push", DefaultBranch: "main"}, c: c, ws: ws,
+		s: &summary{report: &run.Report{Source: eventlog.Source{Commit: sha}}}}
 	j.f = newWorkflow(j.o.Getenv, &bytes.Buffer{})
 	if _, err := j.cacheStore(); err == nil || !strings.Contains(err.Error(), "overlaps the repository") {
 		t.Fatalf("root in workspace: %v", err)

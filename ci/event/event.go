@@ -32,8 +32,9 @@ type Review struct {
 }
 
 // Context is what ProofGate needs from the triggering event. For events
-// other than pull_request, pull_request_target and pull_request_review only
-// Name and Repository are set (PR is 0).
+// other than pull_request, pull_request_target, pull_request_review and
+// merge_group only Name, Action, Repository and DefaultBranch are set (PR
+// is 0), and Ref and After for push and workflow_dispatch.
 type Context struct {
 	Name       string // GITHUB_EVENT_NAME
 	Action     string // payload "action"
@@ -55,6 +56,11 @@ type Context struct {
 	// has none): it decides whether a push run writes the default cache
 	// scope (kernel/cache).
 	DefaultBranch string
+	// Ref is the payload's ref of a push or workflow_dispatch event, and
+	// After a push's after (its new head): "" otherwise. With GITHUB_REF
+	// and GITHUB_SHA they decide which cache scope the run may write.
+	Ref   string
+	After string
 }
 
 // IsPullRequest reports whether the event is about a pull request.
@@ -113,6 +119,8 @@ func Parse(name string, data []byte) (*Context, error) {
 	}
 	switch name {
 	case "pull_request", "pull_request_target", "pull_request_review":
+	case "push", "workflow_dispatch":
+		return parseRef(c, data)
 	case "merge_group":
 		return parseMergeGroup(c, p.MergeGroup)
 	default:
@@ -155,6 +163,23 @@ func Parse(name string, data []byte) (*Context, error) {
 			return nil, errors.New("event payload: review.id or review.state is missing")
 		}
 		c.Review = r
+	}
+	return c, nil
+}
+
+// parseRef reads a push or workflow_dispatch payload's ref and a push's
+// after, each a string when present.
+func parseRef(c *Context, data []byte) (*Context, error) {
+	var p struct {
+		Ref   string `json:"ref"`
+		After string `json:"after"`
+	}
+	if err := strictjson.DecodeOpen(data, &p); err != nil {
+		return nil, fmt.Errorf("event payload: %w", err)
+	}
+	c.Ref = p.Ref
+	if c.Name == "push" {
+		c.After = p.After
 	}
 	return c, nil
 }

@@ -221,3 +221,43 @@ func TestParseRefusesCollidingMembers(t *testing.T) {
 		}
 	}
 }
+
+// TestRefEvents: a push payload's ref and after and a workflow_dispatch's
+// ref are read (they decide the cache scope with GITHUB_REF and
+// GITHUB_SHA); a duplicate or case variant of either, or a non-string, is
+// refused naming it; other events never carry them.
+func TestRefEvents(t *testing.T) {
+	dir := t.TempDir()
+	gh := githubtest.New(t)
+	p, err := gh.WritePushEvent(dir, owner, repo, "refs/heads/main", head)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := event.Load(env(map[string]string{"GITHUB_EVENT_NAME": "push", "GITHUB_EVENT_PATH": p}))
+	if err != nil || c.Ref != "refs/heads/main" || c.After != head || c.DefaultBranch != githubtest.DefaultBranch || c.PR != 0 {
+		t.Fatalf("push: %+v %v", c, err)
+	}
+	p, err = gh.WriteDispatchEvent(dir, owner, repo, "refs/heads/topic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err = event.Load(env(map[string]string{"GITHUB_EVENT_NAME": "workflow_dispatch", "GITHUB_EVENT_PATH": p}))
+	if err != nil || c.Ref != "refs/heads/topic" || c.After != "" {
+		t.Fatalf("workflow_dispatch: %+v %v", c, err)
+	}
+	// A create event's ref is a short name: not read.
+	c, err = event.Parse("create", []byte(`{"ref":"main","after":"`+head+`","ref_type":"branch"}`))
+	if err != nil || c.Ref != "" || c.After != "" {
+		t.Fatalf("create: %+v %v", c, err)
+	}
+	good := `{"ref":"refs/heads/main","after":"` + head + `","repository":{"full_name":"o/r","default_branch":"main"}}`
+	for path, payload := range map[string]string{
+		"ref":   strings.Replace(good, `"ref":"refs/heads/main"`, `"ref":"refs/heads/topic","ref":"refs/heads/main"`, 1),
+		"Ref":   strings.Replace(good, `"ref":"refs/heads/main"`, `"ref":"refs/heads/main","Ref":"refs/heads/topic"`, 1),
+		"after": strings.Replace(good, `"after":"`+head+`"`, `"after":1`, 1),
+	} {
+		if _, err := event.Parse("push", []byte(payload)); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: got %v", path, err)
+		}
+	}
+}

@@ -49,11 +49,13 @@ A cache root (--cache-root, else $PROOFGATE_CACHE_ROOT, else
 $RUNNER_TEMP/proofgate-cache, else the user cache directory's
 proofgate/caches) holds one directory per scope, the set of runs whose
 writes it keeps: default (the default branch), local (CLI runs), pr-<N>
-(pull request N) and branch-<16 hex> (pushes to another branch). On a
+(pull request N), branch-<16 hex> (pushes to another branch) and
+commit-<sha> (a run bound to a commit that is not its event's branch
+head, such as an issue_comment run of a pull request's head). On a
 GitHub-hosted runner the root goes with the runner; on a self-hosted one,
 or on a laptop, every pull request's scope stays until it is pruned.
 
-Only pr-<N> and branch-<16 hex> scopes are candidates: default and local
+Only pr-<N>, branch-<16 hex> and commit-<sha> scopes are candidates: default and local
 are never touched, and naming them with --scope is refused (exit 2), as is
 a malformed or absent scope name. --older-than AGE (e.g. 14d, 36h) selects
 the scopes whose newest activity (the scope directory, its lock and state
@@ -85,7 +87,7 @@ Examples:
 	fl := c.Flags()
 	fl.StringVar(&f.root, "cache-root", "", "the cache root (default $"+cache.EnvRoot+", else $RUNNER_TEMP/proofgate-cache, else the user cache directory's proofgate/caches)")
 	fl.StringVar(&f.olderThan, "older-than", "", "select scopes with no activity for AGE (e.g. 14d, 36h)")
-	fl.StringArrayVar(&f.scopes, "scope", nil, "select scope S by name (pr-<N> or branch-<16 hex>; repeatable)")
+	fl.StringArrayVar(&f.scopes, "scope", nil, "select scope S by name (pr-<N>, branch-<16 hex> or commit-<sha>; repeatable)")
 	fl.BoolVar(&f.apply, "apply", false, "remove (default: dry run)")
 	fl.BoolVar(&f.asJSON, "json", false, "print JSON")
 	return c

@@ -21,20 +21,33 @@
 //
 // A scope names whose writes a directory holds:
 //
-//	default     runs on the repository's default branch (not a pull request)
-//	pr-<N>      pull request N's own runs
-//	branch-<h>  pushes to another branch (h: first 16 hex of SHA-256 of the ref)
-//	local       the CLI outside GitHub
+//	default       runs bound to the default branch's head (not a pull request)
+//	pr-<N>        pull request N's own runs
+//	branch-<h>    pushes to another branch (h: first 16 hex of SHA-256 of the ref)
+//	commit-<sha>  any other run: private to the commit it binds
+//	local         the CLI outside GitHub
 //
-// A run writes only its own scope. Runs of pr-<N> and branch-<h> read the
-// default scope: a read-only use mounts the run's own directory when it
-// exists, else default's; a writable use mounts the run's own directory,
-// created on first use as a copy of default's (regular files, directories
-// and in-tree relative symlinks; the copy's directories made 0777 and its
-// owner-writable files 0666, so the sandbox user can write the copy). So a
-// pull request never writes what a default-branch run mounts, and nothing
-// of pr-<N> is ever mounted into a run of another scope: the default and
-// local scopes read only themselves.
+// ScopeFor decides from facts a pull request cannot choose: the event, the
+// ref and head commit GitHub states for it (GITHUB_REF, GITHUB_SHA, the
+// payload's ref, after and default_branch) and the commit the run binds
+// (its planned HEAD, which the workflow chose). A run writes default or a
+// branch scope only when it binds exactly that head, under an event whose
+// GITHUB_SHA is the head of the ref it names (push, workflow_dispatch,
+// schedule, repository_dispatch, issue_comment, workflow_run); a pull
+// request's event writes pr-<N>; everything else (an issue_comment run of
+// a pull request's head, a merge queue entry, an unknown event, any
+// disagreement between the facts) its commit's scope.
+//
+// A run writes only its own scope. Runs of pr-<N>, branch-<h> and
+// commit-<sha> read the default scope: a read-only use mounts the run's
+// own directory when it exists, else default's; a writable use mounts the
+// run's own directory, created on first use as a copy of default's
+// (regular files, directories and in-tree relative symlinks; the copy's
+// directories made 0777 and its owner-writable files 0666, so the sandbox
+// user can write the copy). So a pull request never writes what a
+// default-branch run mounts, and nothing of pr-<N> or commit-<sha> is ever
+// mounted into a run of another scope: the default and local scopes read
+// only themselves.
 //
 // # Mounting
 //

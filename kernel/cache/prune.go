@@ -42,7 +42,7 @@ type PruneOptions struct {
 	// OlderThan selects scopes whose newest activity is older than
 	// Now()-OlderThan; 0 selects by name only.
 	OlderThan time.Duration
-	// Scopes names scopes (pr-<N>, branch-<16 hex>) to remove.
+	// Scopes names scopes (pr-<N>, branch-<16 hex>, commit-<sha>) to remove.
 	Scopes []string
 	// Apply removes; false is a dry run that changes nothing.
 	Apply bool
@@ -79,7 +79,7 @@ type PruneReport struct {
 // removed (prune_test.go kills the process there).
 var pruneAfterRename func(pruning string)
 
-// Prune finds the pr-<N> and branch-<h> scopes under root that o selects
+// Prune finds the pr-<N>, branch-<h> and commit-<sha> scopes under root that o selects
 // and, with o.Apply, removes them: it first removes what a killed Prune
 // left (.pruning-* directories) and the run-lifetime cache directories of
 // runs that are gone (run-<16 hex>, see SweepRuns), then, per selected scope, takes every
@@ -153,16 +153,16 @@ func checkPruneRoot(root string) error {
 	return nil
 }
 
-// checkNamed validates explicitly named scopes: each must be a pr-<N> or
-// branch-<16 hex> scope that exists under root.
+// checkNamed validates explicitly named scopes: each must be a pr-<N>,
+// branch-<16 hex> or commit-<sha> scope that exists under root.
 func checkNamed(root string, scopes []string) (map[string]bool, error) {
 	named := map[string]bool{}
 	for _, s := range scopes {
 		switch {
 		case s == ScopeDefault || s == ScopeLocal:
-			return nil, &Error{Scope: s, Reason: ReasonScope, Msg: "the " + s + " scope is never pruned (only pr-<N> and branch-<16 hex> scopes are)"}
+			return nil, &Error{Scope: s, Reason: ReasonScope, Msg: "the " + s + " scope is never pruned (only pr-<N>, branch-<16 hex> and commit-<sha> scopes are)"}
 		case !prunableScope(s):
-			return nil, &Error{Scope: s, Reason: ReasonScope, Msg: fmt.Sprintf("%q is not a prunable scope name (want pr-<N> or branch-<16 hex>)", s)}
+			return nil, &Error{Scope: s, Reason: ReasonScope, Msg: fmt.Sprintf("%q is not a prunable scope name (want pr-<N>, branch-<16 hex> or commit-<sha>)", s)}
 		}
 		if _, err := os.Lstat(filepath.Join(root, s)); errors.Is(err, fs.ErrNotExist) {
 			return nil, &Error{Scope: s, Reason: ReasonScope, Msg: "no such scope under " + root, Err: err}
@@ -174,8 +174,8 @@ func checkNamed(root string, scopes []string) (map[string]bool, error) {
 	return named, nil
 }
 
-// prunableScope reports whether s names a pull request or branch scope,
-// in the exact shape PullRequest and Branch produce.
+// prunableScope reports whether s names a pull request, branch or commit
+// scope, in the exact shape PullRequest, Branch and Commit produce.
 func prunableScope(s string) bool {
 	switch {
 	case strings.HasPrefix(s, "pr-"):
@@ -187,6 +187,8 @@ func prunableScope(s string) bool {
 		return err == nil && v > 0 && strconv.Itoa(v) == n
 	case strings.HasPrefix(s, "branch-"):
 		return lowerHex(s[len("branch-"):], 16)
+	case strings.HasPrefix(s, "commit-"):
+		return hexSHA(s[len("commit-"):])
 	}
 	return false
 }

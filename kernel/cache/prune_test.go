@@ -112,14 +112,19 @@ func byName(rep PruneReport) map[string]ScopeReport {
 	return m
 }
 
-const hexScope = "branch-0123456789abcdef"
+const (
+	hexScope    = "branch-0123456789abcdef"
+	commitScope = "commit-0123456789abcdef0123456789abcdef01234567"
+	// badCommit is a commit scope name of 39 hex: never a candidate.
+	badCommit = "commit-0123456789abcdef0123456789abcdef0123456"
+)
 
-// TestPruneAge: old pr and branch scopes go with Apply, young ones stay,
+// TestPruneAge: old pr, branch and commit scopes go with Apply, young ones stay,
 // default and local stay however old, and other names are not candidates.
 func TestPruneAge(t *testing.T) {
 	root := t.TempDir()
 	old := time.Now().Add(-30 * 24 * time.Hour)
-	for _, s := range []string{"pr-7", hexScope, "default", "local", "pr-07", "branch-0123", "other"} {
+	for _, s := range []string{"pr-7", hexScope, commitScope, "default", "local", "pr-07", "branch-0123", badCommit, "other"} {
 		scopeAt(t, root, s, old)
 	}
 	scopeAt(t, root, "pr-8", time.Now())
@@ -133,7 +138,7 @@ func TestPruneAge(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := byName(rep)
-	for s, want := range map[string]Action{"pr-7": ActionRemoved, hexScope: ActionRemoved, "pr-8": ActionSkipped, "pr-9": ActionSkipped} {
+	for s, want := range map[string]Action{"pr-7": ActionRemoved, hexScope: ActionRemoved, commitScope: ActionRemoved, "pr-8": ActionSkipped, "pr-9": ActionSkipped} {
 		if got[s].Action != want {
 			t.Errorf("%s: %+v, want %s", s, got[s], want)
 		}
@@ -141,10 +146,10 @@ func TestPruneAge(t *testing.T) {
 			t.Errorf("%s: exists %v after %s", s, exists(filepath.Join(root, s)), want)
 		}
 	}
-	if len(rep.Scopes) != 4 {
-		t.Errorf("reported %+v, want only the 4 candidates", rep.Scopes)
+	if len(rep.Scopes) != 5 {
+		t.Errorf("reported %+v, want only the 5 candidates", rep.Scopes)
 	}
-	for _, s := range []string{"default", "local", "pr-07", "branch-0123", "other"} {
+	for _, s := range []string{"default", "local", "pr-07", "branch-0123", badCommit, "other"} {
 		if !exists(filepath.Join(root, s, "go-mod", "pkg", "a")) {
 			t.Errorf("%s was touched", s)
 		}
@@ -165,7 +170,7 @@ func TestPruneNamed(t *testing.T) {
 	for _, s := range []string{"default", "local", "pr-7"} {
 		scopeAt(t, root, s, old)
 	}
-	for _, bad := range []string{"default", "local", "pr-0", "pr-007", "pr--1", "PR-7", "branch-0123456789ABCDEF", "branch-0123456789abcde", "../pr-7", "pr-7/", ".pruning-pr-7-00000000", "pr-8"} {
+	for _, bad := range []string{"default", "local", "pr-0", "pr-007", "pr--1", "PR-7", "branch-0123456789ABCDEF", "branch-0123456789abcde", "../pr-7", "pr-7/", ".pruning-pr-7-00000000", "pr-8", badCommit, "COMMIT-" + commitScope[7:], "commit-../" + commitScope[10:]} {
 		_, err := Prune(root, PruneOptions{Scopes: []string{"pr-7", bad}, Apply: true})
 		var ce *Error
 		if !errors.As(err, &ce) || ce.Reason != ReasonScope || ce.Scope != bad {

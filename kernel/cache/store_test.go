@@ -52,32 +52,6 @@ func write(t *testing.T, p, s string) {
 	}
 }
 
-// TestScopeFor: the CI facts decide the scope; only a push to the default
-// branch gets the default scope.
-func TestScopeFor(t *testing.T) {
-	for _, tc := range []struct {
-		f    Facts
-		want Scope
-	}{
-		{Facts{PR: 7, Ref: "refs/heads/main", DefaultBranch: "main"}, Scope{"pr-7", "default"}},
-		{Facts{Ref: "refs/heads/main", DefaultBranch: "main"}, Scope{"default", ""}},
-		{Facts{Ref: "refs/heads/feature", DefaultBranch: "main"}, Branch("refs/heads/feature")},
-		{Facts{Ref: "refs/tags/main", DefaultBranch: "main"}, Branch("refs/tags/main")},
-		{Facts{Ref: "refs/heads/main"}, Branch("refs/heads/main")},
-	} {
-		got, err := ScopeFor(tc.f)
-		if err != nil || got != tc.want {
-			t.Errorf("%+v: %+v %v, want %+v", tc.f, got, err, tc.want)
-		}
-	}
-	if _, err := ScopeFor(Facts{}); err == nil {
-		t.Error("no facts accepted")
-	}
-	if !validScope(Branch("x").Name) || validScope("pr-0") || validScope("pr-07") || validScope("../x") {
-		t.Error("validScope")
-	}
-}
-
 // TestPullRequestNeverWritesDefault: a PR run's writable use mounts its own
 // directory, seeded from default's; its read-only use reads default's; the
 // default directory is never changed by it.
