@@ -107,6 +107,7 @@ func classifySession(err error) error {
 		am *session.AmbiguousError
 		sa *session.SelfApprovalError
 		de *session.DecidedError
+		sr *session.StillRunningError
 	)
 	switch {
 	case errors.As(err, &ua), errors.As(err, &us), errors.As(err, &ce), errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &pe):
@@ -115,7 +116,7 @@ func classifySession(err error) error {
 		return refusedErr(err)
 	case errors.As(err, &ni):
 		return refusedErr(fmt.Errorf("%w; plan one with 'proofgate plan --implement'", err))
-	case errors.As(err, &ls), errors.As(err, &am), errors.As(err, &sa), errors.As(err, &de):
+	case errors.As(err, &ls), errors.As(err, &am), errors.As(err, &sa), errors.As(err, &de), errors.As(err, &sr):
 		return refusedErr(err)
 	}
 	return classify(err)
@@ -213,6 +214,9 @@ func serveMCP(ctx context.Context, g *globals, stdin io.Reader, pf *planFlags, r
 				s, amb, err := session.Resume(ctx, so, sess)
 				if err != nil {
 					return nil, err
+				}
+				for _, st := range s.Stopped() {
+					logger.Warn("the dead recorder's call: "+stoppedLine(st), "action", st.Action)
 				}
 				if len(amb) > 0 {
 					logger.Warn("session has ambiguous actions: a human decides each with 'proofgate tool retry|abandon'", "actions", amb)

@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/session"
 )
@@ -19,6 +20,9 @@ type sessionDoc struct {
 	Agent     string   `json:"agent,omitempty"`
 	Open      bool     `json:"open"`
 	Ambiguous []string `json:"ambiguous"`
+	// Stopped is what resume found the dead recorder's calls left
+	// running, and what became of it (omitted when none).
+	Stopped []session.Stopped `json:"stopped,omitempty"`
 }
 
 func sessionCmd(g *globals) *cobra.Command {
@@ -96,7 +100,9 @@ session.resumed). Refused (exit 1) while the recorded owner is alive, on
 another host, or unknown. Actions that started and never finished are closed
 as crashed and listed as ambiguous: each may have reached the outside world,
 nothing is re-run automatically, and the session refuses new calls (exit 1
-here) until a human decides each:
+here) until a human decides each. What such a call left running (its
+process group or cgroup, its container) is stopped first and reported
+("stopped: ..."); retry is refused while anything of it still runs:
 
   proofgate session resume latest --session s-0123456789ab
   proofgate tool retry latest a-0123456789ab --actor alice     # may run again
@@ -117,11 +123,14 @@ here) until a human decides each:
 				amb = []string{}
 			}
 			if asJSON {
-				if err := writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: true, Ambiguous: amb}); err != nil {
+				if err := writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: true, Ambiguous: amb, Stopped: s.Stopped()}); err != nil {
 					return err
 				}
 			} else {
 				fmt.Fprintf(g.stdout, "session %s resumed on run %s\n", s.ID(), s.Run())
+				for _, st := range s.Stopped() {
+					fmt.Fprintf(g.stdout, "action %s: %s\n", st.Action, stoppedLine(st))
+				}
 				for _, a := range amb {
 					fmt.Fprintf(g.stdout, "ambiguous: action %s started and never finished; decide: 'proofgate tool retry %s %s --actor NAME' or 'proofgate tool abandon %s %s --actor NAME --reason TEXT'\n", a, s.Run(), a, s.Run(), a)
 				}
@@ -196,4 +205,19 @@ func resumeSession(ctx context.Context, g *globals, runArg, sess string) (*sessi
 		return nil, nil, nil, classifySession(err)
 	}
 	return s, amb, rt, nil
+}
+
+// stoppedLine says what resume did with one thing a dead recorder's call
+// left running.
+func stoppedLine(st session.Stopped) string {
+	what := esc(st.What)
+	switch {
+	case st.Result == session.StopFailed:
+		return fmt.Sprintf("NOT stopped: %s (%s) may still run (%s runtime); retry is refused while it does: stop it ('proofgate gc'), or abandon the action", what, esc(st.Detail), st.Runtime)
+	case st.Result == lock.ResultKilled:
+		return fmt.Sprintf("stopped: %s was still running and was killed (%s runtime)", what, st.Runtime)
+	case st.What == "nothing":
+		return fmt.Sprintf("stopped: nothing of its call was running any more (%s runtime)", st.Runtime)
+	}
+	return fmt.Sprintf("%s: %s (%s runtime)", what, esc(st.Result), st.Runtime)
 }

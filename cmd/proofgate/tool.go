@@ -338,9 +338,11 @@ approve and reject apply to an action waiting for approval, and bind to the
 exact input hash of that call: the agent's next call with the same tool and
 arguments in the same session runs (or is refused); other arguments are a
 new action. retry and abandon apply to an ambiguous action (started, never
-finished, its recorder dead). Exit 1 when the action cannot take the
-decision (already decided, not waiting, not ambiguous); 2 for an unknown
-action.
+finished, its recorder dead); retry is refused while anything that call
+left still runs (its processes, its container: 'proofgate gc' stops what a
+dead recorder left). Exit 1 when the action cannot take the decision
+(already decided, not waiting, not ambiguous, still running); 2 for an
+unknown action.
 
   ` + v.example,
 		Args: cobra.ExactArgs(2),
@@ -357,7 +359,10 @@ action.
 			if err := printable.Check("ACTION", args[1]); err != nil {
 				return usageErr(err)
 			}
-			o := session.Options{StateDir: g.state, Run: args[0]}
+			// retry asks the tool's runtime whether its call still runs
+			rt := &runtimes{ctx: cmd.Context()}
+			defer rt.Close()
+			o := session.Options{StateDir: g.state, Run: args[0], Runtime: rt.get}
 			if repo, err := repoDir(cmd.Context()); err == nil {
 				o.RepoDir = repo
 			}

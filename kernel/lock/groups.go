@@ -292,3 +292,18 @@ func KillGroup(g Group) (string, error) {
 	}
 	return killGroup(g)
 }
+
+// GroupRuns reports whether anything the record g names still runs: a
+// process in its cgroup, or a member of its process group while its
+// leader is the recorded process or gone (a live group keeps its pgid
+// from reuse). A record from before the current boot names nothing that
+// runs. When it cannot tell, it says true with the error: a caller that
+// refuses while a group runs refuses then too.
+func GroupRuns(g Group) (bool, error) {
+	if g.Owner.BootID != "" {
+		if boot, err := bootID(); err == nil && boot != g.Owner.BootID {
+			return false, nil
+		}
+	}
+	return groupRuns(g)
+}

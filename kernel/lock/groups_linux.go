@@ -64,6 +64,14 @@ func killPG(pgid int, start uint64) (string, error) {
 		}
 		return "", fmt.Errorf("kill process group %d: %w", pgid, err)
 	}
+	// SIGKILL is delivered asynchronously: "killed" means dead, as for a
+	// cgroup, so wait (bounded) until no member runs any more.
+	for deadline := time.Now().Add(cgroupDrain); groupHasMembers(pgid); {
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("process group %d: still running %s after SIGKILL", pgid, cgroupDrain)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 	return ResultKilled, nil
 }
 
@@ -154,4 +162,29 @@ func cgroupPids(dir string) ([]int, error) {
 		pids = append(pids, pid)
 	}
 	return pids, nil
+}
+
+func groupRuns(g Group) (bool, error) {
+	if g.Cgroup != "" {
+		pids, err := cgroupPids(g.Cgroup)
+		if err != nil {
+			return true, err
+		}
+		if len(pids) > 0 {
+			return true, nil
+		}
+	}
+	if g.PGID <= 1 {
+		return false, nil
+	}
+	st, err := readStat(g.PGID)
+	switch {
+	case err == nil && st.start != g.Start:
+		return false, nil // the pid was reused: the recorded group is gone
+	case err == nil && st.state != 'Z':
+		return true, nil
+	case err != nil && !errors.Is(err, os.ErrNotExist):
+		return true, err
+	}
+	return groupHasMembers(g.PGID), nil
 }

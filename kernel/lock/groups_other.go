@@ -12,3 +12,7 @@ func killGroup(Group) (string, error) { return ResultNoSupport, nil }
 func KillCgroup(dir string) (string, error) {
 	return "", errors.New("cgroups are not supported on this OS")
 }
+
+func groupRuns(Group) (bool, error) {
+	return true, errors.New("whether a recorded process group runs cannot be told on this OS")
+}

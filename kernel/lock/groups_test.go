@@ -219,3 +219,54 @@ func TestReapTornRecords(t *testing.T) {
 		t.Fatalf("torn record of this boot removed: %v", err)
 	}
 }
+
+// GroupRuns (a session's retry asks it) says true while the recorded
+// leader or, once it is gone, a member of its group runs; false once
+// Reap has killed them (Reap waits until they are dead), for a reused pid
+// and for a record from another boot.
+func TestGroupRuns(t *testing.T) {
+	sh := exec.Command("sh", "-c", `sleep 30 & echo $!; read x`)
+	sh.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	in, _ := sh.StdinPipe()
+	out, _ := sh.StdoutPipe()
+	if err := sh.Start(); err != nil {
+		t.Fatal(err)
+	}
+	start, err := StartTime(sh.Process.Pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	line, _ := bufio.NewReader(out).ReadString('\n')
+	member, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(member, syscall.SIGKILL) })
+	g := Group{Check: "a-1", Owner: deadOwner(t), PGID: sh.Process.Pid, Start: start, Containment: ContainGroup}
+	if runs, err := GroupRuns(g); !runs || err != nil {
+		t.Fatalf("leader running: %v %v", runs, err)
+	}
+	reused := g // its pid now leads another process
+	reused.Start++
+	if runs, err := GroupRuns(reused); runs || err != nil {
+		t.Fatalf("a record whose leader pid was reused: %v %v", runs, err)
+	}
+	in.Close()
+	sh.Wait() // the leader is gone and reaped; its member sleeps on
+	if runs, err := GroupRuns(g); !runs || err != nil {
+		t.Fatalf("leaderless group with a member: %v %v", runs, err)
+	}
+	rebooted := g
+	rebooted.Owner.BootID = "00000000-0000-0000-0000-000000000000"
+	if runs, err := GroupRuns(rebooted); runs || err != nil {
+		t.Fatalf("a record from another boot: %v %v", runs, err)
+	}
+	dir := t.TempDir()
+	writeRecord(t, dir, g)
+	if ks, err := Reap(dir, "resume", time.Now(), true); err != nil || len(ks) != 1 || ks[0].Result != ResultKilled {
+		t.Fatalf("reap: %+v %v", ks, err)
+	}
+	if runs, err := GroupRuns(g); runs || err != nil {
+		t.Fatalf("right after Reap killed it: %v %v", runs, err)
+	}
+}

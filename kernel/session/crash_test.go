@@ -23,7 +23,10 @@ import (
 // so that tests can kill it or race it.
 func child(mode string) int {
 	o := session.Options{StateDir: os.Getenv("PG_STATE"), Run: os.Getenv("PG_RUN"), RepoDir: os.Getenv("PG_REPO"),
-		Agent: "agent-child", Runtime: processRuntime, LockWait: 10 * time.Second}
+		Agent: "agent-child", Runtime: childRuntime, LockWait: 10 * time.Second}
+	if every, err := time.ParseDuration(os.Getenv("PG_PROGRESS")); err == nil {
+		o.ProgressEvery = every
+	}
 	fail := func(err error) int { fmt.Fprintln(os.Stderr, "child:", err); return 1 }
 	s, err := session.Start(ctx, o)
 	if err != nil {
@@ -50,6 +53,12 @@ func child(mode string) int {
 		if err := s.End(""); err != nil {
 			return fail(err)
 		}
+	case "late": // one call of the tool "late" (reap_test.go), killed while it runs
+		res, err := s.Call(ctx, session.Call{Tool: "late", Args: []byte(`{}`)})
+		if err != nil {
+			return fail(err)
+		}
+		fmt.Printf("%s %s\n", res.Status, res.Result)
 	case "hold": // a pending call, then wait for "go" to call it again, then wait to be killed
 		res, err := s.Call(ctx, session.Call{Tool: "deploy", Args: []byte(`{"env":"prod"}`)})
 		if err != nil {

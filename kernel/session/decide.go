@@ -22,6 +22,9 @@ func Reject(o Options, action, actor, reason string) error {
 
 // Retry decides an ambiguous action: the session's next call with the same
 // tool and arguments is a new action (retry_of it), decided by policy again.
+// It is refused (*StillRunningError) while anything the action's call left
+// still runs, or while that cannot be told: o.Runtime must reach Docker
+// for a tool that runs there.
 func Retry(o Options, action, actor string) error {
 	return decide(o, action, actor, "", replay.DecisionRetry)
 }
@@ -67,6 +70,11 @@ func decide(o Options, action, name, reason, decision string) error {
 			return &SelfApprovalError{Action: action, Actor: name}
 		case a.Status != applicable[decision]:
 			return &DecidedError{Action: action, Status: a.Status}
+		}
+		if decision == replay.DecisionRetry {
+			if err := stillRuns(o, r, a); err != nil {
+				return err
+			}
 		}
 		d := replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: decision, Actor: name, Reason: reason}
 		if decision == replay.DecisionApprove || decision == replay.DecisionReject {

@@ -92,7 +92,7 @@ func Start(ctx context.Context, o Options) (*Session, error) {
 		return nil, err
 	}
 	s, err := start(o)
-	if broke, uerr := unlockDead(o, err, "session start"); uerr != nil {
+	if broke, _, uerr := unlockDead(o, err, "session start"); uerr != nil {
 		return nil, uerr
 	} else if broke {
 		s, err = start(o)
@@ -131,17 +131,18 @@ func start(o Options) (*Session, error) {
 // unlockDead breaks the run's writer lock when err says a provably dead
 // owner holds it (a recorder killed mid-append), as 'events unlock' does:
 // lock.broken is recorded and the tool processes it recorded are killed.
-// It reports whether it did; a live or foreign owner is never touched
-// (lock.Break refuses).
-func unlockDead(o Options, err error, actor string) (bool, error) {
+// It reports whether it did, and the processes it killed; a live or
+// foreign owner is never touched (lock.Break refuses).
+func unlockDead(o Options, err error, actor string) (bool, []lock.Killed, error) {
 	var held *lock.HeldError
 	if !errors.As(err, &held) || held.Err != nil || lock.Alive(held.Owner) {
-		return false, nil
+		return false, nil, nil
 	}
-	if _, uerr := run.Unlock(o.StateDir, o.Run, actor, 0, time.Now()); uerr != nil {
-		return false, errors.Join(err, uerr)
+	u, uerr := run.Unlock(o.StateDir, o.Run, actor, 0, time.Now())
+	if uerr != nil {
+		return false, nil, errors.Join(err, uerr)
 	}
-	return true, nil
+	return true, u.Processes, nil
 }
 
 func checkAgent(agent string) error {
@@ -168,21 +169,27 @@ func (e *UnknownSessionError) Error() string {
 }
 
 // Resume takes over session id, whose recorded owner must be provably dead
-// (same host and boot, pid gone or reused): it records session.resumed,
-// closes every orphaned started action as crashed (closed_by recovery) and
-// returns the session's ambiguous actions, which a human must decide
-// (Retry, Abandon) before the session takes a new call.
+// (same host and boot, pid gone or reused): it stops what the dead
+// recorder's unfinished calls left running (their process groups and
+// cgroups, their containers; Session.Stopped says what it found), records
+// session.resumed, closes every orphaned started action as crashed
+// (closed_by recovery) and returns the session's ambiguous actions, which
+// a human must decide (Retry, Abandon) before the session takes a new call.
 func Resume(ctx context.Context, o Options, id string) (*Session, []string, error) {
-	s, amb, err := resume(o, id)
-	if broke, uerr := unlockDead(o, err, "session resume"); uerr != nil {
+	s, amb, err := resume(ctx, o, id)
+	broke, killed, uerr := unlockDead(o, err, "session resume")
+	if uerr != nil {
 		return nil, nil, uerr
-	} else if broke {
-		s, amb, err = resume(o, id)
+	}
+	if broke {
+		if s, amb, err = resume(ctx, o, id); err == nil {
+			s.stopped = unlocked(s.stopped, killed)
+		}
 	}
 	return s, amb, err
 }
 
-func resume(o Options, id string) (*Session, []string, error) {
+func resume(ctx context.Context, o Options, id string) (*Session, []string, error) {
 	var s *Session
 	var amb []string
 	err := withRun(o, func(r *run.Run) error {
@@ -204,7 +211,9 @@ func resume(o Options, id string) (*Session, []string, error) {
 		if amb == nil {
 			amb = []string{}
 		}
+		stopped := reap(ctx, o, r, v) // before the actions are reported
 		s = newSession(o, r, id, v.Agent, ownerOf(r.LockOwner()))
+		s.stopped = stopped
 		if _, err := r.AppendSession(replay.TypeSessionResumed, replay.SessionResumedData{Session: id, Owner: s.owner, PreviousOwner: v.Owner, Ambiguous: amb}); err != nil {
 			return err
 		}

@@ -19,9 +19,10 @@
 //	tool.finished    result success | failure | denied | crashed, output_hash
 //
 // A STARTED with no FINISHED after the recorder died is ambiguous: Resume
-// (by a process that proves the recorded owner dead) closes it as crashed
-// and lists it in session.resumed; the session refuses new calls until a
-// human decides retry or abandon. kernel/replay enforces every one of these
+// (by a process that proves the recorded owner dead) stops what the call
+// left running (reap.go), closes it as crashed and lists it in
+// session.resumed; the session refuses new calls until a human decides
+// retry (refused while anything of the call still runs) or abandon. kernel/replay enforces every one of these
 // rules on every reader; this package only writes what replay accepts.
 package session
 
@@ -85,6 +86,9 @@ type Session struct {
 	// directory's runs/), resolved once per session, not per call.
 	excludeOnce sync.Once
 	exclude     []string
+
+	// stopped is what Resume found left running by the dead recorder.
+	stopped []Stopped
 }
 
 // putter is the run's blob store through the session's spares.

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	cerrdefs "github.com/containerd/errdefs"
+	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/client"
 )
 
@@ -197,4 +198,76 @@ func (r *Runtime) gcVolumes(ctx context.Context, now time.Time) ([]string, error
 		}
 	}
 	return removed, errors.Join(errs...)
+}
+
+// Results of StopDead, the words of kernel/lock's process records.
+const (
+	StopKilled     = "killed"      // it was running: killed and removed
+	StopGone       = "gone"        // it had exited (or never started): removed
+	StopOwnerAlive = "owner-alive" // its harness lives, or is not provably dead: left alone
+)
+
+// StopDead force-removes the containers of run's check (for an agent
+// session, the action) whose harness is provably dead, as GC does, and
+// returns each container it found (full id) with what became of it
+// (StopKilled, StopGone, StopOwnerAlive). A container gone meanwhile is
+// no error.
+func (r *Runtime) StopDead(ctx context.Context, run, check string) (map[string]string, error) {
+	items, err := r.checkContainers(ctx, run, check)
+	if err != nil {
+		return nil, err
+	}
+	found := map[string]string{}
+	var errs []error
+	for _, c := range items {
+		if !r.ownerDead(c.Labels[LabelOwner]) {
+			found[c.ID] = StopOwnerAlive
+			continue
+		}
+		if err := r.remove(ctx, c.ID); err != nil {
+			errs = append(errs, fmt.Errorf("docker: stop %s: %w", c.ID, err))
+			continue
+		}
+		found[c.ID] = StopGone
+		if !finished(string(c.State)) {
+			found[c.ID] = StopKilled
+		}
+	}
+	return found, errors.Join(errs...)
+}
+
+// Live lists the containers of run's check that may still run: every one
+// that has not exited (created, running, paused, restarting, removing).
+func (r *Runtime) Live(ctx context.Context, run, check string) ([]string, error) {
+	items, err := r.checkContainers(ctx, run, check)
+	if err != nil {
+		return nil, err
+	}
+	var live []string
+	for _, c := range items {
+		if !finished(string(c.State)) {
+			live = append(live, c.ID)
+		}
+	}
+	return live, nil
+}
+
+// finished says whether a container in state st can no longer run.
+func finished(st string) bool { return st == "exited" || st == "dead" }
+
+// checkContainers lists every ProofGate container of run's check.
+func (r *Runtime) checkContainers(ctx context.Context, run, check string) ([]container.Summary, error) {
+	res, err := r.cli.ContainerList(ctx, client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", LabelRun+"="+run, LabelCheck+"="+check)})
+	if err != nil {
+		return nil, fmt.Errorf("docker: list the containers of %s/%s: %w", run, check, err)
+	}
+	var out []container.Summary
+	for _, c := range res.Items {
+		// the daemon ANDs label filters; checked again here all the same
+		if c.Labels[LabelRun] == run && c.Labels[LabelCheck] == check {
+			out = append(out, c)
+		}
+	}
+	return out, nil
 }

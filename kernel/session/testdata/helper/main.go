@@ -5,7 +5,9 @@ package main
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -36,6 +38,20 @@ func main() {
 		signal.Ignore(syscall.SIGTERM)
 		fmt.Println("ready")
 		time.Sleep(time.Minute)
+	case "late": // start a worker that outlives this process, write args[0]/started, wait for it
+		w := exec.Command(os.Args[0], "late-worker", args[0], args[1])
+		if err := w.Start(); err != nil {
+			os.Exit(3)
+		}
+		if err := os.WriteFile(filepath.Join(args[0], "started"), []byte(strconv.Itoa(w.Process.Pid)+"\n"), 0o644); err != nil {
+			os.Exit(3)
+		}
+		_ = w.Wait()
+	case "late-worker": // ignore SIGTERM, sleep args[1] seconds, then write args[0]/marker
+		signal.Ignore(syscall.SIGTERM)
+		n, _ := strconv.Atoi(args[1])
+		time.Sleep(time.Duration(n) * time.Second)
+		_ = os.WriteFile(filepath.Join(args[0], "marker"), []byte("the tool ran to its end\n"), 0o644)
 	case "flood": // write args[0] bytes to stdout
 		n, _ := strconv.Atoi(args[0])
 		buf := make([]byte, 64<<10)
