@@ -143,10 +143,11 @@ func ExportAgentSession(runDir, keyID string, sign func(payload []byte) (env, ma
 		subjects[e.Name] = d[len("sha256:"):]
 		entries = append(entries, e)
 	}
-	impl, entries, err := packImplementation(runDir, rep, subjects, entries)
+	impl, entries, done, err := packImplementation(runDir, "", rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	at, err := time.Parse(time.RFC3339Nano, rep.LastEventTime)
 	if err != nil {
 		return nil, fmt.Errorf("agent session: last event time: %w", err)

@@ -54,6 +54,11 @@ type ExportOptions struct {
 	// Replace lets ExportFile replace an existing file; without it an
 	// existing file is refused with fs.ErrExist and left alone.
 	Replace bool
+	// StateDir is the state directory whose runs/ holds the implementation
+	// run a successor names; empty: the directory the run directory is in
+	// (set it when runDir is the extraction of an archived run). A pruned
+	// implementation run is read from its verified archive.
+	StateDir string
 }
 
 // ExportResult describes a written bundle.
@@ -116,10 +121,11 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 	if err != nil {
 		return nil, err
 	}
-	impl, entries, err := packImplementation(runDir, rep, subjects, entries)
+	impl, entries, done, err := packImplementation(runDir, opts.StateDir, rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	signedAt := opts.SignedAt
 	if signedAt.IsZero() {
 		signedAt, err = time.Parse(time.RFC3339Nano, events[len(events)-1].Time)
