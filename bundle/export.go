@@ -23,6 +23,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -121,7 +122,11 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 	if err != nil {
 		return nil, err
 	}
-	impl, entries, done, err := packImplementation(runDir, opts.StateDir, rep, subjects, entries)
+	runs := filepath.Dir(runDir)
+	if opts.StateDir != "" {
+		runs = filepath.Join(opts.StateDir, retention.RunsDir)
+	}
+	impl, entries, done, err := packImplementation(runs, rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}

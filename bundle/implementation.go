@@ -96,19 +96,19 @@ func checkImplementation(ib *replay.ImplementedBy, rep *replay.Report, events []
 	return &ImplementationSummary{Run: ib.Run, Head: ib.Head, Length: ib.Length, Sessions: sessions, ToolCalls: calls}, nil
 }
 
-// packImplementation adds the implementation run of rep (the run in
-// runDir), found in stateDir's runs/ (empty: beside runDir) and read from
-// its archive when pruned, to the bundle: audited as the main run is (its
-// blobs re-hashed while copied), checked against implemented_by. It
-// returns nil when rep names no implementation run. The blob entries read
-// the implementation run's directory when written: call done after that.
-func packImplementation(runDir, stateDir string, rep *replay.Report, subjects map[string]string, entries []archive.Entry) (_ *ImplementationSummary, _ []archive.Entry, done func(), err error) {
+// packImplementation adds the implementation run of rep, found in the
+// runs directory runs and read from its archive when pruned, to the
+// bundle: audited as the main run is (its blobs re-hashed while copied),
+// checked against implemented_by. It returns nil when rep names no
+// implementation run. The blob entries read the implementation run's
+// directory when written: call done after that.
+func packImplementation(runs string, rep *replay.Report, subjects map[string]string, entries []archive.Entry) (_ *ImplementationSummary, _ []archive.Entry, done func(), err error) {
 	ib := rep.ImplementedBy
 	if ib == nil {
 		return nil, entries, func() {}, nil
 	}
 	id := rep.RunID
-	implDir, release, err := implementationDir(runDir, stateDir, ib.Run)
+	implDir, release, err := openStored(runs, ib.Run)
 	if err != nil {
 		return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: "implementation run: " + err.Error(), Err: err}
 	}
@@ -142,21 +142,17 @@ func packImplementation(runDir, stateDir string, rep *replay.Report, subjects ma
 	return summary, entries, release, nil
 }
 
-// implementationDir returns a directory holding the files of run id, the
-// implementation run of the run in runDir: <stateDir>/runs/<id> (stateDir
-// empty: beside runDir), or, when `proofgate prune` archived it, an
-// extraction of its archive checked against the prune log (what the
-// archive holds is then audited and bound to implemented_by like any
-// implementation run). done removes the extraction.
-func implementationDir(runDir, stateDir, id string) (dir string, done func(), err error) {
-	dir = filepath.Join(filepath.Dir(runDir), id)
-	if stateDir != "" {
-		dir = filepath.Join(stateDir, retention.RunsDir, id)
-	}
+// openStored returns a directory holding the files of run id of the runs
+// directory runs (<state>/runs): <runs>/<id>, or, when `proofgate prune`
+// archived it, an extraction of its archive checked against the prune log
+// (what it holds is then audited like any run directory). done removes
+// the extraction.
+func openStored(runs, id string) (dir string, done func(), err error) {
+	dir = filepath.Join(runs, id)
 	if !retention.IsArchived(dir) {
 		return dir, func() {}, nil
 	}
-	a, err := retention.OpenArchived(filepath.Dir(filepath.Dir(dir)), id)
+	a, err := retention.OpenArchived(filepath.Dir(runs), id)
 	if err != nil {
 		return "", nil, err
 	}

@@ -69,6 +69,8 @@ func TestPruneKeepsSuccessorExportable(t *testing.T) {
 	p.must([]int{0}, "trust", "add", "--store", trust, "--public-key", filepath.Join(kd, "k.pub.pem"))
 	before := filepath.Join(kd, "before.tar.gz")
 	p.must([]int{0}, "bundle", "export", b, "--key", key, "-o", before)
+	agentBefore := filepath.Join(kd, "before.agent-session.tar.gz")
+	p.must([]int{0}, "bundle", "agent-session", b, "--key", key, "-o", agentBefore)
 
 	r := p.prune(nil, "--apply", "--json")
 	if r.code != 0 {
@@ -92,6 +94,16 @@ func TestPruneKeepsSuccessorExportable(t *testing.T) {
 	r = p.must([]int{0}, "bundle", "verify", after, "--trust", trust, "--any-source", "--any-contract")
 	if !strings.Contains(r.stdout, "implemented by: run "+a) {
 		t.Fatalf("verify does not name the implementation run:\n%s", r.stdout)
+	}
+	// The agent-session evidence of the archived successor too.
+	agentAfter := filepath.Join(kd, "after.agent-session.tar.gz")
+	if r := p.run("", "bundle", "agent-session", b, "--key", key, "-o", agentAfter); r.code != 0 {
+		t.Fatalf("agent-session export of an archived successor: %d %s", r.code, r.stderr)
+	}
+	x, _ = os.ReadFile(agentBefore)
+	y, _ = os.ReadFile(agentAfter)
+	if !bytes.Equal(x, y) {
+		t.Fatal("the agent-session evidence exported from the archives differs from the one exported before the prune")
 	}
 }
 
