@@ -11,6 +11,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -28,8 +29,9 @@ import (
 // nor a lock holder: they tell a reclaimer (`proofgate prune`) to leave
 // the thing alone while their owner is Alive. A lease whose owner is
 // provably dead (a killed writer) holds nothing; the reclaimer removes it
-// with what it reclaims. An unreadable lease counts as live: nothing is
-// reclaimed on a guess.
+// with what it reclaims, and the next TakeLease beside the same lock
+// removes it. An unreadable lease counts as live: nothing is reclaimed on
+// a guess.
 
 // leaseMid is what a lease's name has after the lock's path.
 const leaseMid = ".lease."
@@ -62,6 +64,7 @@ func TakeLease(lockPath, purpose string) (*Lease, error) {
 	if err != nil {
 		return nil, err
 	}
+	sweepLeases(lockPath)
 	info := LeaseInfo{Owner: o, Purpose: purpose}
 	raw, err := json.Marshal(info)
 	if err != nil {
@@ -135,10 +138,26 @@ func LiveLeases(lockPath string) ([]HeldLease, error) {
 	return out, nil
 }
 
+// sweepLeases removes the leases beside lockPath whose owner is provably
+// dead (a killed writer's): they hold nothing. Unreadable ones stay.
+func sweepLeases(lockPath string) {
+	names, _ := filepath.Glob(globEscape(lockPath) + leaseMid + "*")
+	for _, n := range names {
+		if filepath.Ext(n) == ".tmp" {
+			continue
+		}
+		if info, err := readLease(n); err == nil && !Alive(info.Owner) {
+			os.Remove(n)
+		}
+	}
+}
+
+// readLease reads the lease at path without blocking: a FIFO or device
+// planted as a lease is refused (bounded.ReadFile), and so holds.
 func readLease(path string) (LeaseInfo, error) {
-	raw, err := readBounded(path)
+	raw, err := bounded.ReadFile(path, maxLockFile)
 	if err != nil {
-		return LeaseInfo{}, err
+		return LeaseInfo{}, fmt.Errorf("read lease %s: %w", path, err)
 	}
 	var info LeaseInfo
 	if err := strictjson.Decode(raw, &info); err != nil {

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -75,6 +76,18 @@ func TestLease(t *testing.T) {
 	if held, _ := LiveLeases(lp); len(held) != 0 {
 		t.Fatalf("a reused pid's lease holds: %+v", held)
 	}
+	// The next lease removes it; its own stays.
+	c, err := TakeLease(lp, "evidence collect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("a dead owner's lease survived the next lease: %v", err)
+	}
+	if err := c.Release(); err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(dead, raw, 0o644)
 	// Unreadable: torn, unknown member, oversized. Each holds.
 	for _, body := range []string{`{"owner":`, `{"owner":{},"purpose":"x","extra":1}`, strings.Repeat(" ", maxLockFile+1)} {
 		os.WriteFile(dead, []byte(body), 0o644)
@@ -82,6 +95,21 @@ func TestLease(t *testing.T) {
 		if err != nil || len(held) != 1 || held[0].Err == nil || !strings.Contains(held[0].Describe(), "unreadable lease") {
 			t.Fatalf("unreadable lease %q: %+v %v", body[:min(len(body), 20)], held, err)
 		}
+	}
+	// A FIFO planted as a lease: refused without blocking, and it holds.
+	os.Remove(dead)
+	if err := syscall.Mkfifo(dead, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan []HeldLease, 1)
+	go func() { h, _ := LiveLeases(lp); done <- h }()
+	select {
+	case held := <-done:
+		if len(held) != 1 || held[0].Err == nil {
+			t.Fatalf("a FIFO lease: %+v", held)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("reading a FIFO lease blocks")
 	}
 	// A lease's temporary file is not a lease.
 	os.Remove(dead)
