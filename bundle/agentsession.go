@@ -39,6 +39,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -113,6 +114,29 @@ type AgentSessionProof struct {
 // signs the statement with sign (which returns the envelope and, keyless,
 // the verification material).
 func ExportAgentSession(runDir, keyID string, sign func(payload []byte) (env, material []byte, err error)) ([]byte, error) {
+	return exportAgentSession(runDir, filepath.Dir(runDir), keyID, sign)
+}
+
+// ExportAgentSessionStored is ExportAgentSessionFile of run id of
+// stateDir: a run `proofgate prune` archived, the successor or its
+// implementation run, is read from its archive.
+func ExportAgentSessionStored(stateDir, id, outPath, keyID string, sign func([]byte) ([]byte, []byte, error)) error {
+	runs := filepath.Join(stateDir, retention.RunsDir)
+	dir, done, err := openStored(runs, id)
+	if err != nil {
+		return &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
+	}
+	defer done()
+	data, err := exportAgentSession(dir, runs, keyID, sign)
+	if err != nil {
+		return err
+	}
+	return writeAgentSession(outPath, data)
+}
+
+// exportAgentSession is ExportAgentSession with the implementation run
+// found in the runs directory runs.
+func exportAgentSession(runDir, runs, keyID string, sign func(payload []byte) (env, material []byte, err error)) ([]byte, error) {
 	id := filepath.Base(runDir)
 	mem := map[string][]byte{}
 	for _, n := range []string{RunFile, EventsFile, ContractFile} {
@@ -143,10 +167,11 @@ func ExportAgentSession(runDir, keyID string, sign func(payload []byte) (env, ma
 		subjects[e.Name] = d[len("sha256:"):]
 		entries = append(entries, e)
 	}
-	impl, entries, err := packImplementation(runDir, rep, subjects, entries)
+	impl, entries, done, err := packImplementation(runs, rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	at, err := time.Parse(time.RFC3339Nano, rep.LastEventTime)
 	if err != nil {
 		return nil, fmt.Errorf("agent session: last event time: %w", err)
@@ -182,6 +207,11 @@ func ExportAgentSessionFile(runDir, outPath, keyID string, sign func([]byte) ([]
 	if err != nil {
 		return err
 	}
+	return writeAgentSession(outPath, data)
+}
+
+// writeAgentSession writes data to a new file outPath, refusing an existing one.
+func writeAgentSession(outPath string, data []byte) error {
 	f, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return err

@@ -23,6 +23,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -54,6 +55,11 @@ type ExportOptions struct {
 	// Replace lets ExportFile replace an existing file; without it an
 	// existing file is refused with fs.ErrExist and left alone.
 	Replace bool
+	// StateDir is the state directory whose runs/ holds the implementation
+	// run a successor names; empty: the directory the run directory is in
+	// (set it when runDir is the extraction of an archived run). A pruned
+	// implementation run is read from its verified archive.
+	StateDir string
 }
 
 // ExportResult describes a written bundle.
@@ -116,10 +122,15 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 	if err != nil {
 		return nil, err
 	}
-	impl, entries, err := packImplementation(runDir, rep, subjects, entries)
+	runs := filepath.Dir(runDir)
+	if opts.StateDir != "" {
+		runs = filepath.Join(opts.StateDir, retention.RunsDir)
+	}
+	impl, entries, done, err := packImplementation(runs, rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}
+	defer done()
 	signedAt := opts.SignedAt
 	if signedAt.IsZero() {
 		signedAt, err = time.Parse(time.RFC3339Nano, events[len(events)-1].Time)

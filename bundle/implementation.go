@@ -11,6 +11,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
+	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -95,24 +96,34 @@ func checkImplementation(ib *replay.ImplementedBy, rep *replay.Report, events []
 	return &ImplementationSummary{Run: ib.Run, Head: ib.Head, Length: ib.Length, Sessions: sessions, ToolCalls: calls}, nil
 }
 
-// packImplementation adds the implementation run of rep (the run in
-// runDir), found beside it in the state directory, to the bundle: audited
-// as the main run is (its blobs re-hashed while copied), checked against
-// implemented_by. It returns nil when rep names no implementation run.
-func packImplementation(runDir string, rep *replay.Report, subjects map[string]string, entries []archive.Entry) (*ImplementationSummary, []archive.Entry, error) {
+// packImplementation adds the implementation run of rep, found in the
+// runs directory runs and read from its archive when pruned, to the
+// bundle: audited as the main run is (its blobs re-hashed while copied),
+// checked against implemented_by. It returns nil when rep names no
+// implementation run. The blob entries read the implementation run's
+// directory when written: call done after that.
+func packImplementation(runs string, rep *replay.Report, subjects map[string]string, entries []archive.Entry) (_ *ImplementationSummary, _ []archive.Entry, done func(), err error) {
 	ib := rep.ImplementedBy
 	if ib == nil {
-		return nil, entries, nil
+		return nil, entries, func() {}, nil
 	}
 	id := rep.RunID
-	implDir := filepath.Join(filepath.Dir(runDir), ib.Run)
+	implDir, release, err := openStored(runs, ib.Run)
+	if err != nil {
+		return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: "implementation run: " + err.Error(), Err: err}
+	}
+	defer func() {
+		if err != nil {
+			release()
+		}
+	}()
 	mem, implRep, events, err := auditImplementationDir(implDir, id)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	summary, err := checkImplementation(ib, implRep, events, id)
 	if err != nil {
-		return nil, nil, &ExportError{Reason: ImplementationMismatch, RunID: id, Detail: err.Error()}
+		return nil, nil, nil, &ExportError{Reason: ImplementationMismatch, RunID: id, Detail: err.Error()}
 	}
 	prefix := ImplementationPrefix + ib.Run + "/"
 	for _, name := range []string{RunFile, EventsFile, ContractFile} {
@@ -122,13 +133,30 @@ func packImplementation(runDir string, rep *replay.Report, subjects map[string]s
 	for _, d := range implRep.Blobs {
 		e, err := blobEntry(implDir, id, d[len("sha256:"):])
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		e.Name = prefix + e.Name
 		subjects[e.Name] = d[len("sha256:"):]
 		entries = append(entries, e)
 	}
-	return summary, entries, nil
+	return summary, entries, release, nil
+}
+
+// openStored returns a directory holding the files of run id of the runs
+// directory runs (<state>/runs): <runs>/<id>, or, when `proofgate prune`
+// archived it, an extraction of its archive checked against the prune log
+// (what it holds is then audited like any run directory). done removes
+// the extraction.
+func openStored(runs, id string) (dir string, done func(), err error) {
+	dir = filepath.Join(runs, id)
+	if !retention.IsArchived(dir) {
+		return dir, func() {}, nil
+	}
+	a, err := retention.OpenArchived(filepath.Dir(runs), id)
+	if err != nil {
+		return "", nil, err
+	}
+	return a.Dir, func() { a.Close() }, nil
 }
 
 // auditImplementationDir reads and audits the implementation run in dir

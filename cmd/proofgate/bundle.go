@@ -461,7 +461,10 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 			if err := g.checkExportOutputs(out, sigOut, force); err != nil {
 				return err
 			}
-			opts.Replace = force
+			// An archived run is read from its archive (rd is then an
+			// extraction): the implementation run it names is found in
+			// the state directory, archived or not.
+			opts.Replace, opts.StateDir = force, g.state
 			rd, _, done, err := run.ReadDir(g.state, id)
 			if err != nil {
 				return classify(err)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -108,6 +109,10 @@ func openEvidenceRun(g *globals, id string) (*run.Run, error) {
 	return r, nil
 }
 
+// collectLockWait is how long evidence collect waits for another writer
+// (an approval, a prune deciding about the run) to release the run's lock.
+const collectLockWait = 10 * time.Second
+
 // collectTarget resolves --run (without locking it) and the evidence
 // directory.
 func collectTarget(g *globals, runID, dir string) (id, root string, err error) {
@@ -179,22 +184,23 @@ Example:
 			if err != nil {
 				return err
 			}
+			if id != "" {
+				// A lease instead: `proofgate prune` leaves the run alone
+				// until the collection is chained (or this process dies).
+				l, err := run.Lease(g.state, id, "evidence collect", collectLockWait)
+				if err != nil {
+					return classify(err)
+				}
+				defer l.Release()
+			}
 			ctx, cancel := signalContext()
 			defer cancel()
 			col, err := evidence.Collect(ctx, evidence.CollectOptions{Entry: e, Allowlist: a, Claim: claim, Root: root, Runtime: process.New()})
 			if err != nil {
 				return evidenceErr(g, asJSON, err)
 			}
-			if id != "" {
-				r, err := run.Open(g.state, id)
-				if err != nil {
-					return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, id, err))
-				}
-				defer r.Close()
-				d := replay.EvidenceCollectedData{Digest: col.Digest, Report: col.Report}
-				if _, err := r.AppendEvidence(replay.TypeEvidenceCollected, d, col.Stdout, col.Stderr); err != nil {
-					return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, r.ID, err))
-				}
+			if err := chainCollection(g, id, col); err != nil {
+				return err
 			}
 			return printCollection(g, asJSON, col, id)
 		},
@@ -205,6 +211,23 @@ Example:
 	c.Flags().StringVar(&allowlist, "allowlist", "", "allowlist file (default $"+evidence.EnvAllowlist+")")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the collection as JSON")
 	return c
+}
+
+// chainCollection chains col into run id's log (none when id is "").
+func chainCollection(g *globals, id string, col *evidence.Collection) error {
+	if id == "" {
+		return nil
+	}
+	r, err := run.OpenWait(g.state, id, collectLockWait)
+	if err != nil {
+		return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, id, err))
+	}
+	defer r.Close()
+	d := replay.EvidenceCollectedData{Digest: col.Digest, Report: col.Report}
+	if _, err := r.AppendEvidence(replay.TypeEvidenceCollected, d, col.Stdout, col.Stderr); err != nil {
+		return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, r.ID, err))
+	}
+	return nil
 }
 
 type collectionOut struct {

@@ -52,8 +52,10 @@ is older than archive_after (at least 1 day) are archived into
 <state>/archive/<RUN>.tar.gz, read back and proven byte-identical, recorded
 in the hash-chained <state>/prune-log.ndjson, and replaced by a placeholder;
 status, audit, list, events verify, output and bundle export read them from
-the archive. Runs that are not terminal, that a live writer locks, or that a
-retained run names (a retry's predecessor, an implementation run) stay.
+the archive. Runs that are not terminal, that a live writer locks or holds a
+lease on (evidence collect --run), or that a retained run names (a retry's
+predecessor, an implementation run) stay; each says why, with the writer's
+pid ("writer" in --json). A writer that died holds nothing.
 
 Blobs that no event of any retained run or archive names and that are older
 than blob_min_age are renamed to <name>.pruning, rechecked after the settle

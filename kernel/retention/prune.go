@@ -132,8 +132,8 @@ func Apply(ctx context.Context, stateDir string, o Options) (res *Result, err er
 		if err != nil {
 			return res, err
 		}
-		if skip != "" {
-			res.Skipped = append(res.Skipped, RunPlan{Run: id, Decision: Keep, Reason: skip})
+		if skip.Reason != "" {
+			res.Skipped = append(res.Skipped, skip)
 			continue
 		}
 		res.Archived = append(res.Archived, rec)
@@ -273,46 +273,55 @@ func recordApplied(lg *eventlog.Log, res *Result, o Options) error {
 }
 
 // archiveRun archives one run under its lock; skip says why a planned run
-// was left in place after all (it changed, a writer took it).
-func archiveRun(stateDir, id string, lg *eventlog.Log, now func() time.Time, o Options) (ArchivedData, string, error) {
+// was left in place after all (it changed, a writer took it or a lease on
+// it).
+func archiveRun(stateDir, id string, lg *eventlog.Log, now func() time.Time, o Options) (ArchivedData, RunPlan, error) {
 	dir := filepath.Join(stateDir, RunsDir, id)
+	skip := func(why string, w *Writer) (ArchivedData, RunPlan, error) {
+		return ArchivedData{}, RunPlan{Run: id, Decision: Keep, Reason: why, Writer: w}, nil
+	}
 	lk, err := lock.Acquire(filepath.Join(dir, lockFile))
 	if err != nil {
-		return ArchivedData{}, "a writer holds it: " + err.Error(), nil
+		return skip("a writer holds it: "+err.Error(), nil)
 	}
 	defer lk.Release()
+	// A lease is taken under the lock: seen now, or never taken on this
+	// run before its placeholder is in place (run.Lease refuses then).
+	if w, why := leased(dir); why != "" {
+		return skip(why, w)
+	}
 	rep, _, err := replay.AuditReplay(dir)
 	if err != nil || !terminal(string(rep.State)) {
-		return ArchivedData{}, fmt.Sprintf("it changed since the scan (%v)", err), nil
+		return skip(fmt.Sprintf("it changed since the scan (%v)", err), nil)
 	}
 	files, err := listRunFiles(dir)
 	if err != nil {
-		return ArchivedData{}, "its directory cannot be archived: " + err.Error(), nil
+		return skip("its directory cannot be archived: "+err.Error(), nil)
 	}
 	step(o, "archive-writing")
 	digest, size, err := createArchive(stateDir, id, dir, files)
 	if err != nil {
-		return ArchivedData{}, "", fmt.Errorf("archive run %s: %w", id, err)
+		return ArchivedData{}, RunPlan{}, fmt.Errorf("archive run %s: %w", id, err)
 	}
 	tmp, final := tmpArchive(stateDir, id), ArchivePath(stateDir, id)
 	if err := proveArchive(tmp, digest, dir, files); err != nil {
 		os.Remove(tmp)
-		return ArchivedData{}, "", fmt.Errorf("archive run %s: not byte-identical: %w", id, err)
+		return ArchivedData{}, RunPlan{}, fmt.Errorf("archive run %s: not byte-identical: %w", id, err)
 	}
 	if err := renameDurable(tmp, final); err != nil {
-		return ArchivedData{}, "", fmt.Errorf("archive run %s: %w", id, err)
+		return ArchivedData{}, RunPlan{}, fmt.Errorf("archive run %s: %w", id, err)
 	}
 	step(o, "archive-written")
 	rec := ArchivedData{Run: id, Archive: ArchiveDir + "/" + id + ArchiveSuffix, Digest: digest, Size: size, Files: len(files),
 		State: string(rep.State), Head: rep.ChainHead, Length: rep.ChainLength, Blobs: rep.Blobs}
 	if _, err := lg.Append(TypeArchived, rec); err != nil {
-		return rec, "", err
+		return rec, RunPlan{}, err
 	}
 	step(o, "archive-recorded")
 	ph := Placeholder{V: 1, Run: id, Archive: rec.Archive, Digest: digest, Size: size, State: rec.State, Head: rec.Head, Length: rec.Length, Archived: now().UTC().Format(time.RFC3339)}
 	if err := writePlaceholder(dir, ph); err != nil {
-		return rec, "", err
+		return rec, RunPlan{}, err
 	}
 	step(o, "placeholder")
-	return rec, "", clearRunDir(dir)
+	return rec, RunPlan{}, clearRunDir(dir)
 }

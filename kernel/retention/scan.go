@@ -33,6 +33,8 @@ type RunPlan struct {
 	Reason    string `json:"reason"`
 	// Archived is set for a run archived before.
 	Archived bool `json:"archived,omitempty"`
+	// Writer is the live writer the run is kept (or skipped) for.
+	Writer *Writer `json:"writer,omitempty"`
 
 	head       string
 	length     int
@@ -60,9 +62,12 @@ func scanRun(stateDir, id string, h *History) RunPlan {
 		rp.locked = true
 		if err == nil && lock.Alive(o) {
 			rp.Reason = fmt.Sprintf("a live writer holds it (pid %d)", o.PID)
+			rp.Writer = &Writer{PID: o.PID, Host: o.Host, Purpose: "writer lock", Since: o.Created.UTC().Format(time.RFC3339)}
 		} else {
 			rp.Reason = "its lock file is left by a dead writer ('proofgate events unlock' it first)"
 		}
+	} else if w, why := leased(dir); why != "" {
+		rp.locked, rp.Writer, rp.Reason = true, w, why
 	}
 	rep, f, err := replay.AuditReplay(dir)
 	if err != nil && !replay.IsReason(err, replay.ReasonProjectionLag) {
@@ -129,6 +134,35 @@ func decide(runs []RunPlan, s Settings, now time.Time) {
 			}
 		}
 	}
+}
+
+// Writer is a live writer of a run: the holder of its writer lock, or of
+// a lease on it (lock.TakeLease: evidence collect).
+type Writer struct {
+	PID     int    `json:"pid"`
+	Host    string `json:"host"`
+	Purpose string `json:"purpose"`
+	Since   string `json:"since"`
+}
+
+// leased says which live writer holds a lease on the run in dir, and why
+// the run is left alone; why is "" when none does. Leases of dead owners
+// hold nothing (a killed writer's run is reclaimed).
+func leased(dir string) (*Writer, string) {
+	held, err := lock.LiveLeases(filepath.Join(dir, lockFile))
+	switch {
+	case err != nil:
+		return nil, "its leases cannot be read: " + err.Error()
+	case len(held) == 0:
+		return nil, ""
+	}
+	h := held[0]
+	why := "a live writer holds a lease on it (" + h.Describe() + ")"
+	if h.Err != nil {
+		return nil, why
+	}
+	o := h.Info.Owner
+	return &Writer{PID: o.PID, Host: o.Host, Purpose: h.Info.Purpose, Since: o.Created.UTC().Format(time.RFC3339)}, why
 }
 
 func terminal(state string) bool {
