@@ -27,7 +27,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -37,6 +36,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/retention"
@@ -210,17 +210,11 @@ func ExportAgentSessionFile(runDir, outPath, keyID string, sign func([]byte) ([]
 	return writeAgentSession(outPath, data)
 }
 
-// writeAgentSession writes data to a new file outPath, refusing an existing one.
+// writeAgentSession writes data to a new file outPath, refusing an
+// existing one; a failed write leaves nothing at outPath (staged, then
+// linked into place).
 func writeAgentSession(outPath string, data []byte) error {
-	f, err := os.OpenFile(outPath, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	return durable.CreateExclusive(outPath, data, 0o644)
 }
 
 // AgentSessionOpener opens the envelope (with the material, nil when

@@ -27,6 +27,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"io"
 	"os"
 	"path/filepath"
@@ -138,7 +139,7 @@ var ErrRecordGone = errors.New("process record removed while it was read")
 // ReadGroup reads the record at path; a record that no longer is the file
 // it read once read is ErrRecordGone.
 func ReadGroup(path string) (Group, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path) // a FIFO planted as a record cannot hang gc
 	if err != nil {
 		return Group{}, fmt.Errorf("process record: %w", err)
 	}

@@ -256,7 +256,7 @@ func Read(path string) (Owner, error) {
 }
 
 func readBounded(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	f, err := bounded.Open(path) // a FIFO planted as the lock cannot hang a reader
 	if err != nil {
 		return nil, fmt.Errorf("read lock: %w", err)
 	}

@@ -1,30 +1,30 @@
-package testimage
+package registrytest
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/moby/moby/client"
+
+	"github.com/proofgate/proofgate/internal/testimage"
 )
 
-// TestRegistryServesTheDaemon: an image pushed to the loopback registry is
-// known to the daemon's distribution inspect and pulled by digest, with
-// the manifest digest and image ID Push returned.
-func TestRegistryServesTheDaemon(t *testing.T) {
+// TestPushFilesServesTheDaemon: an image pushed to the loopback registry
+// is known to the daemon's distribution inspect and pulled by digest, with
+// the manifest digest and image ID PushFiles returned.
+func TestPushFilesServesTheDaemon(t *testing.T) {
 	daemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	reg, err := StartRegistry()
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := Start()
 	defer reg.Close()
-	bin, err := HelperBinary(ctx)
+	bin, err := testimage.HelperBinary(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	manifest, id, err := reg.Push(ctx, "proofgate-test/pushed", "v1", HelperFiles(bin), "PG_PUSHED=1")
+	manifest, id, err := reg.PushFiles(ctx, "proofgate-test/pushed", "v1", testimage.HelperFiles(bin), "PG_PUSHED=1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestRegistryServesTheDaemon(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cli.Close()
-	ref := reg.Host + "/proofgate-test/pushed"
+	ref := reg.Host() + "/proofgate-test/pushed"
 	di, err := cli.DistributionInspect(ctx, ref+":v1", client.DistributionInspectOptions{})
 	if err != nil || di.Descriptor.Digest.String() != manifest {
 		t.Fatalf("distribution inspect = %+v, %v; want digest %s", di.Descriptor, err, manifest)
@@ -54,5 +54,24 @@ func TestRegistryServesTheDaemon(t *testing.T) {
 	img, err := cli.ImageInspect(ctx, ref+"@"+manifest)
 	if err != nil || img.ID != id {
 		t.Fatalf("pulled image id %q, %v; want %s", img.ID, err, id)
+	}
+}
+
+// daemon fails the test without a Docker daemon under
+// PROOFGATE_REQUIRE_DOCKER=1 (as scripts/test.sh sets), else skips it.
+func daemon(t *testing.T) {
+	t.Helper()
+	cli, err := client.New(client.FromEnv)
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
+		cancel()
+		cli.Close()
+	}
+	if err != nil {
+		if os.Getenv("PROOFGATE_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("no docker daemon and PROOFGATE_REQUIRE_DOCKER=1: %v", err)
+		}
+		t.Skipf("no docker daemon: %v", err)
 	}
 }
