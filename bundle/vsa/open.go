@@ -30,6 +30,10 @@ const (
 	KeyNotValid      Reason = "key-not-valid"     // the key may not sign at timeVerified, or for the policy's repository
 	PolicyMismatch   Reason = "policy-mismatch"   // policy.digest is not the policy member's
 	SubjectMismatch  Reason = "subject-mismatch"  // the archive is not the subject (MatchArchive)
+	// SigningTimeImplausible: timeVerified is before the bundle the
+	// summary names was signed (or witnessed), or ahead of the verifier's
+	// clock: the key's status is not judged at a time its holder chose.
+	SigningTimeImplausible Reason = "signing-time-implausible"
 	// UnsafePolicy is a consumer's refusal of a summary that passed under
 	// an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE).
 	UnsafePolicy Reason = "unsafe-policy"
@@ -144,4 +148,9 @@ func clip(s string) string {
 		s = s[:80] + "…"
 	}
 	return s
+}
+
+// MatchEvidence is MatchArchive for archive a.
+func (st *Statement) MatchEvidence(a *Archive) error {
+	return st.MatchArchive(a.SHA256)
 }
