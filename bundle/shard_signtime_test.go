@@ -89,7 +89,7 @@ func TestShardKeyJudgedAtMergeTime(t *testing.T) {
 		name     string
 		finished time.Time
 		store    func(st *trust.Store) error
-		want Reason
+		want     Reason
 	}{
 		{"revoked an hour ago, finished before", hourAgo.Add(-time.Minute), func(st *trust.Store) error {
 			return st.Revoke(k.s.KeyID(), &hourAgo)
