@@ -60,7 +60,8 @@ func TestSigningAndVerifyingGoThroughTheSeams(t *testing.T) {
 		!times[1].Equal(cpAt) || ids[1] != "" {
 		t.Fatalf("verify %d times, CheckAt %v %q", k.Verified(), times, ids)
 	}
-	if w := k.Witnessed(); len(w) != 1 || !w[0].Equal(witness) {
+	// The bundle's key and the checkpoint's are both judged at the witness time.
+	if w := k.Witnessed(); len(w) != 2 || !w[0].Equal(witness) || !w[1].Equal(witness) {
 		t.Fatalf("CheckWitnessed %v", w)
 	}
 
