@@ -64,6 +64,9 @@ const (
 	AgentDirty           AgentSessionReason = "dirty-worktree"   // the successor ran on uncommitted changes
 	AgentOtherCommit     AgentSessionReason = "other-commit"     // the agent's commit is not the one asked for
 	AgentOtherRepository AgentSessionReason = "other-repository" // recorded in another repository
+	// AgentSigningTime: signed_at is before the successor run's last event
+	// (the time the signer's key was judged at is one the logs rule out).
+	AgentSigningTime AgentSessionReason = "signing-time-implausible"
 )
 
 // AgentSessionError is refused agent-session evidence.
@@ -265,9 +268,13 @@ func OpenAgentSession(data []byte, want AgentSessionWant, open AgentSessionOpene
 			return nil, asAgentError(err)
 		}
 	}
-	proof, err := replayAgentSession(files, p.Run)
+	proof, last, err := replayAgentSession(files, p.Run)
 	if err != nil {
 		return nil, err
+	}
+	if at.Before(last) {
+		return nil, agentRefuse(AgentSigningTime, "signed_at %s is before the successor run's last event at %s",
+			p.SignedAt, last.UTC().Format(time.RFC3339Nano))
 	}
 	proof.KeyID, proof.SignedAt = p.KeyID, at
 	return proof, proof.bound(want)
@@ -309,8 +316,24 @@ func agentStatement(payload []byte, files map[string][]byte) (*AgentSessionState
 }
 
 // replayAgentSession replays the successor and the implementation run
-// from files and requires the claimed summary to be the replay's.
-func replayAgentSession(files map[string][]byte, claimed RunSummary) (*AgentSessionProof, error) {
+// from files and requires the claimed summary to be the replay's. It also
+// returns the successor's last event time (the signed_at the export
+// writes): the evidence cannot have been signed before it.
+func replayAgentSession(files map[string][]byte, claimed RunSummary) (*AgentSessionProof, time.Time, error) {
+	proof, rep, err := replayAgentRuns(files, claimed)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	last, err := time.Parse(time.RFC3339Nano, rep.LastEventTime)
+	if err != nil {
+		return nil, time.Time{}, agentRefuse(AgentTampered, "run %s: last event time %q is not RFC 3339", rep.RunID, rep.LastEventTime)
+	}
+	return proof, last, nil
+}
+
+// replayAgentRuns is replayAgentSession's replay: the proof and the
+// successor's report.
+func replayAgentRuns(files map[string][]byte, claimed RunSummary) (*AgentSessionProof, *replay.Report, error) {
 	run, impl := fstest.MapFS{}, fstest.MapFS{}
 	for n, b := range files {
 		if _, rel, ok := splitImplementation(n); ok {
@@ -318,46 +341,46 @@ func replayAgentSession(files map[string][]byte, claimed RunSummary) (*AgentSess
 			continue
 		}
 		if strings.HasPrefix(n, ImplementationPrefix) {
-			return nil, agentRefuse(AgentMalformed, "%s is not a file of an implementation run", n)
+			return nil, nil, agentRefuse(AgentMalformed, "%s is not a file of an implementation run", n)
 		}
 		run[n] = &fstest.MapFile{Data: b, Mode: 0o444}
 	}
 	rep, err := replay.AuditFS(run, replay.BlobsVerified())
 	if err != nil {
-		return nil, agentRefuse(AgentTampered, "successor run: %v", err)
+		return nil, nil, agentRefuse(AgentTampered, "successor run: %v", err)
 	}
 	if err := onlyReferenced(run, rep, ""); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	ib := rep.ImplementedBy
 	if ib == nil {
-		return nil, agentRefuse(AgentNoImplemented, "run %s was not planned with implemented_by", rep.RunID)
+		return nil, nil, agentRefuse(AgentNoImplemented, "run %s was not planned with implemented_by", rep.RunID)
 	}
 	irep, err := replay.AuditFS(impl, replay.BlobsVerified())
 	if err != nil {
-		return nil, agentRefuse(AgentTampered, "implementation run %s: %v", ib.Run, err)
+		return nil, nil, agentRefuse(AgentTampered, "implementation run %s: %v", ib.Run, err)
 	}
 	if err := onlyReferenced(impl, irep, ImplementationPrefix+ib.Run+"/"); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	events, err := eventlog.Read(bytes.NewReader(impl[EventsFile].Data), nil)
 	if err != nil {
-		return nil, agentRefuse(AgentTampered, "implementation run %s: %v", ib.Run, err)
+		return nil, nil, agentRefuse(AgentTampered, "implementation run %s: %v", ib.Run, err)
 	}
 	is, err := checkImplementation(ib, irep, events, rep.RunID)
 	if err != nil {
-		return nil, agentRefuse(AgentImplMismatch, "%v", err)
+		return nil, nil, agentRefuse(AgentImplMismatch, "%v", err)
 	}
 	sm := Summarize(rep)
 	sm.ImplementedBy = is
 	got, _ := canon.Marshal(sm)
 	want, _ := canon.Marshal(claimed)
 	if !bytes.Equal(got, want) {
-		return nil, agentRefuse(AgentTampered, "the statement's run summary differs from the replay of the files")
+		return nil, nil, agentRefuse(AgentTampered, "the statement's run summary differs from the replay of the files")
 	}
 	return &AgentSessionProof{Run: rep.RunID, Implementation: ib.Run, Sessions: is.Sessions, ToolCalls: is.ToolCalls,
 		Commit: rep.Source.Commit, Tree: rep.Source.Tree, Repo: rep.Repo, ContractHash: rep.ContractHash,
-		Dirty: rep.Worktree != nil && rep.Worktree.Dirty}, nil
+		Dirty: rep.Worktree != nil && rep.Worktree.Dirty}, rep, nil
 }
 
 // onlyReferenced refuses a blob in fs that the replayed log does not name.

@@ -22,7 +22,7 @@ import (
 func TestSigningAndVerifyingGoThroughTheSeams(t *testing.T) {
 	f := makeRun(t, runOpts{approve: []string{"alice"}})
 	s := sigtest.NewSigner(9)
-	cpAt := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cpAt := time.Now().UTC() // after the events it covers
 	if _, err := record.Checkpoint(f.state, f.id, s, cpAt); err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,8 @@ func TestSigningAndVerifyingGoThroughTheSeams(t *testing.T) {
 		!times[1].Equal(cpAt) || ids[1] != "" {
 		t.Fatalf("verify %d times, CheckAt %v %q", k.Verified(), times, ids)
 	}
-	if w := k.Witnessed(); len(w) != 1 || !w[0].Equal(witness) {
+	// The bundle's key and the checkpoint's are both judged at the witness time.
+	if w := k.Witnessed(); len(w) != 2 || !w[0].Equal(witness) || !w[1].Equal(witness) {
 		t.Fatalf("CheckWitnessed %v", w)
 	}
 

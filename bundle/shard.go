@@ -154,9 +154,24 @@ func writeNew(p string, b []byte) error {
 // (a trust store), keyless ones with Keyless (bundle/sigstore's
 // Verifiers: a trusted root and an identity policy). A nil field refuses
 // shards of its kind. It implements kernel/shard's Verifier.
+//
+// The key's status is judged at the merge (Now, the verifier's own clock:
+// the shard existed by then), not only at the finished time the signer
+// wrote: a key revoked (or retired) before the merge is refused whatever
+// finished says, and a finished time after Now+MaxClockSkew is
+// implausible. The merge bounds finished below by the run's planned log.
 type ShardVerifier struct {
 	Keys    envelope.Verifiers
 	Keyless envelope.MaterialVerifiers
+	// Now is the merge time; nil is time.Now.
+	Now func() time.Time
+}
+
+func (v *ShardVerifier) now() time.Time {
+	if v.Now != nil {
+		return v.Now()
+	}
+	return time.Now()
 }
 
 // ShardSignatureError is a refused shard signature; Reason is one of
@@ -233,7 +248,15 @@ func (v *ShardVerifier) openKey(signature, manifest []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	now := v.now()
+	if at.After(now.Add(MaxClockSkew)) {
+		return nil, &ShardSignatureError{Reason: SigningTimeImplausible, Detail: fmt.Sprintf("shard.json finished %s, after the merge at %s",
+			at.UTC().Format(time.RFC3339Nano), now.UTC().Format(time.RFC3339Nano))}
+	}
 	if err := k.CheckAt(at, ""); err != nil {
+		return nil, shardKeyError(err)
+	}
+	if err := k.CheckWitnessed(now); err != nil {
 		return nil, shardKeyError(err)
 	}
 	return payload, nil

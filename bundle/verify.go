@@ -196,7 +196,7 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 		res.Witnessed = b.wk.WitnessedAt().UTC()
 		res.SignedAt, res.Signer = res.Witnessed, b.wk.Signer()
 	}
-	if res.Checkpoint, err = b.checkCheckpoint(v.store); err != nil {
+	if res.Checkpoint, err = b.checkCheckpoint(v.store, p.witnessed); err != nil {
 		return nil, err
 	}
 	if err := p.bind(b.rep, b.id); err != nil {
@@ -504,8 +504,10 @@ func (b *unpacked) checkPredicate(now, witnessed time.Time) error {
 }
 
 // checkCheckpoint verifies a carried checkpoint and requires it to agree
-// with the log; it returns nil when the bundle carries none.
-func (b *unpacked) checkCheckpoint(store envelope.Verifiers) (*checkpoint.Verified, error) {
+// with the log (its time not before the event it covers); it returns nil
+// when the bundle carries none. Its key is judged at its time and, when
+// witnessed is set, at the witness time as the bundle's key is.
+func (b *unpacked) checkCheckpoint(store envelope.Verifiers, witnessed time.Time) (*checkpoint.Verified, error) {
 	cp, ok := b.files[CheckpointFile]
 	if !ok {
 		return nil, nil
@@ -517,6 +519,9 @@ func (b *unpacked) checkCheckpoint(store envelope.Verifiers) (*checkpoint.Verifi
 		if err == nil {
 			err = checkpoint.Match(&v.Checkpoint, events)
 		}
+	}
+	if err == nil && !witnessed.IsZero() {
+		err = checkWitnessedKey(store, v.KeyID, witnessed)
 	}
 	if err != nil {
 		var ce *checkpoint.Error
@@ -564,6 +569,19 @@ func countApprovals(ds []replay.Decision) int {
 		t.Add(d.Identity(), approval.Decision(d.Decision))
 	}
 	return len(t.Approvers())
+}
+
+// checkWitnessedKey refuses a checkpoint whose key was revoked or retired
+// by the time the bundle was witnessed.
+func checkWitnessedKey(store envelope.Verifiers, id string, witnessed time.Time) error {
+	k, err := store.Verifier(id)
+	if err == nil {
+		err = k.CheckWitnessed(witnessed)
+	}
+	if err != nil {
+		return &checkpoint.Error{Reason: checkpoint.Invalid, Detail: err.Error(), Err: err}
+	}
+	return nil
 }
 
 // checkSigningTime refuses a signed_at before the run's last event (the

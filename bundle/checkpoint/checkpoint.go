@@ -50,6 +50,9 @@ const (
 	Truncated  Reason = "checkpoint-truncated"
 	ForeignRun Reason = "checkpoint-foreign-run"
 	Invalid    Reason = "checkpoint-invalid"
+	// SigningTime: the checkpoint's time is before the log's own time of
+	// the event it covers (the bundle reason signing-time-implausible).
+	SigningTime Reason = "signing-time-implausible"
 )
 
 // Error is a refused checkpoint or a log that contradicts it.
@@ -173,6 +176,24 @@ func Match(c *Checkpoint, events []eventlog.Event) error {
 	}
 	if got := events[c.Length-1].Hash; got != c.Head {
 		return &Error{Reason: Rewritten, Detail: fmt.Sprintf("event %d has hash %s, the checkpoint signed %s", c.Length, got, c.Head)}
+	}
+	return matchTime(c.Time, events[c.Length-1].Time, c.Length)
+}
+
+// matchTime refuses (SigningTime) a checkpoint time before the log's own
+// time of event n, the last event it covers: the key's status was judged
+// at c.Time, which the signer chose; the log says it cannot be earlier.
+func matchTime(signed, event string, n int) error {
+	at, err := time.Parse(time.RFC3339Nano, signed)
+	if err != nil {
+		return &Error{Reason: Invalid, Detail: "time: not RFC 3339"}
+	}
+	ev, err := time.Parse(time.RFC3339Nano, event)
+	if err != nil {
+		return &Error{Reason: Invalid, Detail: fmt.Sprintf("event %d's time %q is not RFC 3339", n, event)}
+	}
+	if at.Before(ev) {
+		return &Error{Reason: SigningTime, Detail: fmt.Sprintf("signed at %s, before event %d it covers was written at %s", signed, n, event)}
 	}
 	return nil
 }

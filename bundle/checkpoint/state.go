@@ -175,14 +175,17 @@ func VerifyState(b []byte, vs envelope.Verifiers) (*VerifiedState, error) {
 type RunChain struct {
 	Length int
 	At     string
-	Err    error
+	// Time is the time the event at the checkpoint's length records.
+	Time string
+	Err  error
 }
 
 // MatchState checks a verified state checkpoint against a state directory
 // of repository repo: look returns what the directory holds of a run (ok
 // false when it has no such run). The first refusal wins, in this order:
 // another repository, then each listed run in order (missing, its chain
-// refused, truncated, rewritten). Runs the directory holds beyond the
+// refused, truncated, rewritten, the checkpoint's time before the event
+// it covers: signing-time-implausible). Runs the directory holds beyond the
 // listed ones are not refusals: they came after the checkpoint.
 func MatchState(s *State, repo Repository, look func(run string, length int) (RunChain, bool)) error {
 	if s.Repository != repo {
@@ -200,6 +203,10 @@ func MatchState(s *State, repo Repository, look func(run string, length int) (Ru
 			return &StateError{Reason: Truncated, Run: r.Run, Detail: fmt.Sprintf("the log holds %d events, the checkpoint signed %d", c.Length, r.Length)}
 		case c.At != r.Head:
 			return &StateError{Reason: Rewritten, Run: r.Run, Detail: fmt.Sprintf("event %d has hash %s, the checkpoint signed %s", r.Length, c.At, r.Head)}
+		}
+		if err := matchTime(s.Time, c.Time, r.Length); err != nil {
+			e := err.(*Error)
+			return &StateError{Reason: e.Reason, Run: r.Run, Detail: e.Detail}
 		}
 	}
 	return nil

@@ -3,7 +3,9 @@ package vsa
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"time"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/archive"
@@ -21,6 +23,11 @@ type Archive struct {
 	Attestations []Resource
 	// ReadErr is why the archive did not read safely (nil when it did).
 	ReadErr error
+	// SignedAt is the signed_at its attestation.dsse.json asserts (zero
+	// when it has none that decodes): the bundle signer's time, which a
+	// summary of the archive cannot precede (MatchEvidence). Not verified
+	// here: bundle verify judges the bundle.
+	SignedAt time.Time
 }
 
 // attestationMembers are the members inputAttestations names, in order.
@@ -28,12 +35,12 @@ var attestationMembers = []string{bundle.AttestationFile, envelope.MaterialFile,
 
 // Inspect reads an archive to its end, hashing every byte, and lists the
 // digests of its signed members when it reads safely within lim (nothing
-// is kept: members are only hashed). Only a failure to read r is an
+// is kept but the attestation, to read its signed_at). Only a failure to read r is an
 // error; an unsafe archive is an Archive with ReadErr set.
 func Inspect(r io.Reader, lim archive.Limits) (*Archive, error) {
 	h := sha256.New()
 	cr := &counter{r: io.TeeReader(r, h)}
-	files, readErr := archive.ReadKeep(cr, lim, func(string) bool { return false })
+	files, readErr := archive.ReadKeep(cr, lim, func(name string) bool { return name == bundle.AttestationFile })
 	if _, err := io.Copy(io.Discard, cr); err != nil {
 		return nil, err
 	}
@@ -47,6 +54,9 @@ func Inspect(r io.Reader, lim archive.Limits) (*Archive, error) {
 	byName := map[string][32]byte{}
 	for _, f := range files {
 		byName[f.Name] = f.SHA256
+		if f.Name == bundle.AttestationFile {
+			a.SignedAt = signedAt(f.Data)
+		}
 	}
 	for _, name := range attestationMembers {
 		if sum, ok := byName[name]; ok {
@@ -103,4 +113,23 @@ func (c *counter) Read(p []byte) (int, error) {
 		c.err = err
 	}
 	return n, err
+}
+
+// signedAt is the predicate signed_at of a bundle attestation envelope,
+// zero when it does not decode.
+func signedAt(att []byte) time.Time {
+	_, payload, err := envelope.Parse(att, bundle.PayloadType, bundle.AttestationFile)
+	if err != nil {
+		return time.Time{}
+	}
+	var st struct {
+		Predicate struct {
+			SignedAt string `json:"signed_at"`
+		} `json:"predicate"`
+	}
+	if json.Unmarshal(payload, &st) != nil {
+		return time.Time{}
+	}
+	t, _ := time.Parse(time.RFC3339Nano, st.Predicate.SignedAt)
+	return t
 }

@@ -30,6 +30,10 @@ const (
 	KeyNotValid      Reason = "key-not-valid"     // the key may not sign at timeVerified, or for the policy's repository
 	PolicyMismatch   Reason = "policy-mismatch"   // policy.digest is not the policy member's
 	SubjectMismatch  Reason = "subject-mismatch"  // the archive is not the subject (MatchArchive)
+	// SigningTimeImplausible: timeVerified is before the bundle the
+	// summary names was signed (or witnessed), or ahead of the verifier's
+	// clock: the key's status is not judged at a time its holder chose.
+	SigningTimeImplausible Reason = "signing-time-implausible"
 	// UnsafePolicy is a consumer's refusal of a summary that passed under
 	// an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE).
 	UnsafePolicy Reason = "unsafe-policy"
@@ -63,7 +67,20 @@ func refuse(r Reason, err error, format string, args ...any) error {
 // identity "repo:<policy repo>" ("" when the policy names no repository),
 // so a gate key trusted for one repository vouches for no other
 // (TrustedKey.CheckAt). Every refusal is a *VerifyError.
+//
+// timeVerified is judged before the key: it may not precede what the
+// enclosed verdict says of the bundle (its signed_at, a keyless bundle's
+// witnessed_at, the policy's witness time) by more than
+// bundle.MaxClockSkew, nor lie more than that after the verifier's clock
+// (SigningTimeImplausible): a key holder backdating a summary below its
+// key's revocation cannot also move the bundle it names. MatchEvidence
+// holds it against the archive itself.
 func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, error) {
+	return OpenAt(b, vs, time.Now())
+}
+
+// OpenAt is Open with the verifier's clock at now.
+func OpenAt(b []byte, vs envelope.Verifiers, now time.Time) (*Statement, envelope.TrustedKey, error) {
 	payload, k, err := envelope.Open(b, PayloadType, "vsa", vs)
 	if err != nil {
 		var ee *envelope.Error
@@ -77,6 +94,9 @@ func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, err
 		return nil, nil, err
 	}
 	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
+	if err := st.plausible(at, now); err != nil {
+		return nil, nil, err
+	}
 	identity := ""
 	if repo := st.Predicate.ProofGatePolicy.Bundle.Repo; repo != "" {
 		identity = "repo:" + repo
@@ -144,4 +164,46 @@ func clip(s string) string {
 		s = s[:80] + "…"
 	}
 	return s
+}
+
+// MatchEvidence is MatchArchive for archive a, and refuses
+// (SigningTimeImplausible) a timeVerified before the archive's own
+// bundle was signed: the signed_at of its attestation, which the
+// summary's signer does not control.
+func (st *Statement) MatchEvidence(a *Archive) error {
+	if err := st.MatchArchive(a.SHA256); err != nil {
+		return err
+	}
+	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
+	if !a.SignedAt.IsZero() && at.Before(a.SignedAt.Add(-bundle.MaxClockSkew)) {
+		return refuse(SigningTimeImplausible, nil, "timeVerified %s is before the archive's bundle was signed (%s)",
+			clip(st.Predicate.TimeVerified), a.SignedAt.UTC().Format(time.RFC3339Nano))
+	}
+	return nil
+}
+
+// plausible refuses a timeVerified (at) before the times the verdict and
+// policy carry of the bundle, or after now, beyond bundle.MaxClockSkew.
+func (st *Statement) plausible(at, now time.Time) error {
+	p := &st.Predicate
+	if at.After(now.Add(bundle.MaxClockSkew)) {
+		return refuse(SigningTimeImplausible, nil, "timeVerified %s is after the verifier's clock %s", p.TimeVerified, now.UTC().Format(time.RFC3339Nano))
+	}
+	for _, c := range []struct{ what, t string }{
+		{"the verdict's signed_at", p.ProofGateVerdict.SignedAt},
+		{"the verdict's witnessed_at", p.ProofGateVerdict.WitnessedAt},
+		{"the policy's witnessed_at", p.ProofGatePolicy.Bundle.WitnessedAt},
+	} {
+		if c.t == "" {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339Nano, c.t)
+		if err != nil {
+			return refuse(Malformed, err, "%s %q is not RFC 3339", c.what, clip(c.t))
+		}
+		if at.Before(t.Add(-bundle.MaxClockSkew)) {
+			return refuse(SigningTimeImplausible, nil, "timeVerified %s is before %s %s", p.TimeVerified, c.what, c.t)
+		}
+	}
+	return nil
 }

@@ -29,7 +29,10 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 )
 
-var verifiedAt = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+// verifiedAt is after the fixture bundle is signed (within the clock skew
+// Open allows ahead of its own clock): a summary cannot predate the
+// bundle it names.
+var verifiedAt = time.Now().UTC().Truncate(time.Second).Add(2 * time.Minute)
 
 func sum(b []byte) string {
 	s := sha256.Sum256(b)
@@ -132,7 +135,7 @@ func TestGoldenStructure(t *testing.T) {
 		`"https://proofgate.dev/vsa/verdict/v1":` + string(verdict) + `,` +
 		`"inputAttestations":[{"digest":{"sha256":"` + sum(member(t, m.archive, bundle.AttestationFile)) + `"},"name":"attestation.dsse.json"}],` +
 		`"policy":{"digest":{"sha256":"` + sum([]byte(policy)) + `"},"uri":"https://proofgate.dev/bundle-policy/v1"},` +
-		`"resourceUri":"urn:proofgate:bundle:sha256:` + s + `","slsaVersion":"1.0","timeVerified":"2026-12-01T10:00:00Z",` +
+		`"resourceUri":"urn:proofgate:bundle:sha256:` + s + `","slsaVersion":"1.0","timeVerified":"` + verifiedAt.Format(time.RFC3339) + `",` +
 		`"verificationResult":"PASSED","verifiedLevels":["PROOFGATE_VERIFIED"],"verifier":{"id":"https://proofgate.dev/verifier/bundle-verify/v1"}},` +
 		`"predicateType":"https://slsa.dev/verification_summary/v1","subject":[` +
 		`{"digest":{"sha256":"` + s + `"},"name":"b.tar.gz"},` +

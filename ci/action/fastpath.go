@@ -46,6 +46,9 @@ const (
 	FastNotAwaiting   FastPathReason = "not-awaiting"         // the run is not AWAITING_APPROVAL
 	FastCheckout      FastPathReason = "checkout-differs"     // the review job's checkout is not the commit the run tested
 	FastExists        FastPathReason = "run-exists-different" // a different run with that id is in the state directory
+	// FastSigningTime: signed_at is before the run's last event (the
+	// export writes that time; the log rules out an earlier one).
+	FastSigningTime FastPathReason = "signing-time-implausible"
 )
 
 // FastPathError is a refused hand-off.
@@ -271,7 +274,7 @@ func checkStatement(payload []byte, files map[string][]byte) (*RunStatement, err
 	if err := checkSubjects(st.Subject, files); err != nil {
 		return nil, err
 	}
-	if err := replayClaimed(files, replay.AwaitingApproval, st.Predicate.Run); err != nil {
+	if err := replayClaimed(files, replay.AwaitingApproval, st.Predicate.Run, st.Predicate.SignedAt); err != nil {
 		return nil, err
 	}
 	return &st, nil
@@ -291,9 +294,10 @@ func checkSubjects(subjects []bundle.Subject, files map[string][]byte) error {
 	return nil
 }
 
-// replayClaimed replays the files and requires state want and the run
-// summary the statement claims.
-func replayClaimed(files map[string][]byte, want replay.State, claimedRun bundle.RunSummary) error {
+// replayClaimed replays the files and requires state want, the run
+// summary the statement claims and a signed_at not before the run's last
+// event.
+func replayClaimed(files map[string][]byte, want replay.State, claimedRun bundle.RunSummary, signedAt string) error {
 	mfs := fstest.MapFS{}
 	for n, b := range files {
 		mfs[n] = &fstest.MapFile{Data: b, Mode: 0o644}
@@ -309,6 +313,14 @@ func replayClaimed(files map[string][]byte, want replay.State, claimedRun bundle
 	claimed, _ := canon.Marshal(claimedRun)
 	if !bytes.Equal(got, claimed) {
 		return refuse(FastAudit, "the statement's run summary differs from the replay of the files")
+	}
+	at, err := time.Parse(time.RFC3339Nano, signedAt)
+	if err != nil {
+		return refuse(FastMalformed, "predicate signed_at: %v", err)
+	}
+	last, err := time.Parse(time.RFC3339Nano, rep.LastEventTime)
+	if err != nil || at.Before(last) {
+		return refuse(FastSigningTime, "signed_at %s is before the run's last event at %s", clipID(signedAt), rep.LastEventTime)
 	}
 	return nil
 }

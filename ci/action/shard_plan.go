@@ -161,7 +161,7 @@ func (j *job) openPlan(zipData []byte, kv *sigstore.Verifiers) (map[string][]byt
 	if err := checkSubjects(st.Subject, files); err != nil {
 		return nil, nil, err
 	}
-	if err := replayClaimed(files, replay.Planned, st.Predicate.Run); err != nil {
+	if err := replayClaimed(files, replay.Planned, st.Predicate.Run, st.Predicate.SignedAt); err != nil {
 		return nil, nil, err
 	}
 	if wk != nil {

@@ -309,7 +309,7 @@ func checkVSA(st *vsa.Statement, subject, policyDigest string) error {
 	if err != nil {
 		return usageErr(err)
 	}
-	return st.MatchArchive(a.SHA256)
+	return st.MatchEvidence(a)
 }
 
 // reportVSA prints a verified summary; one that says FAILED exits 1, and

@@ -352,15 +352,22 @@ func VerifyPath(path string, want *Binding) (Summary, error) {
 	return r.summary(), nil
 }
 
-// VerifyPathAt is VerifyPath that also returns the hash of event n (the
-// n-th, 1-based; "" when the verified chain holds fewer), for checking a
-// checkpoint taken at length n without keeping the events.
-func VerifyPathAt(path string, want *Binding, n int) (Summary, string, error) {
+// At is event n of a log as VerifyPathAt saw it: its hash and the time it
+// records ("" when the verified chain holds fewer than n events).
+type At struct {
+	Hash string
+	Time string
+}
+
+// VerifyPathAt is VerifyPath that also returns the hash and time of event
+// n (the n-th, 1-based), for checking a checkpoint taken at length n
+// without keeping the events.
+func VerifyPathAt(path string, want *Binding, n int) (Summary, At, error) {
 	r := newReader(want)
-	var at string
+	var at At
 	r.onEvent = func(line []byte, f *fields) {
 		if r.n == n {
-			at = "sha256:" + string(f.hash.of(line))
+			at = At{Hash: "sha256:" + string(f.hash.of(line)), Time: string(f.time.of(line))}
 		}
 	}
 	ce, _, err := r.readChain(path)

@@ -437,6 +437,18 @@ func (r *Run) PlannedRef() (eventlog.Binding, int, string) {
 	return r.log.Binding(), r.log.Len(), r.log.Head()
 }
 
+// EventTime returns the time the run log's n-th event (1-based) records,
+// or "" when there is none.
+func (r *Run) EventTime(n int) string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ev := r.log.Events()
+	if n < 1 || n > len(ev) {
+		return ""
+	}
+	return ev[n-1].Time
+}
+
 // EventAt returns the hash of the run log's n-th event (1-based), or "".
 func (r *Run) EventAt(n int) string {
 	r.mu.Lock()

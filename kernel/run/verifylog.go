@@ -75,17 +75,18 @@ func logBinding(dir string) (*eventlog.Binding, error) {
 	return want, nil
 }
 
-// VerifyLogAt is VerifyLog that also returns the hash of event n ("" when
-// the log holds fewer than n), for a checkpoint taken at length n.
-func VerifyLogAt(dir string, n int) (eventlog.Summary, string, error) {
+// VerifyLogAt is VerifyLog that also returns the hash and time of event n
+// (empty when the log holds fewer than n), for a checkpoint taken at
+// length n.
+func VerifyLogAt(dir string, n int) (eventlog.Summary, eventlog.At, error) {
 	dir, _, done, err := readable(dir)
 	if err != nil {
-		return eventlog.Summary{}, "", err
+		return eventlog.Summary{}, eventlog.At{}, err
 	}
 	defer done()
 	want, err := logBinding(dir)
 	if err != nil {
-		return eventlog.Summary{}, "", err
+		return eventlog.Summary{}, eventlog.At{}, err
 	}
 	return eventlog.VerifyPathAt(filepath.Join(dir, EventsFile), want, n)
 }

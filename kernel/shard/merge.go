@@ -12,6 +12,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/bounded"
@@ -125,6 +126,9 @@ func (m *merger) load(dir string) (*loadedShard, error) {
 	if err := m.checkBinding(ls); err != nil {
 		return nil, err
 	}
+	if err := m.checkFinished(ls); err != nil {
+		return nil, err
+	}
 	if err := checkDependencies(m.r.Contract, ls); err != nil {
 		return nil, err
 	}
@@ -194,6 +198,30 @@ func (m *merger) checkBinding(ls *loadedShard) error {
 		return refuse(Foreign, ls.dir, nil, "the shard executed a planned log of %d events ending %s, which is not this run's", mf.Planned.Length, mf.Planned.Head)
 	case mf.Of < 1 || mf.Of > MaxShards || mf.Shard < 1 || mf.Shard > mf.Of:
 		return refuse(Tampered, ls.dir, nil, "%s: shard %d of %d", ManifestFile, mf.Shard, mf.Of)
+	}
+	return nil
+}
+
+// MaxClockSkew is how far a shard's finished time may lie before the
+// planned log's last event (the shard job's clock against the planner's).
+const MaxClockSkew = 5 * time.Minute
+
+// checkFinished refuses a manifest whose finished time is before the
+// planned log it executed was written (the run's own event time, which
+// the shard's signer does not control): a signer backdating its
+// signature below a revocation cannot also move the run's log.
+func (m *merger) checkFinished(ls *loadedShard) error {
+	fin, err := time.Parse(time.RFC3339Nano, ls.m.Finished)
+	if err != nil {
+		return refuse(Tampered, ls.dir, err, "%s: finished %q is not RFC 3339", ManifestFile, ls.m.Finished)
+	}
+	planned, err := time.Parse(time.RFC3339Nano, m.r.EventTime(ls.m.Planned.Length))
+	if err != nil {
+		return refuse(Tampered, ls.dir, err, "the run's event %d has no time", ls.m.Planned.Length)
+	}
+	if fin.Before(planned.Add(-MaxClockSkew)) {
+		return refuse(SigningTime, ls.dir, nil, "%s finished %s, before the run's planned log it executed was written (%s)",
+			ManifestFile, fin.UTC().Format(time.RFC3339Nano), planned.UTC().Format(time.RFC3339Nano))
 	}
 	return nil
 }

@@ -80,6 +80,9 @@ const (
 	// Unassigned: a shard executed checks other than its planned
 	// assignment (Assign over the run's contract for its N).
 	Unassigned Reason = "unassigned"
+	// SigningTime: shard.json's finished time is outside what the run's
+	// log allows: before the planned log's last event, or after the merge.
+	SigningTime Reason = "signing-time-implausible"
 )
 
 // MergeError carries a typed Reason and the shard dir it concerns.

@@ -114,7 +114,7 @@ func VerifyState(stateDir string, env []byte, vs envelope.Verifiers, repo checkp
 			return checkpoint.RunChain{}, false
 		}
 		sum, at, err := run.VerifyLogAt(store.Path(id), n)
-		return checkpoint.RunChain{Length: sum.Len, At: at, Err: err}, true
+		return checkpoint.RunChain{Length: sum.Len, At: at.Hash, Time: at.Time, Err: err}, true
 	}
 	if err := checkpoint.MatchState(&v.State, repo, look); err != nil {
 		return nil, err

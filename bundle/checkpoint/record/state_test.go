@@ -21,7 +21,9 @@ import (
 var (
 	repoA = checkpoint.Repository{Root: strings.Repeat("a1", 20), ID: "acme/widgets"}
 	repoB = checkpoint.Repository{Root: strings.Repeat("b2", 20), ID: "other/repo"}
-	t0    = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	// t0 is after every event the tests write: a state checkpoint is
+	// not signed before the events it covers.
+	t0 = time.Now().UTC().Truncate(time.Second).Add(time.Hour)
 )
 
 // mkRun writes a real run directory (contract.json and a chained log of n
