@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,20 +24,22 @@ import (
 )
 
 // A maintainer's first day, under nektos/act: real third-party code
-// (spf13/cobra from the Go module proxy) made into a git repository,
-// `proofgate init --workflow --action ...` run in it, and the commands init
-// prints followed (contract check, commit, trust store, commit; `gh secret
-// set` becomes act's secret file), on a branch merged into main as a pull
-// request that a maintainer approved on the fake GitHub. Then act runs the
-// generated workflows as GitHub would, with no edit to any generated file:
+// (spf13/cobra from the Go module proxy, fastq from the npm registry) made
+// into a git repository with its real origin remote, `proofgate init
+// --workflow --action ...` run in it, and the commands init prints followed
+// (contract check, commit, trust store, commit; `gh secret set` becomes
+// act's secret file), on a branch merged into main as a pull request that
+// a maintainer approved on the fake GitHub. Then act runs the generated
+// workflows as GitHub would, with no edit to any generated file:
 // proofgate.yml on the push of the merge to main (the action runs the
-// contract's checks in the golang image pulled through the registry mirror,
-// takes its approval from the merged pull request, signs and uploads the
-// bundle to act's artifact server), then release-gate.yml on the push of a
-// tag, whose verify step finds that artifact through the fake GitHub's REST
-// API and verifies it against the committed trust store; the release job
-// runs only after it. A tampered artifact makes the gate refuse and the
-// release job never run.
+// contract's checks in the ecosystem's image pulled through the registry
+// mirror, the fetch check downloading the real dependencies, takes its
+// approval from the merged pull request, signs and uploads the bundle to
+// act's artifact server), then release-gate.yml on the push of a tag,
+// whose verify step finds that artifact through the fake GitHub's REST API
+// and verifies it against the committed trust store; the release job runs
+// only after it. A tampered artifact makes the gate refuse and the release
+// job never run.
 //
 // act's host mode (-P ubuntu-latest=-self-hosted) runs the run steps on
 // this machine and the action as a container; see actArgs for what act
@@ -45,17 +48,43 @@ func TestE2EFirstDayAct(t *testing.T) {
 	image := e2eImage(t)
 	act := actBinary(t)
 	registrytest.Mirror(t)
-	d := newActDay(t, image, act)
-	d.firstDay()
+	cli, actions := proofgateCLI(t), localAction(t, image)
+	for _, p := range actProjects {
+		t.Run(p.name, func(t *testing.T) {
+			// The sources and init side by side; act one at a time.
+			t.Parallel()
+			d := newActDay(t, p, act, cli, actions)
+			d.firstDay()
+			d.pushAndRelease()
+		})
+	}
+}
 
-	start := time.Now()
+// actProject is a third-party project and where its source comes from.
+type actProject struct {
+	name, owner, repo string
+	source            func(t *testing.T, dir string)
+}
+
+var actProjects = []actProject{
+	{"go-cobra", "spf13", "cobra", moduleSource("github.com/spf13/cobra@v1.10.1")},
+	{"node-fastq", "mcollina", "fastq", npmSource("fastq@1.20.3")},
+}
+
+// releaseTag is the tag the release gate runs on.
+const releaseTag = "v9.9.9-proofgate"
+
+// pushAndRelease runs proofgate.yml on the push of the merge to main, then
+// release-gate.yml on a tag of it, then again with the artifact tampered.
+func (d *actDay) pushAndRelease() {
+	t := d.t
 	out := d.act("push", "proofgate.yml", d.pushEvent("refs/heads/main"), 0)
-	runWall := time.Since(start)
+	runWall := d.wall
 	runID, state := actStepLine(t, out, `\| run (\S+): ([A-Z_]+)\n`)
 	if state != "COMPLETE" || !strings.Contains(out, "Job succeeded") {
 		t.Fatalf("proofgate.yml on push: run %s %s\n%s", runID, state, out)
 	}
-	if st := d.gh.Statuses(d.owner, d.repo, d.merge); len(st) == 0 || st[len(st)-1].State != "success" || st[len(st)-1].Context != "proofgate" {
+	if st := d.gh.Statuses(d.p.owner, d.p.repo, d.merge); len(st) == 0 || st[len(st)-1].State != "success" || st[len(st)-1].Context != "proofgate" {
 		t.Fatalf("commit statuses on the merge: %+v", st)
 	}
 	name := ArtifactPrefix + d.merge
@@ -66,25 +95,29 @@ func TestE2EFirstDayAct(t *testing.T) {
 	// GitHub lists a run's artifacts in its REST API; act's artifact
 	// server has none, so the fake lists the zip act stored, for the
 	// commit the run was for.
-	d.gh.AddArtifact(d.owner, d.repo, githubtest.Artifact{Name: name, HeadSHA: d.merge, Data: zip})
+	d.gh.AddArtifact(d.p.owner, d.p.repo, githubtest.Artifact{Name: name, HeadSHA: d.merge, Data: zip})
 
-	git(t, d.ws, "tag", "v1.10.1-proofgate", d.merge)
-	start = time.Now()
-	out = d.act("push", "release-gate.yml", d.pushEvent("refs/tags/v1.10.1-proofgate"), 0)
-	gateWall := time.Since(start)
+	git(t, d.ws, "tag", releaseTag, d.merge)
+	out = d.act("push", "release-gate.yml", d.pushEvent("refs/tags/"+releaseTag), 0)
+	gateWall := d.wall
 	if gotRun, verdict := actStepLine(t, out, `\| verified run (\S+) \((\w+)\)\n`); gotRun != runID || verdict != "accepted" ||
-		!strings.Contains(out, "| release v1.10.1-proofgate") {
+		!strings.Contains(out, "| release "+releaseTag) {
 		t.Fatalf("release gate: run %q verdict %q, want %s accepted and the release job\n%s", gotRun, verdict, runID, out)
 	}
-	t.Logf("ACT-FIRSTDAY go-cobra: act push (proofgate.yml, 3 sandboxed checks) %.1f s, release gate %.1f s",
-		runWall.Seconds(), gateWall.Seconds())
+	t.Logf("ACT-FIRSTDAY %s: act push (proofgate.yml) %.1f s, act push of a tag (release-gate.yml) %.1f s",
+		d.p.name, runWall.Seconds(), gateWall.Seconds())
+	d.tampered(zip, name)
+}
 
-	// The same gate on a tampered artifact: refused, no release.
+// tampered runs the release gate on a tampered artifact: refused, no
+// release; and checks that nothing was cloned.
+func (d *actDay) tampered(zip []byte, name string) {
+	t := d.t
 	bad := bytes.Clone(zip)
 	bad[len(bad)/2] ^= 0x55
 	d.gh.TamperBlob(name, bad)
-	out = d.act("push", "release-gate.yml", d.pushEvent("refs/tags/v1.10.1-proofgate"), 1)
-	if strings.Contains(out, "release v1.10.1-proofgate") || !strings.Contains(out, "::set-output:: verdict=refused") {
+	out := d.act("push", "release-gate.yml", d.pushEvent("refs/tags/"+releaseTag), 1)
+	if strings.Contains(out, "release "+releaseTag) || !strings.Contains(out, "::set-output:: verdict=refused") {
 		t.Fatalf("release gate on a tampered artifact:\n%s", out)
 	}
 	// Everything went to the fake: no clone of an action was tried (act
@@ -121,38 +154,36 @@ func actBinary(t *testing.T) string {
 	return ""
 }
 
-// actDay is the repository, the fake GitHub and act's directories.
+// actDay is one project's repository, fake GitHub and act directories.
 type actDay struct {
-	t             *testing.T
-	image, actBin string
-	cli           string // the proofgate CLI the maintainer runs
-	gh            *githubtest.Server
-	owner, repo   string
-	ws            string // the repository (act's working directory)
-	env           []string
-	config        string // XDG_CONFIG_HOME: init's key directory
-	signingKey    string // the private key init named for `gh secret set`
-	actions       string // the action repository's stand-in (localAction)
-	cache         string // act's action cache: its host workspaces live here
-	runnerTemp    string
-	artifacts     string // act's artifact server storage
-	home          string
-	base, head    string // main before the pull request, its head
-	merge         string // the merge commit pushed to main
+	t          *testing.T
+	p          actProject
+	actBin     string
+	cli        string // the proofgate CLI the maintainer runs
+	gh         *githubtest.Server
+	ws         string // the repository (act's working directory)
+	env        []string
+	signingKey string // the private key init named for `gh secret set`
+	actions    string // the action repository's stand-in (localAction)
+	cache      string // act's action cache: its host workspaces live here
+	runnerTemp string
+	artifacts  string // act's artifact server storage
+	home       string
+	base, head string        // main before the pull request, its head
+	merge      string        // the merge commit pushed to main
+	wall       time.Duration // the last act run's
 }
 
-func newActDay(t *testing.T, image, act string) *actDay {
+func newActDay(t *testing.T, p actProject, act, cli, actions string) *actDay {
 	t.Helper()
 	tok := make([]byte, 16)
 	rand.Read(tok)
-	d := &actDay{t: t, image: image, actBin: act, gh: githubtest.New(t), owner: "spf13", repo: "cobra",
-		config: t.TempDir(), cache: t.TempDir(), runnerTemp: t.TempDir(), artifacts: t.TempDir(), home: t.TempDir()}
+	d := &actDay{t: t, p: p, actBin: act, cli: cli, actions: actions, gh: githubtest.New(t),
+		cache: t.TempDir(), runnerTemp: t.TempDir(), artifacts: t.TempDir(), home: t.TempDir()}
 	d.gh.Token = "ghs_" + hex.EncodeToString(tok)
-	d.cli = proofgateCLI(t)
-	d.ws = filepath.Join(t.TempDir(), "cobra")
-	d.env = append(os.Environ(), "XDG_CONFIG_HOME="+d.config, "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
+	d.ws = filepath.Join(t.TempDir(), p.repo)
+	d.env = append(os.Environ(), "XDG_CONFIG_HOME="+t.TempDir(), "GIT_CONFIG_GLOBAL=/dev/null", "GIT_CONFIG_NOSYSTEM=1",
 		"GIT_AUTHOR_NAME=Alice", "GIT_AUTHOR_EMAIL=alice@example.com", "GIT_COMMITTER_NAME=Alice", "GIT_COMMITTER_EMAIL=alice@example.com")
-	d.actions = localAction(t, image)
 	return d
 }
 
@@ -206,9 +237,9 @@ func (d *actDay) run(name string, args ...string) string {
 // that a reviewed pull request merges into main.
 func (d *actDay) firstDay() {
 	t := d.t
-	moduleSource(t, "github.com/spf13/cobra@v1.10.1", d.ws)
+	d.p.source(t, d.ws)
 	d.run("git", "init", "-q", "-b", "main")
-	d.run("git", "remote", "add", "origin", "https://github.com/spf13/cobra.git")
+	d.run("git", "remote", "add", "origin", "https://github.com/"+d.p.owner+"/"+d.p.repo+".git")
 	d.run("git", "add", "-A")
 	d.run("git", "commit", "-q", "-m", "upstream source")
 	d.base = git(t, d.ws, "rev-parse", "HEAD")
@@ -225,14 +256,14 @@ func (d *actDay) firstDay() {
 	d.merge = git(t, d.ws, "rev-parse", "HEAD")
 
 	bob := githubtest.User{Login: "bob", ID: 202}
-	d.gh.AddRepo(d.owner, d.repo)
-	d.gh.AddPR(d.owner, d.repo, githubtest.PR{Number: 1, Author: alice, HeadSHA: d.head, HeadRef: "proofgate",
+	d.gh.AddRepo(d.p.owner, d.p.repo)
+	d.gh.AddPR(d.p.owner, d.p.repo, githubtest.PR{Number: 1, Author: alice, HeadSHA: d.head, HeadRef: "proofgate",
 		BaseSHA: d.base, BaseRef: "main", MergeCommitSHA: d.merge, Title: "ProofGate"})
 	for _, c := range strings.Fields(git(t, d.ws, "rev-list", d.base+".."+d.head)) {
-		d.gh.AddCommit(d.owner, d.repo, 1, githubtest.Commit{SHA: c, Author: &alice, Committer: &alice})
+		d.gh.AddCommit(d.p.owner, d.p.repo, 1, githubtest.Commit{SHA: c, Author: &alice, Committer: &alice})
 	}
-	d.gh.SetPermission(d.owner, d.repo, "bob", githubtest.Permission{Permission: "write", RoleName: "write"})
-	d.gh.AddReview(d.owner, d.repo, 1, githubtest.Review{User: bob, State: "APPROVED", CommitID: d.head})
+	d.gh.SetPermission(d.p.owner, d.p.repo, "bob", githubtest.Permission{Permission: "write", RoleName: "write"})
+	d.gh.AddReview(d.p.owner, d.p.repo, 1, githubtest.Review{User: bob, State: "APPROVED", CommitID: d.head})
 }
 
 // actionSHA is the release of the action the workflows pin.
@@ -273,7 +304,7 @@ func (d *actDay) pushEvent(ref string) string {
 	ev := map[string]any{
 		"ref": ref, "before": d.base, "after": d.merge, "deleted": false, "created": true,
 		"head_commit": map[string]any{"id": d.merge},
-		"repository":  map[string]any{"full_name": d.owner + "/" + d.repo, "name": d.repo, "owner": map[string]any{"login": d.owner}, "default_branch": "main"},
+		"repository":  map[string]any{"full_name": d.p.owner + "/" + d.p.repo, "name": d.p.repo, "owner": map[string]any{"login": d.p.owner}, "default_branch": "main"},
 		"pusher":      map[string]any{"name": "bob"},
 	}
 	b, _ := json.Marshal(ev)
@@ -282,10 +313,20 @@ func (d *actDay) pushEvent(ref string) string {
 	return p
 }
 
+// actMu runs one act at a time: act names a job's containers after the
+// workflow's and the job's names only (run_context.go jobContainerName,
+// createContainerName), so two runs of proofgate.yml on one daemon would
+// remove each other's action container before creating their own.
+var actMu sync.Mutex
+
 // act runs `act EVENT` with one generated workflow and the event file,
 // and fails the test unless act exits with want. It returns act's output.
 func (d *actDay) act(event, workflow, eventPath string, want int) string {
 	d.t.Helper()
+	actMu.Lock()
+	defer actMu.Unlock()
+	start := time.Now()
+	defer func() { d.wall = time.Since(start) }()
 	cmd := exec.Command(d.actBin, append([]string{event}, d.actArgs(workflow, eventPath)...)...)
 	cmd.Dir = d.ws
 	// Only what act needs: a CI runner's own GITHUB_*/ACTIONS_* variables
@@ -370,27 +411,63 @@ func actStepLine(t *testing.T, out, re string) (string, string) {
 }
 
 // moduleSource copies a module version's source, as the Go module proxy
-// serves it, into dir (owner-writable).
-func moduleSource(t *testing.T, mod, dir string) {
-	t.Helper()
-	out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
-	var m struct{ Dir, Error string }
-	if err != nil || json.Unmarshal(out, &m) != nil || m.Dir == "" {
-		t.Fatalf("go mod download %s: %v %s", mod, err, m.Error)
+// serves it, into the directory.
+func moduleSource(mod string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
+		var m struct{ Dir, Error string }
+		if err != nil || json.Unmarshal(out, &m) != nil || m.Dir == "" {
+			t.Fatalf("go mod download %s: %v %s", mod, err, m.Error)
+		}
+		copyWritable(t, m.Dir, dir)
 	}
-	err = filepath.WalkDir(m.Dir, func(p string, e fs.DirEntry, err error) error {
+}
+
+// npmSource unpacks a package as the npm registry serves it into the
+// directory and adds the lock file a repository has.
+func npmSource(pkg string) func(t *testing.T, dir string) {
+	return func(t *testing.T, dir string) {
+		t.Helper()
+		tmp := t.TempDir()
+		run := func(d string, argv ...string) {
+			cmd := exec.Command(argv[0], argv[1:]...)
+			cmd.Dir = d
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v: %v\n%s", argv, err, out)
+			}
+		}
+		run(tmp, "npm", "pack", "--silent", pkg)
+		tgz, _ := filepath.Glob(filepath.Join(tmp, "*.tgz"))
+		if len(tgz) != 1 {
+			t.Fatalf("npm pack %s: %v", pkg, tgz)
+		}
+		run(tmp, "tar", "xzf", tgz[0])
+		copyWritable(t, filepath.Join(tmp, "package"), dir)
+		run(dir, "npm", "install", "--package-lock-only", "--ignore-scripts")
+	}
+}
+
+// copyWritable copies a tree of directories and regular files,
+// owner-writable.
+func copyWritable(t *testing.T, src, dst string) {
+	t.Helper()
+	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(m.Dir, p)
+		rel, _ := filepath.Rel(src, p)
 		if e.IsDir() {
-			return os.MkdirAll(filepath.Join(dir, rel), 0o755)
+			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
+		}
+		if !e.Type().IsRegular() {
+			return fmt.Errorf("%s: not a regular file", p)
 		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(dir, rel), b, 0o644)
+		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
 	})
 	if err != nil {
 		t.Fatal(err)
