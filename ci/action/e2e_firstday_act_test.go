@@ -136,6 +136,9 @@ func (d *actDay) tampered(zip []byte, name string) {
 func actBinary(t *testing.T) string {
 	t.Helper()
 	if p := os.Getenv("PROOFGATE_ACT"); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			t.Fatalf("PROOFGATE_ACT: %v", err)
+		}
 		return p
 	}
 	if p, err := exec.LookPath("act"); err == nil {
@@ -204,9 +207,13 @@ func proofgateCLI(t *testing.T) string {
 // localAction is the ProofGate repository as a release pins it: this
 // repository's action.yml and verify/action.yml with the image the
 // runner builds replaced by the prebuilt image (docs/action.md
-// "Releasing the action"), here the offline e2e image.
+// "Releasing the action"), here the offline e2e image, which must exist.
 func localAction(t *testing.T, image string) string {
 	t.Helper()
+	// Missing, act would pull it, from Docker Hub past the mirror.
+	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
+		t.Fatalf("the action image %s is not in the Docker daemon (scripts/e2e.sh builds it): %v %s", image, err, out)
+	}
 	dir := t.TempDir()
 	for file, from := range map[string]string{"action.yml": "image: Dockerfile\n", "verify/action.yml": "image: ../Dockerfile\n"} {
 		b, err := os.ReadFile(filepath.Join("..", "..", file))
