@@ -59,11 +59,17 @@ echo "== e2e scenario" >&2
 # TestE2EShardMatrix prints line SHARDS (20 checks, 3 shard containers);
 # TestE2EShardMatrix200 prints line SHARDS200 (issue 17's scale: 200
 # sandboxed checks as a plan job, 10 shard containers at once and a merge).
-PROOFGATE_E2E_IMAGE="$tag" go test -count=1 -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
+# TestE2EFirstDayAct runs the workflows `proofgate init --workflow`
+# writes for spf13/cobra under nektos/act (PROOFGATE_ACT, else act on PATH
+# or in GOPATH/bin; required under PROOFGATE_REQUIRE_ACT=1) against the fake
+# GitHub, with this image as the released action and the CLI built above
+# for init; it prints line ACT-FIRSTDAY (act's wall times).
+PROOFGATE_E2E_IMAGE="$tag" PROOFGATE_E2E_CLI="$root/proofgate" go test -count=1 -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
 grep -h -e 'FASTPATH' -e 'SHARDS' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 # TestE2ERulesActionImage (approval rules by path, team and CODEOWNERS
 # through the image) prints its review-to-bundle figure on line RULES-E2E.
 grep -h 'RULES-E2E' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
+grep -h 'ACT-FIRSTDAY' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 
 end=$(date +%s)
 mib=$(awk -v s="$size" 'BEGIN { printf "%.1f", s / 1048576 }')

@@ -76,6 +76,14 @@ export PATH="$(go env GOPATH)/bin:$PATH"
 command -v actionlint >/dev/null 2>&1 || go install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 export PROOFGATE_REQUIRE_ACTIONLINT=1
 
+step "install nektos/act"
+# ci/action's TestE2EFirstDayAct (run by scripts/e2e.sh below) runs the
+# workflows `proofgate init --workflow` generates with act v0.2.87, as a
+# maintainer would; it fails, not skips, without it (PROOFGATE_REQUIRE_ACT=1).
+PROOFGATE_ACT="$(go env GOPATH)/bin/act"
+"$PROOFGATE_ACT" --version 2>/dev/null | grep -qx 'act version 0.2.87' || go install github.com/nektos/act@v0.2.87
+export PROOFGATE_ACT
+
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
 if [ -n "$unformatted" ]; then
