@@ -159,9 +159,9 @@ func (r *Runtime) startCopy(ctx context.Context, p *plan, id, dir string, exclud
 // finish) the probe and the end.
 func (c *wsCopy) stream(dir string, o tarOptions) {
 	tw := tar.NewWriter(c.pw)
-	real, err := walkWorkspace(tw, dir, o)
+	root, err := walkWorkspace(tw, dir, o)
 	if err == nil {
-		err = tw.WriteHeader(&tar.Header{Name: "/", Typeflag: tar.TypeDir, Mode: real, Uid: o.uid, Gid: o.gid, Format: tar.FormatPAX})
+		err = tw.WriteHeader(&root)
 	}
 	if err == nil {
 		err = tw.Flush()
