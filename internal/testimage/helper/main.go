@@ -16,6 +16,7 @@
 //	helper id                       uid/gid/euid/egid
 //	helper fill PATH BYTES          write up to BYTES into PATH, print how many made it, exit 0 anyway
 //	helper stat PATH                mode (octal, with setuid/setgid/sticky), uid, gid of PATH
+//	helper mtime PATH...            each PATH's modification time (Unix nanoseconds, symlinks not followed), one a line
 //	helper exec PATH ARGS...        execve PATH
 //	helper tree DIR FILES BYTES     create FILES files of BYTES bytes in all under DIR (100 per directory)
 //	helper symlink TARGET PATH      create the symlink PATH -> TARGET
@@ -69,10 +70,11 @@ var modes = map[string]func(args []string){
 	"id": func([]string) {
 		fmt.Printf("uid=%d gid=%d euid=%d egid=%d\n", os.Getuid(), os.Getgid(), os.Geteuid(), os.Getegid())
 	},
-	"fill": fill,
-	"stat": stat,
-	"exec": execve,
-	"tree": tree,
+	"fill":  fill,
+	"stat":  stat,
+	"mtime": mtime,
+	"exec":  execve,
+	"tree":  tree,
 	"symlink": func(args []string) {
 		if err := os.Symlink(arg(args, 0), arg(args, 1)); err != nil {
 			fail("symlink: %v", err)
@@ -273,6 +275,16 @@ func stat(args []string) {
 		fail("stat: %v", err)
 	}
 	fmt.Printf("mode=%04o uid=%d gid=%d\n", st.Mode&0o7777, st.Uid, st.Gid)
+}
+
+func mtime(args []string) {
+	for _, p := range args {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			fail("mtime: %v", err)
+		}
+		fmt.Printf("%s %d\n", p, st.Mtim.Nano())
+	}
 }
 
 func execve(args []string) {

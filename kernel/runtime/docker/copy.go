@@ -96,22 +96,24 @@ func (e *workspaceLimitError) Error() string { return e.msg }
 
 // wsCopy is a workspace copy in flight through a holder container.
 type wsCopy struct {
-	r      *Runtime
-	holder string
-	pw     *io.PipeWriter
-	pr     *io.PipeReader
-	walked chan error // the walk's result, once everything but the end is sent
-	finish chan bool  // true: append the probe and end; false: abort
-	done   chan error // the upload's result
-	mu     sync.Mutex
-	ended  bool
-	result error
+	r        *Runtime
+	holder   string
+	pw       *io.PipeWriter
+	pr       *io.PipeReader
+	walked   chan error // the walk's result, once everything but the end is sent
+	finish   chan bool  // true: append the probe and end; false: abort
+	done     chan error // the upload's result
+	realMode int64      // the workspace root's mode, set by the archive's last entry
+	mu       sync.Mutex
+	ended    bool
+	result   error
 }
 
-// startCopy creates the holder, streams the workspace into the volume and
-// returns once the check's container (id) sees all of it. The returned
-// wsCopy must be closed; it is non-nil whenever the holder exists.
-func (r *Runtime) startCopy(ctx context.Context, p *plan, id, dir string, exclude []string) (*wsCopy, error) {
+// startCopy creates the holder and streams the workspace into the volume;
+// it returns once the daemon has read all of it but the end, which
+// awaitUnpacked then waits for through the check's container. The
+// returned wsCopy must be closed; it is non-nil whenever the holder exists.
+func (r *Runtime) startCopy(ctx context.Context, p *plan, dir string, exclude []string) (*wsCopy, error) {
 	labels := map[string]string{LabelRole: "copy-holder"}
 	for k, v := range p.config.Labels {
 		labels[k] = v
@@ -138,8 +140,8 @@ func (r *Runtime) startCopy(ctx context.Context, p *plan, id, dir string, exclud
 	if err != nil {
 		return c, fmt.Errorf("workspace copy: %w", err)
 	}
-	real := int64(fi.Mode().Perm())
-	placeholder := real ^ 0o001
+	c.realMode = int64(fi.Mode().Perm())
+	placeholder := c.realMode ^ 0o001
 	go c.stream(dir, tarOptions{uid: p.uid, gid: p.gid, limit: r.copyLimit, size: p.wsSize, exclude: exclude, rootMode: placeholder})
 	select {
 	case err := <-c.walked:
@@ -152,16 +154,16 @@ func (r *Runtime) startCopy(ctx context.Context, p *plan, id, dir string, exclud
 	case <-ctx.Done():
 		return c, fmt.Errorf("cancelled during the workspace copy: %w", ctx.Err())
 	}
-	return c, c.awaitUnpacked(ctx, id, real)
+	return c, nil
 }
 
 // stream writes the archive: the walk, the root's real mode, then (told by
 // finish) the probe and the end.
 func (c *wsCopy) stream(dir string, o tarOptions) {
 	tw := tar.NewWriter(c.pw)
-	real, err := walkWorkspace(tw, dir, o)
+	root, err := walkWorkspace(tw, dir, o)
 	if err == nil {
-		err = tw.WriteHeader(&tar.Header{Name: "/", Typeflag: tar.TypeDir, Mode: real, Uid: o.uid, Gid: o.gid, Format: tar.FormatPAX})
+		err = tw.WriteHeader(&root)
 	}
 	if err == nil {
 		err = tw.Flush()
@@ -186,9 +188,11 @@ func (c *wsCopy) stream(dir string, o tarOptions) {
 	c.pw.CloseWithError(err)
 }
 
-// awaitUnpacked polls the root of the check's /workspace until it has the
-// real mode, which the archive sets after every other entry.
-func (c *wsCopy) awaitUnpacked(ctx context.Context, id string, real int64) error {
+// awaitUnpacked polls the root of the /workspace of the check's container
+// (id) until it has the real mode, which the archive sets after every
+// other entry.
+func (c *wsCopy) awaitUnpacked(ctx context.Context, id string) error {
+	real := c.realMode
 	deadline := time.Now().Add(2 * time.Minute)
 	for delay := 5 * time.Millisecond; ; delay = min(2*delay, 100*time.Millisecond) {
 		st, err := c.r.cli.ContainerStatPath(ctx, id, client.ContainerStatPathOptions{Path: WorkspaceTarget})

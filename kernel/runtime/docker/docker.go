@@ -17,8 +17,9 @@
 // read-only; "copy" creates an anonymous volume at /workspace (the root
 // filesystem is read-only, and tmpfs content cannot be filled before start),
 // copies the workspace into it through the archive API, owned by the check's
-// user, and removes the volume with the container, so writes never reach the
-// host tree; "none" mounts nothing. Symlinks whose target leaves the
+// user and with the checkout's modification times (Go's test cache keys
+// files by size and mtime), and removes the volume with the container, so
+// writes never reach the host tree; "none" mounts nothing. Symlinks whose target leaves the
 // workspace are skipped in copy mode, never followed.
 //
 // Network "none" gives the container its own network namespace with only

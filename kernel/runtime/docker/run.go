@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/moby/moby/api/pkg/stdcopy"
@@ -28,7 +29,8 @@ const streamGrace = 5 * time.Second
 // returns, also when ctx is cancelled or something panics.
 //
 // The steps: prepare (validate, resolve the image, build the profile),
-// create the container (and copy the workspace in), attach and start,
+// create the container (and, concurrently, copy the workspace in), attach
+// and start,
 // supervise until the container exited and its output is read, inspect,
 // classify. Each resource is removed by a deferred cleanup registered as
 // soon as it exists.
@@ -57,25 +59,26 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 		if err := r.createWorkspaceVolume(ctx, c.p); err != nil {
 			return fail("%v", err)
 		}
-		// Registered first, so it runs last: after the container and the
-		// copy holder that use the volume are gone.
-		defer c.cleanUp(func(ctx context.Context) error { return r.removeVolume(ctx, c.p.wsVolume) })
 	}
+	// The workspace copy does not need the check's container until the
+	// copy is unpacked: the two go to the daemon together.
+	copied := c.beginCopy(ctx)
 	created, err := r.cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: c.p.config, HostConfig: c.p.host})
+	cp := <-copied
+	c.id = created.ID
+	// The holder and the container are removed together, then the volume.
+	defer c.removeAll(cp.ws)
 	if err != nil {
 		return fail("docker: create container from %s (%s): %v", c.sb.Image, c.img.id, err)
 	}
-	c.id = created.ID
-	defer c.cleanUp(c.removeContainer)
 	if c.p.copyWS {
-		ws, err := r.startCopy(ctx, c.p, c.id, spec.Workspace, c.p.exclude)
-		if ws != nil {
-			defer c.cleanUp(func(ctx context.Context) error { return closeHolder(ctx, ws) })
+		if cp.err == nil {
+			cp.err = cp.ws.awaitUnpacked(ctx, c.id)
 		}
-		if err != nil {
-			return c.copyFailed(err)
+		if cp.err != nil {
+			return c.copyFailed(cp.err)
 		}
-		c.ws = ws
+		c.ws = cp.ws
 	}
 
 	waitCtx, stopWait := context.WithCancel(c.bg)
@@ -201,8 +204,59 @@ func (c *checkRun) prepare(ctx context.Context) error {
 func (c *checkRun) cleanUp(call func(context.Context) error) {
 	ctx, cancel := context.WithTimeout(c.bg, cleanupTimeout)
 	defer cancel()
-	if err := call(ctx); err != nil && c.res.Outcome != runtime.Error {
+	c.cleanupFailed(call(ctx))
+}
+
+// cleanupFailed makes the outcome an error for a failed cleanup (err not
+// nil), unless it already is one.
+func (c *checkRun) cleanupFailed(err error) {
+	if err != nil && c.res.Outcome != runtime.Error {
 		c.res.Outcome, c.res.Detail = runtime.Error, err.Error()
+	}
+}
+
+// copyStart is beginCopy's result: the copy in flight (nil when the
+// holder was never created) and why it failed.
+type copyStart struct {
+	ws  *wsCopy
+	err error
+}
+
+// beginCopy starts the copy-mode workspace copy (see startCopy) in the
+// background and reports once everything is sent; without copy mode it
+// reports at once.
+func (c *checkRun) beginCopy(ctx context.Context) <-chan copyStart {
+	done := make(chan copyStart, 1)
+	if !c.p.copyWS {
+		done <- copyStart{}
+		return done
+	}
+	go func() {
+		ws, err := c.r.startCopy(ctx, c.p, c.spec.Workspace, c.p.exclude)
+		done <- copyStart{ws, err}
+	}()
+	return done
+}
+
+// removeAll removes what Run created, on contexts of their own: the copy
+// holder (ws, when not nil) and the check's container together,
+// then the workspace volume, which the daemon keeps while either uses it.
+func (c *checkRun) removeAll(ws *wsCopy) {
+	ctx, cancel := context.WithTimeout(c.bg, cleanupTimeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	var holderErr, containerErr error
+	if ws != nil {
+		wg.Go(func() { holderErr = closeHolder(ctx, ws) })
+	}
+	if c.id != "" {
+		wg.Go(func() { containerErr = c.removeContainer(ctx) })
+	}
+	wg.Wait()
+	c.cleanupFailed(holderErr)
+	c.cleanupFailed(containerErr)
+	if c.p.copyWS {
+		c.cleanUp(func(ctx context.Context) error { return c.r.removeVolume(ctx, c.p.wsVolume) })
 	}
 }
 

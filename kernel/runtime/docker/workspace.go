@@ -54,13 +54,39 @@ func writeWorkspaceTar(w io.Writer, dir string, uid, gid int, limit int64) error
 // temporary file of a sibling check) is skipped, not an error. More than
 // o.limit bytes of file content fails with ErrCopyLimit, more than o.size
 // with ErrWorkspaceSize. Errors name the workspace-relative path.
-func walkWorkspace(tw *tar.Writer, dir string, o tarOptions) (int64, error) {
+//
+// Every entry keeps its modification time, and each directory below the
+// root is written a second time after the whole tree: the daemon sets a
+// directory's time when it unpacks the directory's entry, the entries
+// unpacked into it then move it, and the archive of a copy ends only after
+// the check (the root's time comes with its last entry, written by the
+// caller). Go's test cache keys opened files and listed directories by
+// size and mtime: the checkout's times make it hit as on the host, and
+// miss where the checkout changed.
+func walkWorkspace(tw *tar.Writer, dir string, o tarOptions) (root tar.Header, err error) {
+	var dirs []*tar.Header
+	root, err = walkEntries(tw, dir, o, &dirs)
+	for _, h := range dirs {
+		if err == nil {
+			err = tw.WriteHeader(h)
+		}
+	}
+	if err != nil {
+		return tar.Header{}, fmt.Errorf("workspace copy: %w", err)
+	}
+	return root, nil
+}
+
+// walkEntries writes every entry once, collects the directories below the
+// root in dirs and returns the root's entry as the workspace has it.
+func walkEntries(tw *tar.Writer, dir string, o tarOptions, dirs *[]*tar.Header) (tar.Header, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return 0, fmt.Errorf("workspace copy: %w", err)
+		return tar.Header{}, err
 	}
 	defer root.Close()
-	var total, rootMode int64
+	var total int64
+	var rootHdr tar.Header
 	err = fs.WalkDir(root.FS(), ".", func(name string, d fs.DirEntry, err error) error {
 		if err != nil {
 			if name != "." && errors.Is(err, fs.ErrNotExist) {
@@ -81,22 +107,22 @@ func walkWorkspace(tw *tar.Writer, dir string, o tarOptions) (int64, error) {
 		if err != nil {
 			return pathError(name, err)
 		}
-		h := &tar.Header{Name: name, Uid: o.uid, Gid: o.gid, Mode: int64(fi.Mode().Perm()), Format: tar.FormatPAX}
+		h := &tar.Header{Name: name, Uid: o.uid, Gid: o.gid, Mode: int64(fi.Mode().Perm()), ModTime: fi.ModTime(), Format: tar.FormatPAX}
 		switch {
 		case fi.IsDir():
 			if name == "." {
 				// The daemon skips an entry named "." when unpacking; "/"
 				// (relative to the destination) sets the owner and mode of
 				// the volume's root so the check can create files there.
-				h.Name = "/"
-				rootMode = h.Mode
+				h.Name, h.Typeflag = "/", tar.TypeDir
+				rootHdr = *h
 				if o.rootMode != 0 {
 					h.Mode = o.rootMode
 				}
 			} else {
-				h.Name = name + "/"
+				h.Name, h.Typeflag = name+"/", tar.TypeDir
+				*dirs = append(*dirs, h)
 			}
-			h.Typeflag = tar.TypeDir
 			return tw.WriteHeader(h)
 		case fi.Mode()&fs.ModeSymlink != 0:
 			target, err := root.Readlink(name)
@@ -117,10 +143,7 @@ func walkWorkspace(tw *tar.Writer, dir string, o tarOptions) (int64, error) {
 			return nil
 		}
 	})
-	if err != nil {
-		return 0, fmt.Errorf("workspace copy: %w", err)
-	}
-	return rootMode, nil
+	return rootHdr, err
 }
 
 // copyFile writes one regular file's entry and content.
@@ -147,7 +170,7 @@ func copyFile(tw *tar.Writer, root *os.Root, name string, h *tar.Header, total *
 	if o.size > 0 && *total > o.size {
 		return fmt.Errorf("%w (%d bytes; %s brings the files to %d)", ErrWorkspaceSize, o.size, name, *total)
 	}
-	h.Typeflag, h.Size, h.Mode = tar.TypeReg, st.Size(), int64(st.Mode().Perm())
+	h.Typeflag, h.Size, h.Mode, h.ModTime = tar.TypeReg, st.Size(), int64(st.Mode().Perm()), st.ModTime()
 	if err := tw.WriteHeader(h); err != nil {
 		return err
 	}

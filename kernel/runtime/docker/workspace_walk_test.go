@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // The copy walk's errors name the workspace-relative path, and the
@@ -60,5 +61,46 @@ func TestWorkspaceWalkNamesPathsAndExcludes(t *testing.T) {
 	// Over the copy limit: typed.
 	if _, err := walkWorkspace(tar.NewWriter(io.Discard), dir, tarOptions{limit: 20}); !errors.Is(err, ErrCopyLimit) {
 		t.Fatalf("over the copy limit: %v", err)
+	}
+}
+
+// Every entry carries the checkout's mtime, and each directory below the
+// root comes again after the whole tree, so that the daemon's unpacking of
+// its children does not leave it with the copy's time. Daemon-free.
+func TestWorkspaceWalkKeepsModTimes(t *testing.T) {
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "sub"), 0o755)
+	os.WriteFile(filepath.Join(dir, "sub", "b.txt"), []byte("b"), 0o644)
+	want := time.Date(2024, 5, 1, 12, 0, 0, 123456789, time.UTC)
+	for _, p := range []string{"sub/b.txt", "sub", "."} {
+		os.Chtimes(filepath.Join(dir, p), want, want)
+	}
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	root, err := walkWorkspace(tw, dir, tarOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tw.Close()
+	if !root.ModTime.Equal(want) || root.Name != "/" {
+		t.Errorf("root entry %q at %s", root.Name, root.ModTime)
+	}
+	var order []string
+	tr := tar.NewReader(&buf)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !h.ModTime.Equal(want) {
+			t.Errorf("%s: mtime %s, want %s", h.Name, h.ModTime, want)
+		}
+		order = append(order, h.Name)
+	}
+	if got := strings.Join(order, " "); got != "/ sub/ sub/b.txt sub/" {
+		t.Errorf("entries %s", got)
 	}
 }
