@@ -39,7 +39,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -117,20 +116,19 @@ type AgentSessionProof struct {
 // signs the statement with sign (which returns the envelope and, keyless,
 // the verification material).
 func ExportAgentSession(runDir, keyID string, sign func(payload []byte) (env, material []byte, err error)) ([]byte, error) {
-	return exportAgentSession(runDir, filepath.Dir(runDir), keyID, sign)
+	return exportAgentSession(runDir, beside(filepath.Dir(runDir)), keyID, sign)
 }
 
 // ExportAgentSessionStored is ExportAgentSessionFile of run id of
 // stateDir: a run `proofgate prune` archived, the successor or its
 // implementation run, is read from its archive.
-func ExportAgentSessionStored(stateDir, id, outPath, keyID string, sign func([]byte) ([]byte, []byte, error)) error {
-	runs := filepath.Join(stateDir, retention.RunsDir)
-	dir, done, err := openStored(runs, id)
+func ExportAgentSessionStored(open RunOpener, id, outPath, keyID string, sign func([]byte) ([]byte, []byte, error)) error {
+	dir, done, err := open(id)
 	if err != nil {
 		return &ExportError{Reason: MissingFile, RunID: id, Detail: err.Error(), Err: err}
 	}
 	defer done()
-	data, err := exportAgentSession(dir, runs, keyID, sign)
+	data, err := exportAgentSession(dir, open, keyID, sign)
 	if err != nil {
 		return err
 	}
@@ -139,7 +137,7 @@ func ExportAgentSessionStored(stateDir, id, outPath, keyID string, sign func([]b
 
 // exportAgentSession is ExportAgentSession with the implementation run
 // found in the runs directory runs.
-func exportAgentSession(runDir, runs, keyID string, sign func(payload []byte) (env, material []byte, err error)) ([]byte, error) {
+func exportAgentSession(runDir string, open RunOpener, keyID string, sign func(payload []byte) (env, material []byte, err error)) ([]byte, error) {
 	id := filepath.Base(runDir)
 	mem := map[string][]byte{}
 	for _, n := range []string{RunFile, EventsFile, ContractFile} {
@@ -170,7 +168,7 @@ func exportAgentSession(runDir, runs, keyID string, sign func(payload []byte) (e
 		subjects[e.Name] = d[len("sha256:"):]
 		entries = append(entries, e)
 	}
-	impl, entries, done, err := packImplementation(runs, rep, subjects, entries)
+	impl, entries, done, err := packImplementation(open, rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}

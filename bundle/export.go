@@ -23,7 +23,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -55,11 +54,22 @@ type ExportOptions struct {
 	// Replace lets ExportFile replace an existing file; without it an
 	// existing file is refused with fs.ErrExist and left alone.
 	Replace bool
-	// StateDir is the state directory whose runs/ holds the implementation
-	// run a successor names; empty: the directory the run directory is in
-	// (set it when runDir is the extraction of an archived run). A pruned
-	// implementation run is read from its verified archive.
-	StateDir string
+	// OpenRun opens the implementation run a successor names, by id; nil:
+	// the directory of that name beside the run directory. The CLI passes
+	// kernel/run's ReadDir, which reads a pruned run from its verified
+	// archive (set it when runDir is the extraction of an archived run).
+	// An opener, not the retention code itself: this package verifies, and
+	// needs none of the writer's packages (kernel/replay's deps test).
+	OpenRun RunOpener
+}
+
+// RunOpener returns a directory holding run id's files, and done, which
+// releases it (a temporary extraction of an archived run is removed).
+type RunOpener func(id string) (dir string, done func(), err error)
+
+// beside is the RunOpener of the runs directory runs, without archives.
+func beside(runs string) RunOpener {
+	return func(id string) (string, func(), error) { return filepath.Join(runs, id), func() {}, nil }
 }
 
 // ExportResult describes a written bundle.
@@ -122,11 +132,11 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 	if err != nil {
 		return nil, err
 	}
-	runs := filepath.Dir(runDir)
-	if opts.StateDir != "" {
-		runs = filepath.Join(opts.StateDir, retention.RunsDir)
+	open := opts.OpenRun
+	if open == nil {
+		open = beside(filepath.Dir(runDir))
 	}
-	impl, entries, done, err := packImplementation(runs, rep, subjects, entries)
+	impl, entries, done, err := packImplementation(open, rep, subjects, entries)
 	if err != nil {
 		return nil, err
 	}

@@ -3,7 +3,6 @@ package bundle
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing/fstest"
@@ -11,7 +10,6 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -102,13 +100,13 @@ func checkImplementation(ib *replay.ImplementedBy, rep *replay.Report, events []
 // checked against implemented_by. It returns nil when rep names no
 // implementation run. The blob entries read the implementation run's
 // directory when written: call done after that.
-func packImplementation(runs string, rep *replay.Report, subjects map[string]string, entries []archive.Entry) (_ *ImplementationSummary, _ []archive.Entry, done func(), err error) {
+func packImplementation(open RunOpener, rep *replay.Report, subjects map[string]string, entries []archive.Entry) (_ *ImplementationSummary, _ []archive.Entry, done func(), err error) {
 	ib := rep.ImplementedBy
 	if ib == nil {
 		return nil, entries, func() {}, nil
 	}
 	id := rep.RunID
-	implDir, release, err := openStored(runs, ib.Run)
+	implDir, release, err := open(ib.Run)
 	if err != nil {
 		return nil, nil, nil, &ExportError{Reason: MissingFile, RunID: id, Detail: "implementation run: " + err.Error(), Err: err}
 	}
@@ -140,23 +138,6 @@ func packImplementation(runs string, rep *replay.Report, subjects map[string]str
 		entries = append(entries, e)
 	}
 	return summary, entries, release, nil
-}
-
-// openStored returns a directory holding the files of run id of the runs
-// directory runs (<state>/runs): <runs>/<id>, or, when `proofgate prune`
-// archived it, an extraction of its archive checked against the prune log
-// (what it holds is then audited like any run directory). done removes
-// the extraction.
-func openStored(runs, id string) (dir string, done func(), err error) {
-	dir = filepath.Join(runs, id)
-	if !retention.IsArchived(dir) {
-		return dir, func() {}, nil
-	}
-	a, err := retention.OpenArchived(filepath.Dir(runs), id)
-	if err != nil {
-		return "", nil, err
-	}
-	return a.Dir, func() { a.Close() }, nil
 }
 
 // auditImplementationDir reads and audits the implementation run in dir

@@ -61,7 +61,7 @@ Example:
 				}
 			}
 			keyID, sign := agentSigner(cmd.Context(), s, ms)
-			if err := bundle.ExportAgentSessionStored(g.state, id, out, keyID, sign); err != nil {
+			if err := bundle.ExportAgentSessionStored(runOpener(g.state), id, out, keyID, sign); err != nil {
 				var ee *bundle.ExportError
 				if errors.As(err, &ee) {
 					return exit.Wrap(exit.Refused, err)

@@ -464,7 +464,7 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 			// An archived run is read from its archive (rd is then an
 			// extraction): the implementation run it names is found in
 			// the state directory, archived or not.
-			opts.Replace, opts.StateDir = force, g.state
+			opts.Replace, opts.OpenRun = force, runOpener(g.state)
 			rd, _, done, err := run.ReadDir(g.state, id)
 			if err != nil {
 				return classify(err)
@@ -825,4 +825,13 @@ truncated or rewritten one, and a state directory of another repository.`,
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	sf.register(c, "sign")
 	return c
+}
+
+// runOpener opens a run of the state directory state by id for reading,
+// from its verified archive when `proofgate prune` archived it.
+func runOpener(state string) bundle.RunOpener {
+	return func(id string) (string, func(), error) {
+		dir, _, done, err := run.ReadDir(state, id)
+		return dir, done, err
+	}
 }
