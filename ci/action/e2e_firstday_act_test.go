@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/registrytest"
+	"github.com/proofgate/proofgate/internal/thirdparty"
 )
 
 // A maintainer's first day, under nektos/act: real third-party code
@@ -63,12 +63,12 @@ func TestE2EFirstDayAct(t *testing.T) {
 // actProject is a third-party project and where its source comes from.
 type actProject struct {
 	name, owner, repo string
-	source            func(t *testing.T, dir string)
+	source            thirdparty.Source
 }
 
 var actProjects = []actProject{
-	{"go-cobra", "spf13", "cobra", moduleSource("github.com/spf13/cobra@v1.10.1")},
-	{"node-fastq", "mcollina", "fastq", npmSource("fastq@1.20.3")},
+	{"go-cobra", "spf13", "cobra", thirdparty.GoModule("github.com/spf13/cobra@v1.10.1")},
+	{"node-fastq", "mcollina", "fastq", thirdparty.NpmPackage("fastq@1.20.3")},
 }
 
 // releaseTag is the tag the release gate runs on.
@@ -415,70 +415,6 @@ func actStepLine(t *testing.T, out, re string) (string, string) {
 		t.Fatalf("act's output has no line %q:\n%s", re, out)
 	}
 	return m[1], m[2]
-}
-
-// moduleSource copies a module version's source, as the Go module proxy
-// serves it, into the directory.
-func moduleSource(mod string) func(t *testing.T, dir string) {
-	return func(t *testing.T, dir string) {
-		t.Helper()
-		out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
-		var m struct{ Dir, Error string }
-		if err != nil || json.Unmarshal(out, &m) != nil || m.Dir == "" {
-			t.Fatalf("go mod download %s: %v %s", mod, err, m.Error)
-		}
-		copyWritable(t, m.Dir, dir)
-	}
-}
-
-// npmSource unpacks a package as the npm registry serves it into the
-// directory and adds the lock file a repository has.
-func npmSource(pkg string) func(t *testing.T, dir string) {
-	return func(t *testing.T, dir string) {
-		t.Helper()
-		tmp := t.TempDir()
-		run := func(d string, argv ...string) {
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Dir = d
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v\n%s", argv, err, out)
-			}
-		}
-		run(tmp, "npm", "pack", "--silent", pkg)
-		tgz, _ := filepath.Glob(filepath.Join(tmp, "*.tgz"))
-		if len(tgz) != 1 {
-			t.Fatalf("npm pack %s: %v", pkg, tgz)
-		}
-		run(tmp, "tar", "xzf", tgz[0])
-		copyWritable(t, filepath.Join(tmp, "package"), dir)
-		run(dir, "npm", "install", "--package-lock-only", "--ignore-scripts")
-	}
-}
-
-// copyWritable copies a tree of directories and regular files,
-// owner-writable.
-func copyWritable(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, e fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if e.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o755)
-		}
-		if !e.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // freePort returns a TCP port free on 127.0.0.1 a moment ago.

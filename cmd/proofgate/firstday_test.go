@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/internal/registrytest"
+	"github.com/proofgate/proofgate/internal/thirdparty"
 )
 
 // A maintainer's first day, on code nobody here wrote: a real module or
@@ -31,7 +32,7 @@ import (
 type thirdParty struct {
 	name   string // the test's name for it
 	origin string // the origin remote of its real repository
-	fetch  func(t *testing.T, dir string)
+	fetch  thirdparty.Source
 	// bare runs the same commands as the generated checks, on the host,
 	// for the warm ratio.
 	bare [][]string
@@ -41,13 +42,13 @@ var firstDayProjects = []thirdParty{
 	{
 		name:   "go-cobra",
 		origin: "https://github.com/spf13/cobra.git",
-		fetch:  goModuleSource("github.com/spf13/cobra@v1.10.1"),
+		fetch:  thirdparty.GoModule("github.com/spf13/cobra@v1.10.1"),
 		bare:   [][]string{{"go", "mod", "download"}, {"go", "vet", "./..."}, {"go", "test", "./..."}},
 	},
 	{
 		name:   "node-fastq",
 		origin: "https://github.com/mcollina/fastq.git",
-		fetch:  npmPackageSource("fastq@1.20.3"),
+		fetch:  thirdparty.NpmPackage("fastq@1.20.3"),
 		bare:   [][]string{{"npm", "ci"}, {"npm", "run", "lint"}, {"npm", "test"}},
 	},
 }
@@ -230,71 +231,6 @@ func cliWrapper(t *testing.T) string {
 	dir := t.TempDir()
 	writeExec(t, filepath.Join(dir, "proofgate"), fmt.Sprintf("#!/bin/sh\n%s=1 exec %q \"$@\"\n", mainEnv, self))
 	return dir
-}
-
-// goModuleSource copies a module version's source, as the Go module proxy
-// serves it, into dir.
-func goModuleSource(mod string) func(t *testing.T, dir string) {
-	return func(t *testing.T, dir string) {
-		out, err := exec.Command("go", "mod", "download", "-json", mod).Output()
-		if err != nil {
-			t.Fatalf("go mod download %s: %v", mod, err)
-		}
-		var m struct{ Dir, Error string }
-		if err := json.Unmarshal(out, &m); err != nil || m.Dir == "" {
-			t.Fatalf("go mod download %s: %v %s", mod, err, m.Error)
-		}
-		copyWritable(t, m.Dir, dir)
-	}
-}
-
-// npmPackageSource unpacks a package as the npm registry serves it into dir
-// and adds the lock file a repository has (npm install --package-lock-only).
-func npmPackageSource(pkg string) func(t *testing.T, dir string) {
-	return func(t *testing.T, dir string) {
-		tmp := t.TempDir()
-		run := func(d string, argv ...string) {
-			cmd := exec.Command(argv[0], argv[1:]...)
-			cmd.Dir = d
-			if out, err := cmd.CombinedOutput(); err != nil {
-				t.Fatalf("%v: %v\n%s", argv, err, out)
-			}
-		}
-		run(tmp, "npm", "pack", pkg)
-		tgz, _ := filepath.Glob(filepath.Join(tmp, "*.tgz"))
-		if len(tgz) != 1 {
-			t.Fatalf("npm pack %s: %v", pkg, tgz)
-		}
-		run(tmp, "tar", "xzf", tgz[0])
-		copyWritable(t, filepath.Join(tmp, "package"), dir)
-		run(dir, "npm", "install", "--package-lock-only", "--ignore-scripts")
-	}
-}
-
-// copyWritable copies a tree of directories and regular files, owner-writable.
-func copyWritable(t *testing.T, src, dst string) {
-	t.Helper()
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		target := filepath.Join(dst, rel)
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		if !d.Type().IsRegular() {
-			return fmt.Errorf("%s: not a regular file", p)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(target, b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 }
 
 // gitInit makes dir a repository with one commit, on main, with origin.

@@ -2,7 +2,6 @@ package registrytest
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
@@ -15,7 +14,7 @@ import (
 // is known to the daemon's distribution inspect and pulled by digest, with
 // the manifest digest and image ID PushFiles returned.
 func TestPushFilesServesTheDaemon(t *testing.T) {
-	daemon(t)
+	testimage.RequireDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	reg := Start()
@@ -54,24 +53,5 @@ func TestPushFilesServesTheDaemon(t *testing.T) {
 	img, err := cli.ImageInspect(ctx, ref+"@"+manifest)
 	if err != nil || img.ID != id {
 		t.Fatalf("pulled image id %q, %v; want %s", img.ID, err, id)
-	}
-}
-
-// daemon fails the test without a Docker daemon under
-// PROOFGATE_REQUIRE_DOCKER=1 (as scripts/test.sh sets), else skips it.
-func daemon(t *testing.T) {
-	t.Helper()
-	cli, err := client.New(client.FromEnv)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
-		cancel()
-		cli.Close()
-	}
-	if err != nil {
-		if os.Getenv("PROOFGATE_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("no docker daemon and PROOFGATE_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker daemon: %v", err)
 	}
 }

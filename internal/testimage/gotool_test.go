@@ -142,7 +142,7 @@ func (g *goCheck) run(t *testing.T, env map[string]string, argv ...string) (runt
 // check (network none, read-only root, read-only workspace, user nobody)
 // on a module whose dependency comes from a read-only module cache mount.
 func TestGoImageOffline(t *testing.T) {
-	daemon(t)
+	RequireDaemon(t)
 	ctx := context.Background()
 	t0 := time.Now()
 	ref, err := EnsureGo(ctx)

@@ -9,9 +9,6 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/moby/moby/client"
 )
 
 func TestTarDeterministicWithParents(t *testing.T) {
@@ -47,27 +44,8 @@ func TestTarDeterministicWithParents(t *testing.T) {
 	}
 }
 
-// daemon skips the test when no daemon answers, unless
-// PROOFGATE_REQUIRE_DOCKER=1, where that is a failure.
-func daemon(t *testing.T) {
-	t.Helper()
-	cli, err := client.New(client.FromEnv)
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		_, err = cli.Ping(ctx, client.PingOptions{NegotiateAPIVersion: true})
-		cancel()
-		cli.Close()
-	}
-	if err != nil {
-		if os.Getenv("PROOFGATE_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("no docker daemon and PROOFGATE_REQUIRE_DOCKER=1: %v", err)
-		}
-		t.Skipf("no docker daemon: %v", err)
-	}
-}
-
 func TestEnsureImportsRunnableImageIdempotently(t *testing.T) {
-	daemon(t)
+	RequireDaemon(t)
 	ctx := context.Background()
 	ref, err := Ensure(ctx)
 	if err != nil {

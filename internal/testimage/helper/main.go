@@ -279,11 +279,11 @@ func stat(args []string) {
 
 func mtime(args []string) {
 	for _, p := range args {
-		var st syscall.Stat_t
-		if err := syscall.Lstat(p, &st); err != nil {
+		fi, err := os.Lstat(p)
+		if err != nil {
 			fail("mtime: %v", err)
 		}
-		fmt.Printf("%s %d\n", p, st.Mtim.Nano())
+		fmt.Printf("%s %d\n", p, fi.ModTime().UnixNano())
 	}
 }
 
