@@ -23,6 +23,11 @@
 #        bash scripts/bench.sh agent [COUNT]  (only 8; no Docker)
 #        bash scripts/bench.sh shards [COUNT] (only 9; no Docker; COUNT runs)
 #        bash scripts/bench.sh segments [ROUNDS] (only 10; no Docker)
+#        bash scripts/bench.sh firstday       (only 11: TestFirstDay's figures)
+#  11. (firstday only) init to a green run on spf13/cobra and fastq, and a
+#      warm sandboxed run vs the same commands bare with warm caches (needs
+#      the registry mirror: scripts/mirror-up.sh, and the network of the Go
+#      module proxy and npm registry)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = agent ]; then
@@ -33,6 +38,11 @@ if [ "${1:-}" = shards ]; then
 	count=${2:-3}
 	go test -run '^$' -bench 'BenchmarkMerge' -benchtime 5x -count "$count" ./kernel/shard | grep -E '^Benchmark'
 	go test -run '^$' -bench 'BenchmarkVerifyMergedVsSingle200' -benchtime 30x -count "$count" ./bundle | grep -E '^Benchmark'
+	exit 0
+fi
+if [ "${1:-}" = firstday ]; then
+	PROOFGATE_MIRROR="${PROOFGATE_MIRROR:-$(bash scripts/mirror-up.sh)}" PROOFGATE_FIRSTDAY_WARM=1 \
+		go test -count=1 -run '^TestFirstDay$' -v -timeout 30m ./cmd/proofgate | grep -E 'FIRSTDAY|^(ok|FAIL|---)'
 	exit 0
 fi
 if [ "${1:-}" = segments ]; then
