@@ -64,7 +64,7 @@ echo "== e2e scenario" >&2
 # or in GOPATH/bin; required under PROOFGATE_REQUIRE_ACT=1) against the fake
 # GitHub, with this image as the released action and the CLI built above
 # for init; it prints line ACT-FIRSTDAY (act's wall times).
-PROOFGATE_E2E_IMAGE="$tag" PROOFGATE_E2E_CLI="$root/proofgate" go test -count=1 -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
+PROOFGATE_E2E_IMAGE="$tag" PROOFGATE_E2E_CLI="$root/proofgate" go test -count=1 -timeout 25m -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
 grep -h -e 'FASTPATH' -e 'SHARDS' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 # TestE2ERulesActionImage (approval rules by path, team and CODEOWNERS
 # through the image) prints its review-to-bundle figure on line RULES-E2E.
