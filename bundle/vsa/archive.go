@@ -3,13 +3,13 @@ package vsa
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"io"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Archive is what a VSA names of a bundle archive: the digest of its
@@ -116,7 +116,9 @@ func (c *counter) Read(p []byte) (int, error) {
 }
 
 // signedAt is the predicate signed_at of a bundle attestation envelope,
-// zero when it does not decode.
+// zero when it does not decode: decoded strictly (a duplicate or
+// case-variant member is refused, never "last one wins"), since it bounds
+// the VSA's timeVerified.
 func signedAt(att []byte) time.Time {
 	_, payload, err := envelope.Parse(att, bundle.PayloadType, bundle.AttestationFile)
 	if err != nil {
@@ -127,7 +129,7 @@ func signedAt(att []byte) time.Time {
 			SignedAt string `json:"signed_at"`
 		} `json:"predicate"`
 	}
-	if json.Unmarshal(payload, &st) != nil {
+	if strictjson.DecodeOpen(payload, &st) != nil {
 		return time.Time{}
 	}
 	t, _ := time.Parse(time.RFC3339Nano, st.Predicate.SignedAt)
