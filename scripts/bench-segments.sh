@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # bench-segments.sh (bash scripts/bench.sh segments [ROUNDS]): the segmented
-# log figures of the README (ADR 0022), each against its baseline in the
+# log figures of docs/performance.md (ADR 0022), each against its baseline in the
 # same run, interleaved:
 #   1. events verify of a 1 000 000-event log in 100 segments vs sha256sum
 #      of the same files (wall and CPU medians)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench.sh: the figures in the README's performance section, each a ratio
+# bench.sh: the figures in docs/performance.md, each a ratio
 # against the obvious baseline measured in the same run, interleaved:
 #   1. events verify on a 100 000-event log   vs sha256sum of the same file
 #   2. event appends with fsync                 (events/s, go test -bench)
