@@ -25,7 +25,9 @@
 #        bash scripts/bench.sh segments [ROUNDS] (only 10; no Docker)
 #        bash scripts/bench.sh firstday       (only 11: TestFirstDay's figures)
 #  11. (firstday only) init to a green run on spf13/cobra and fastq, and a
-#      warm sandboxed run vs the same commands bare with warm caches (needs
+#      warm sandboxed run vs the same commands bare with warm caches and vs
+#      the same commands as plain docker runs (medians of
+#      PROOFGATE_FIRSTDAY_ROUNDS interleaved rounds, default 3; needs
 #      the registry mirror: scripts/mirror-up.sh, and the network of the Go
 #      module proxy and npm registry)
 set -euo pipefail

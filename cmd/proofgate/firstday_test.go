@@ -4,13 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,6 +33,10 @@ type thirdParty struct {
 	// bare runs the same commands as the generated checks, on the host,
 	// for the warm ratio.
 	bare [][]string
+	// docker is the environment the generated contract gives every
+	// check (cache mounts, the fetch check's network): the raw docker run
+	// baseline of the warm ratio (firstday_bench_test.go).
+	docker rawDocker
 }
 
 var firstDayProjects = []thirdParty{
@@ -44,12 +45,22 @@ var firstDayProjects = []thirdParty{
 		origin: "https://github.com/spf13/cobra.git",
 		fetch:  thirdparty.GoModule("github.com/spf13/cobra@v1.10.1"),
 		bare:   [][]string{{"go", "mod", "download"}, {"go", "vet", "./..."}, {"go", "test", "./..."}},
+		docker: rawDocker{
+			caches: []string{"go-build:/cache/go-build", "go-mod:/cache/go-mod"},
+			env:    []string{"GOCACHE=/cache/go-build", "GOMODCACHE=/cache/go-mod", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local"},
+			fetch:  []string{"GOPROXY=https://proxy.golang.org", "GOSUMDB=sum.golang.org"},
+			rest:   []string{"GOPROXY=off"},
+		},
 	},
 	{
 		name:   "node-fastq",
 		origin: "https://github.com/mcollina/fastq.git",
 		fetch:  thirdparty.NpmPackage("fastq@1.20.3"),
 		bare:   [][]string{{"npm", "ci"}, {"npm", "run", "lint"}, {"npm", "test"}},
+		docker: rawDocker{
+			caches: []string{"npm:/cache/npm"},
+			env:    []string{"npm_config_cache=/cache/npm", "npm_config_update_notifier=false", "npm_config_fund=false", "npm_config_audit=false"},
+		},
 	},
 }
 
@@ -65,7 +76,9 @@ func TestFirstDay(t *testing.T) {
 	bin := cliWrapper(t)
 	for _, p := range firstDayProjects {
 		t.Run(p.name, func(t *testing.T) {
-			t.Parallel()
+			if os.Getenv("PROOFGATE_FIRSTDAY_WARM") != "1" { // a benchmark runs one project at a time
+				t.Parallel()
+			}
 			firstDay(t, p, bin)
 		})
 	}
@@ -128,75 +141,6 @@ func firstDay(t *testing.T, p thirdParty, bin string) {
 	// scripts/bench.sh firstday runs it; the test suite does not.
 	if os.Getenv("PROOFGATE_FIRSTDAY_WARM") == "1" {
 		firstDayWarm(t, p, repo, env)
-	}
-}
-
-// firstDayWarm times a second sandboxed run (caches warm) against the same
-// commands run bare on the host with warm caches (the sequence once to warm
-// them, then timed), as the sandbox's user 65534 when the test runs as root
-// (some tests, cobra's among them, expect permission errors root does not
-// get).
-func firstDayWarm(t *testing.T, p thirdParty, repo string, env []string) {
-	t0 := time.Now()
-	walk(t, repo, env, "warm run", []string{"proofgate run"}, 3)
-	sandboxed := time.Since(t0)
-	home := bareHome(t)
-	bare := filepath.Join(home, "src")
-	copyTree(t, repo, bare)
-	benv := append(slices.Clone(env), "HOME="+home, "GOCACHE="+home+"/go-build", "GOMODCACHE="+home+"/go-mod",
-		"npm_config_cache="+home+"/npm", "GOTOOLCHAIN=local")
-	chownTree(t, home)
-	runBare(t, p, bare, benv)
-	t0 = time.Now()
-	runBare(t, p, bare, benv)
-	plain := time.Since(t0)
-	t.Logf("FIRSTDAY %s: warm sandboxed run %.1f s, bare %.1f s, ratio %.2f", p.name, sandboxed.Seconds(), plain.Seconds(), sandboxed.Seconds()/plain.Seconds())
-}
-
-// runBare runs the project's bare sequence in dir.
-func runBare(t *testing.T, p thirdParty, dir string, env []string) {
-	t.Helper()
-	for _, argv := range p.bare {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Dir, cmd.Env = dir, env
-		if os.Getuid() == 0 {
-			cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("bare %v: %v\n%s", argv, err, out)
-		}
-	}
-}
-
-// bareHome is a directory user 65534 can reach (t.TempDir's parents are
-// 0700), removed after the test.
-func bareHome(t *testing.T) string {
-	t.Helper()
-	d, err := os.MkdirTemp("", "firstday-bare-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(d) })
-	if err := os.Chmod(d, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
-// chownTree gives the tree to 65534 when the test runs as root.
-func chownTree(t *testing.T, dir string) {
-	t.Helper()
-	if os.Getuid() != 0 {
-		return
-	}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		return os.Lchown(p, 65534, 65534)
-	})
-	if err != nil {
-		t.Fatal(err)
 	}
 }
 
