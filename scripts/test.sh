@@ -55,6 +55,14 @@ PROOFGATE_ACT_ARTIFACTS="$(bash scripts/act-artifacts-up.sh)"
 export PROOFGATE_ACT_ARTIFACTS PROOFGATE_REQUIRE_ACT=1
 echo "act artifact server: $PROOFGATE_ACT_ARTIFACTS"
 
+step "independent verifiers (cosign v2 and v3, gh, slsa-verifier)"
+# Built from their Go modules at pinned versions; cmd/proofgate's
+# TestVerifyRecipes runs docs/verify.md's recipes with them, offline, and
+# fails, not skips, when they are missing.
+PROOFGATE_VERIFIERS="$(bash scripts/verifiers-up.sh)"
+export PROOFGATE_VERIFIERS PROOFGATE_REQUIRE_VERIFIERS=1
+echo "verifiers in $PROOFGATE_VERIFIERS"
+
 step "MCP inspector CLI (npm)"
 # @modelcontextprotocol/inspector-cli from scripts/mcp-inspector's lock file
 # (npm ci); cmd/proofgate's inspector tests drive `proofgate mcp` with it and

@@ -14,7 +14,8 @@ import (
 )
 
 // readmeBlock returns the lines of the ```sh block that follows the
-// "<!-- walk:NAME" marker in README.md.
+// "<!-- walk:NAME" marker in a Markdown document (README.md,
+// docs/verify.md).
 func readmeBlock(t *testing.T, readme []byte, name string) []string {
 	t.Helper()
 	sc := bufio.NewScanner(bytes.NewReader(readme))
@@ -28,14 +29,14 @@ func readmeBlock(t *testing.T, readme []byte, name string) []string {
 		case state == 1 && l == "```sh":
 			state = 2
 		case state == 1 && strings.TrimSpace(l) != "":
-			t.Fatalf("README: marker walk:%s is not followed by a ```sh block", name)
+			t.Fatalf("marker walk:%s is not followed by a ```sh block", name)
 		case state == 2 && l == "```":
 			return lines
 		case state == 2:
 			lines = append(lines, l)
 		}
 	}
-	t.Fatalf("README: no ```sh block after <!-- walk:%s -->", name)
+	t.Fatalf("no ```sh block after <!-- walk:%s -->", name)
 	return nil
 }
 
