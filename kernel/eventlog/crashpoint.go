@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"testing"
 	"time"
 )
 
@@ -18,9 +19,11 @@ import (
 // or Flush returns). It exists so
 // that tests can kill real processes at every append boundary
 // deterministically. "seal<k>:<n>" (k in 1-4) kills it after step k of
-// its n-th seal of an active file into a segment (see Log.sealLocked). It
-// grants nothing a process's environment could not
-// do anyway (kill it, write the file).
+// its n-th seal of an active file into a segment (see Log.sealLocked).
+// The hook is read only in a test binary (testing.Testing): in the
+// release binary, and any other program, the variable does nothing, so
+// no environment can stop a production writer at a chosen write boundary
+// (TestCrashHookInertOutsideTests).
 const CrashEnv = "PROOFGATE_TEST_CRASH"
 
 // Crash points.
@@ -52,7 +55,7 @@ func crashPoint() int {
 func parseCrash() {
 	crash.once.Do(func() {
 		v, ok := os.LookupEnv(CrashEnv)
-		if !ok {
+		if !ok || !testing.Testing() {
 			return
 		}
 		when, n, _ := strings.Cut(v, ":")
