@@ -54,6 +54,9 @@ type Signer struct {
 // KeyID returns the key id the signatures of s are looked up by.
 func (s *Signer) KeyID() string { return s.ID }
 
+// PublicKey returns the public half of s.
+func (s *Signer) PublicKey() ed25519.PublicKey { return s.Public }
+
 // Sign returns the Ed25519 signature of message (pure Ed25519, no
 // pre-hash), unless ctx is done.
 func (s *Signer) Sign(ctx context.Context, message []byte) ([]byte, error) {

@@ -2,11 +2,14 @@ package vsa
 
 import (
 	"bytes"
+	"crypto/ed25519"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
@@ -81,13 +84,20 @@ func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, err
 
 // OpenAt is Open with the verifier's clock at now.
 func OpenAt(b []byte, vs envelope.Verifiers, now time.Time) (*Statement, envelope.TrustedKey, error) {
-	payload, k, err := envelope.Open(b, PayloadType, "vsa", vs)
+	one, fp, err := firstSignature(b)
+	if err != nil {
+		return nil, nil, err
+	}
+	payload, k, err := envelope.Open(one, PayloadType, "vsa", vs)
 	if err != nil {
 		var ee *envelope.Error
 		if errors.As(err, &ee) {
 			return nil, nil, refuse(Reason(ee.Reason), err, "%v", err)
 		}
 		return nil, nil, refuse(Malformed, err, "%v", err)
+	}
+	if err := matchFingerprint(k, fp); err != nil {
+		return nil, nil, err
 	}
 	st, err := decode(payload)
 	if err != nil {
@@ -105,6 +115,55 @@ func OpenAt(b []byte, vs envelope.Verifiers, now time.Time) (*Statement, envelop
 		return nil, nil, refuse(KeyNotValid, err, "key %s at %s: %v", k.KeyID(), st.Predicate.TimeVerified, err)
 	}
 	return st, k, nil
+}
+
+// firstSignature returns the envelope with its first signature only, and
+// the keyid of the second: a VSA holds one signature, or (ADR 0038) the
+// same signature again under a keyid of the fingerprint form. Anything
+// else is left to envelope.Open, which refuses it as malformed.
+func firstSignature(b []byte) ([]byte, string, error) {
+	var env envelope.Envelope
+	if len(b) > envelope.MaxSize || strictjson.Decode(b, &env) != nil || len(env.Signatures) != 2 {
+		return b, "", nil
+	}
+	second := env.Signatures[1]
+	if second.Sig != env.Signatures[0].Sig || !fingerprintForm(second.KeyID) {
+		return nil, "", refuse(Malformed, nil, "vsa: signatures[1] is not signatures[0] again under the key's SHA256: fingerprint")
+	}
+	env.Signatures = env.Signatures[:1]
+	one, err := canon.Marshal(&env)
+	if err != nil {
+		return nil, "", refuse(Malformed, err, "vsa: %v", err)
+	}
+	return one, second.KeyID, nil
+}
+
+// fingerprintForm reports whether id is "SHA256:" and 43 characters of
+// unpadded standard base64 (a SHA-256 hash).
+func fingerprintForm(id string) bool {
+	rest, ok := strings.CutPrefix(id, "SHA256:")
+	if !ok || len(rest) != 43 {
+		return false
+	}
+	_, err := base64.RawStdEncoding.Strict().DecodeString(rest)
+	return err == nil
+}
+
+// matchFingerprint requires the second signature's keyid (fp, "" when
+// there is none) to be the fingerprint of the key that verified the first.
+func matchFingerprint(k envelope.TrustedKey, fp string) error {
+	if fp == "" {
+		return nil
+	}
+	pk, ok := k.(interface{ Public() ed25519.PublicKey })
+	if !ok {
+		return refuse(Malformed, nil, "vsa: key %s: its public key is not known to check signatures[1].keyid", k.KeyID())
+	}
+	want, err := Fingerprint(pk.Public())
+	if err != nil || want != fp {
+		return refuse(Malformed, err, "vsa: signatures[1].keyid %s is not the fingerprint of key %s (%s)", fp, k.KeyID(), want)
+	}
+	return nil
 }
 
 // decode reads and checks the signed statement.

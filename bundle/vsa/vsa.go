@@ -7,7 +7,11 @@
 // # Wire format
 //
 // A VSA file is a DSSE envelope (bundle/envelope: canonical JSON, one
-// Ed25519 signature whose keyid is the signing key's id) with payload type
+// Ed25519 signature whose keyid is the signing key's id, then the same
+// signature again under the keyid "SHA256:<unpadded base64>", the key's
+// SSH SHA-256 fingerprint, which slsa-verifier verify-vsa looks for; a
+// file with the first entry only, as written before ADR 0038, reads the
+// same) with payload type
 // "application/vnd.in-toto+json". It is signed by the gate's key (the
 // verifier's), never by the bundle's signer. The payload is the RFC 8785
 // canonical JSON (kernel/canon) of an in-toto Statement v1:
@@ -75,8 +79,10 @@ package vsa
 
 import (
 	"context"
+	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -86,6 +92,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"golang.org/x/crypto/ssh"
 )
 
 // Type URIs and fixed values of the format.
@@ -293,8 +300,19 @@ func (in *Input) check() error {
 	return nil
 }
 
-// Sign signs st with the gate's key s and returns the VSA file's bytes.
-func Sign(ctx context.Context, s envelope.Signer, st *Statement) ([]byte, error) {
+// Signer is the gate's key: it signs, and Sign names it by its public key
+// too (Fingerprint).
+type Signer interface {
+	envelope.Signer
+	PublicKey() ed25519.PublicKey
+}
+
+// Sign signs st with the gate's key s and returns the VSA file's bytes:
+// the envelope carries the one signature twice, under the key's id (what
+// Open looks the key up by) and then under its Fingerprint (the keyid
+// securesystemslib derives for a key given without one, which
+// slsa-verifier verify-vsa matches; ADR 0038).
+func Sign(ctx context.Context, s Signer, st *Statement) ([]byte, error) {
 	payload, err := canon.Marshal(st)
 	if err != nil {
 		return nil, fmt.Errorf("vsa: %w", err)
@@ -302,7 +320,32 @@ func Sign(ctx context.Context, s envelope.Signer, st *Statement) ([]byte, error)
 	if len(payload) > MaxPayload {
 		return nil, &Error{Field: "statement", Detail: fmt.Sprintf("%d bytes, more than %d", len(payload), MaxPayload)}
 	}
-	return envelope.SignContext(ctx, s, PayloadType, payload)
+	fp, err := Fingerprint(s.PublicKey())
+	if err != nil {
+		return nil, fmt.Errorf("vsa: %w", err)
+	}
+	b, err := envelope.SignContext(ctx, s, PayloadType, payload)
+	if err != nil {
+		return nil, err
+	}
+	var env envelope.Envelope
+	if err := json.Unmarshal(b, &env); err != nil {
+		return nil, fmt.Errorf("vsa: %w", err)
+	}
+	env.Signatures = append(env.Signatures, envelope.Signature{KeyID: fp, Sig: env.Signatures[0].Sig})
+	return canon.Marshal(&env)
+}
+
+// Fingerprint is the SSH SHA-256 fingerprint of pub ("SHA256:" and the
+// unpadded base64 of the hash of its SSH wire form): the keyid
+// securesystemslib's DSSE verifier derives for a key it is given without
+// an id.
+func Fingerprint(pub ed25519.PublicKey) (string, error) {
+	k, err := ssh.NewPublicKey(pub)
+	if err != nil {
+		return "", fmt.Errorf("fingerprint: %w", err)
+	}
+	return ssh.FingerprintSHA256(k), nil
 }
 
 // TrustFile names trust material for Input.Trust: name and the sha256 of

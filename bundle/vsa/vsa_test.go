@@ -116,7 +116,7 @@ func TestGoldenStructure(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, payload, err := envelope.Parse(signed, vsa.PayloadType, "vsa")
+	env, payload, err := envelope.Parse(firstOnly(t, signed), vsa.PayloadType, "vsa")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,7 +376,7 @@ func TestSignature(t *testing.T) {
 	_, _, err = vsa.Open(b, bundleFixture(t).store) // the bundle's signer is not the gate
 	wantReason(t, err, vsa.UnknownKey)
 
-	env, _, err := envelope.Parse(b, vsa.PayloadType, "vsa")
+	env, _, err := envelope.Parse(firstOnly(t, b), vsa.PayloadType, "vsa")
 	if err != nil {
 		t.Fatal(err)
 	}

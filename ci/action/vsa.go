@@ -12,7 +12,6 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/archive"
-	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
@@ -31,7 +30,7 @@ const ReasonVSA = "vsa-unwritten"
 // vsaGate is the verify step's verification summary: the gate's key (nil
 // without input vsa-key), the file to write, and the bundle it names.
 type vsaGate struct {
-	signer     envelope.Signer
+	signer     vsa.Signer
 	path       string // relative to the workspace
 	verifierID string
 	cand       *vsaCandidate

@@ -60,7 +60,7 @@ func (f *vsaFlags) register(c *cobra.Command) {
 type vsaWrite struct {
 	f       *vsaFlags
 	cmd     *cobra.Command
-	signer  envelope.Signer
+	signer  vsa.Signer
 	archive string
 	hasher  *vsa.Hasher
 }
