@@ -26,42 +26,14 @@ dir=${PROOFGATE_VERIFIERS:-"$(go env GOPATH)/bin/proofgate-verifiers"}
 mkdir -p "$dir"
 dir=$(cd "$dir" && pwd)
 
-# built BIN MODULE VERSION: whether BIN was built from MODULE@VERSION (as
-# its main module, or as the one requirement of a scratch module).
-built() {
-  [ -x "$1" ] || return 1
-  go version -m "$1" 2>/dev/null | awk -v m="$2" -v v="$3" '($1 == "mod" || $1 == "dep") && $2 == m && $3 == v { ok = 1 } END { exit !ok }'
-}
+. "$(dirname "$0")/pinned-install.sh"
 
-# install NAME MODULE PACKAGE VERSION: builds PACKAGE@VERSION as $dir/NAME.
-install() {
-  if built "$dir/$1" "$2" "$4"; then
-    echo "verifiers-up: $1 $4 already in $dir" >&2
-    return
-  fi
-  echo "verifiers-up: building $1 $4 into $dir" >&2
-  tmp=$(mktemp -d)
-  # The tools' own go.mod decides their dependencies; this module's
-  # go.mod, GOFLAGS and workspace must not.
-  # `go install PKG@VERSION` also asks the proxy for the module's version
-  # list (deprecations), which the proxy refuses for some modules (gh);
-  # then a scratch module requiring exactly that version builds it, with
-  # the same requirements (no replace directives in these modules).
-  if ! (cd "$tmp" && GOBIN="$tmp" GOFLAGS= GOWORK=off go install "$3@$4") >&2; then
-    (cd "$tmp" && export GOFLAGS= GOWORK=off && go mod init proofgate-verifiers-build && go get "$3@$4" &&
-      go build -o "$(basename "$3")" "$3") >&2
-  fi
-  mv "$tmp/$(basename "$3")" "$dir/$1"
-  rm -rf "$tmp"
-  built "$dir/$1" "$2" "$4" || { echo "verifiers-up: $dir/$1 is not $2@$4" >&2; exit 1; }
-}
-
-install cosign2 github.com/sigstore/cosign/v2 github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN2_VERSION"
-install cosign3 github.com/sigstore/cosign/v3 github.com/sigstore/cosign/v3/cmd/cosign "$COSIGN3_VERSION"
-install gh github.com/cli/cli/v2 github.com/cli/cli/v2/cmd/gh "$GH_VERSION"
-install slsa-verifier github.com/slsa-framework/slsa-verifier/v2 \
+pinned_install "$dir" cosign2 github.com/sigstore/cosign/v2 github.com/sigstore/cosign/v2/cmd/cosign "$COSIGN2_VERSION"
+pinned_install "$dir" cosign3 github.com/sigstore/cosign/v3 github.com/sigstore/cosign/v3/cmd/cosign "$COSIGN3_VERSION"
+pinned_install "$dir" gh github.com/cli/cli/v2 github.com/cli/cli/v2/cmd/gh "$GH_VERSION"
+pinned_install "$dir" slsa-verifier github.com/slsa-framework/slsa-verifier/v2 \
   github.com/slsa-framework/slsa-verifier/v2/cli/slsa-verifier "$SLSA_VERIFIER_VERSION"
-install sigstore-go-verification github.com/sigstore/sigstore-go \
+pinned_install "$dir" sigstore-go-verification github.com/sigstore/sigstore-go \
   github.com/sigstore/sigstore-go/examples/sigstore-go-verification "$SIGSTORE_GO_VERSION"
 
 echo "$dir"
