@@ -9,7 +9,8 @@ cd "$(dirname "$0")/.."
 # Each step prints the seconds since the start, so a slow stage shows.
 t0=$(date +%s)
 step() { printf '\n== [%ss] %s\n' "$(($(date +%s) - t0))" "$*"; }
-trap 'rc=$?; printf "\n== [%ss] test.sh ends (status %s)\n" "$(($(date +%s) - t0))" "$rc"' EXIT
+scratch=""
+trap 'rc=$?; [ -z "$scratch" ] || rm -rf "$scratch"; printf "\n== [%ss] test.sh ends (status %s)\n" "$(($(date +%s) - t0))" "$rc"' EXIT
 
 step "docker daemon"
 bash scripts/docker-up.sh
@@ -91,6 +92,18 @@ step "install nektos/act"
 PROOFGATE_ACT="$(go env GOPATH)/bin/act"
 "$PROOFGATE_ACT" --version 2>/dev/null | grep -qx 'act version 0.2.87' || go install github.com/nektos/act@v0.2.87
 export PROOFGATE_ACT
+
+step "scratch space"
+# After the services above are up (their state stays where it was): the
+# tests' temporary directories (t.TempDir, go test's build directory)
+# go to a tmpfs where the host has one: the suite fsyncs event logs tens
+# of thousands of times, which a journaled disk makes the slowest part of
+# the crash tests. Set TMPDIR yourself to keep them elsewhere.
+if [ -z "${TMPDIR:-}" ] && [ -d /dev/shm ] && [ -w /dev/shm ] && scratch=$(mktemp -d /dev/shm/proofgate-test.XXXXXX); then
+  chmod 0755 "$scratch"
+  export TMPDIR="$scratch"
+fi
+echo "TMPDIR=${TMPDIR:-/tmp}"
 
 step "gofmt"
 unformatted=$(gofmt -l $(git ls-files '*.go'))
