@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -34,7 +35,11 @@ func GoModule(mod string) Source {
 
 // NpmPackage unpacks pkg (name@version), as the npm registry serves it,
 // into the directory and adds the lock file a repository has (npm install
-// --package-lock-only, no scripts).
+// --package-lock-only, no scripts), resolved as on the day that version
+// was published (npm's --before): the tree is the same on every run, and
+// no dependency is a version published hours ago, which the registry's
+// nodes do not all serve yet (an `npm ci` of such a lock fails with
+// ETARGET on some of them).
 func NpmPackage(pkg string) Source {
 	return func(t testing.TB, dir string) {
 		t.Helper()
@@ -46,8 +51,24 @@ func NpmPackage(pkg string) Source {
 		}
 		run(t, tmp, "tar", "xzf", tgz[0])
 		CopyWritable(t, filepath.Join(tmp, "package"), dir)
-		run(t, dir, "npm", "install", "--package-lock-only", "--ignore-scripts")
+		run(t, dir, "npm", "install", "--package-lock-only", "--ignore-scripts", "--before="+published(t, pkg))
 	}
+}
+
+// published returns when the npm registry says pkg (name@version) was
+// published.
+func published(t testing.TB, pkg string) string {
+	t.Helper()
+	at := strings.LastIndex(pkg, "@")
+	if at <= 0 {
+		t.Fatalf("npm package %q: want name@version", pkg)
+	}
+	out, err := exec.Command("npm", "view", pkg[:at], "time", "--json").Output()
+	var times map[string]string
+	if err != nil || json.Unmarshal(out, &times) != nil || times[pkg[at+1:]] == "" {
+		t.Fatalf("npm view %s time: %v\n%s", pkg[:at], err, out)
+	}
+	return times[pkg[at+1:]]
 }
 
 func run(t testing.TB, dir string, argv ...string) {
