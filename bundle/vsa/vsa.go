@@ -82,7 +82,6 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"strings"
@@ -92,6 +91,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/strictjson"
 	"golang.org/x/crypto/ssh"
 )
 
@@ -328,8 +328,8 @@ func Sign(ctx context.Context, s Signer, st *Statement) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var env envelope.Envelope
-	if err := json.Unmarshal(b, &env); err != nil {
+	var env envelope.Envelope // SignContext's own canonical output
+	if err := strictjson.Decode(b, &env); err != nil {
 		return nil, fmt.Errorf("vsa: %w", err)
 	}
 	env.Signatures = append(env.Signatures, envelope.Signature{KeyID: fp, Sig: env.Signatures[0].Sig})
