@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +33,7 @@ import (
 // rawDocker is the environment the generated contract gives the checks.
 type rawDocker struct {
 	caches []string // NAME:MOUNT, each a directory of the baseline's own
+	deps   string   // the cache the fetch fills, read-only after it ("" for none)
 	env    []string // every check's
 	fetch  []string // the first check's (it has the network) on top of env
 	rest   []string // the other checks' (network none) on top of env
@@ -81,10 +81,11 @@ func firstDayWarm(t *testing.T, p thirdParty, repo string, env []string) {
 // rawBaseline runs a project's sequence as plain docker runs.
 type rawBaseline struct {
 	p      thirdParty
-	repo   string // the source of each fresh copy
-	dir    string // where the copy is made
-	image  string // the contract's pinned image
-	caches []string
+	repo   string   // the source of each fresh copy
+	dir    string   // where the copy is made
+	image  string   // the contract's pinned image
+	deps   string   // the deps cache's HOST:MOUNT
+	caches []string // HOST:MOUNT
 }
 
 var contractImage = regexp.MustCompile(`(?m)^  image: "([^"]+)"`)
@@ -107,6 +108,9 @@ func newRawBaseline(t *testing.T, p thirdParty, repo, home string) *rawBaseline 
 			t.Fatal(err)
 		}
 		r.caches = append(r.caches, host+":"+mount)
+		if name == p.docker.deps {
+			r.deps = host + ":" + mount
+		}
 	}
 	return r
 }
@@ -141,9 +145,9 @@ func (r *rawBaseline) run(t *testing.T) time.Duration {
 		for _, kv := range append(slices.Clone(r.p.docker.env), extra...) {
 			args = append(args, "-e", kv)
 		}
-		for j, c := range r.caches {
-			if i > 0 && j == len(r.caches)-1 && len(r.caches) > 1 {
-				c += ":ro" // the dependency cache, read-only after the fetch
+		for _, c := range r.caches {
+			if i > 0 && c == r.deps {
+				c += ":ro"
 			}
 			args = append(args, "-v", c)
 		}
@@ -172,7 +176,7 @@ func runBare(t *testing.T, p thirdParty, dir string, env []string) {
 
 func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	return s[len(s)/2]
 }
 

@@ -47,6 +47,7 @@ var firstDayProjects = []thirdParty{
 		bare:   [][]string{{"go", "mod", "download"}, {"go", "vet", "./..."}, {"go", "test", "./..."}},
 		docker: rawDocker{
 			caches: []string{"go-build:/cache/go-build", "go-mod:/cache/go-mod"},
+			deps:   "go-mod",
 			env:    []string{"GOCACHE=/cache/go-build", "GOMODCACHE=/cache/go-mod", "GOFLAGS=-mod=readonly", "GOTOOLCHAIN=local"},
 			fetch:  []string{"GOPROXY=https://proxy.golang.org", "GOSUMDB=sum.golang.org"},
 			rest:   []string{"GOPROXY=off"},
