@@ -83,7 +83,7 @@ func detectProjects(dir string) ([]project, error) {
 		}})
 	}
 	if len(out) == 0 {
-		return nil, usageErr(fmt.Errorf("no project found in %s: init knows go.mod, package.json, pyproject.toml, setup.py and Cargo.toml; write the contract by hand (README \"The contract\", see 'proofgate init --help')", dir))
+		return nil, usageErr(fmt.Errorf("no project found in %s: init knows go.mod, package.json, pyproject.toml, setup.py and Cargo.toml; write the contract by hand (docs/cli.md \"The contract\", see 'proofgate init --help')", dir))
 	}
 	return out, nil
 }

@@ -22,7 +22,7 @@ func (p *initPlan) renderContract() []byte {
 		kinds[i] = pr.kind + " (" + pr.marker + ")"
 	}
 	fmt.Fprintf(&b, "# ProofGate contract written by `proofgate init` for: %s.\n", strings.Join(kinds, ", "))
-	b.WriteString("# Every field: README \"The contract\" and docs/SPEC.md section 1.\n")
+	b.WriteString("# Every field: docs/cli.md \"The contract\" and docs/SPEC.md section 1.\n")
 	b.WriteString("# Check it with `proofgate contract check`, commit it, then `proofgate run`.\n")
 	if p.runtime == "docker" {
 		p.renderSandboxed(&b)

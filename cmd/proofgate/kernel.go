@@ -214,7 +214,7 @@ func (p *planFlags) load(g *globals) (*contract.Resolved, error) {
 // contractLoadErr adds what to do when there is no contract file at all.
 func contractLoadErr(err error) error {
 	if errors.Is(err, fs.ErrNotExist) {
-		return fmt.Errorf("%w (the path is relative to the current directory: cd to where .proofgate/ is, pass --contract FILE, or write one as README \"The contract\" shows)", err)
+		return fmt.Errorf("%w (the path is relative to the current directory: cd to where .proofgate/ is, pass --contract FILE, or write one as docs/cli.md \"The contract\" shows)", err)
 	}
 	return err
 }
