@@ -1,5 +1,5 @@
 // Package exit names the few classes every ProofGate failure falls in, and
-// the one process exit code of each (README.md "Exit codes", docs/action.md):
+// the one process exit code of each (docs/cli.md "Exit codes", docs/action.md):
 //
 //	0  success (no class)
 //	1  Refused      a check failed or a verification was refused
