@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,6 +80,11 @@ type ExportResult struct {
 	SignedAt time.Time `json:"signed_at"`
 	Files    int       `json:"files"`
 	Size     int64     `json:"size"`
+	// SHA256 is the archive's SHA-256 (lowercase hex), as written.
+	SHA256 string `json:"sha256"`
+	// Products are the run's products (ADR 0039), each a subject of the
+	// statement; absent when none.
+	Products []ProductVerdict `json:"products,omitempty"`
 	// Envelope is the archive's attestation.dsse.json, byte for byte (for
 	// the companion Sigstore bundle, package bundle/sigstore).
 	Envelope []byte `json:"-"`
@@ -148,6 +154,8 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 			return nil, &ExportError{Reason: AuditFailed, RunID: id, Detail: "last event time: " + err.Error()}
 		}
 	}
+	summary := Summarize(rep)
+	maps.Copy(subjects, productSubjects(&summary))
 	st := Statement{
 		Type:          StatementType,
 		PredicateType: PredicateType,
@@ -155,7 +163,7 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 		Predicate: Predicate{
 			SignedAt: signedAt.UTC().Format(time.RFC3339Nano),
 			KeyID:    keyID,
-			Run:      Summarize(rep),
+			Run:      summary,
 		},
 	}
 	st.Predicate.Run.ImplementedBy = impl
@@ -172,12 +180,12 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 		entries = append(entries, archive.BytesEntry(envelope.MaterialFile, material))
 	}
 
-	cw := &countWriter{w: w}
+	cw := &countWriter{w: w, h: sha256.New()}
 	if err := archive.Write(cw, entries); err != nil {
 		return nil, err
 	}
 	return &ExportResult{RunID: id, KeyID: keyID, SignedAt: signedAt.UTC(), Files: len(entries),
-		Size: cw.n, Envelope: env, Material: material}, nil
+		Size: cw.n, SHA256: hex.EncodeToString(cw.h.Sum(nil)), Products: Products(&summary), Envelope: env, Material: material}, nil
 }
 
 // auditForExport reads the run's small files once and audits the run from
@@ -389,11 +397,13 @@ func (d *digestReader) Close() error {
 
 type countWriter struct {
 	w io.Writer
+	h hash.Hash
 	n int64
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
+	c.h.Write(p[:n])
 	return n, err
 }

@@ -33,6 +33,8 @@ type runOpts struct {
 	dirty    bool   // plan on a work tree with an uncommitted file (--allow-dirty)
 	// reviews are the GitHub reviews the approvals come from, by actor.
 	reviews map[string]*run.GitHubReview
+	// produces are the check's produces: globs (ADR 0039).
+	produces []string
 }
 
 // anyRun verifies integrity only: any source, any contract.
@@ -92,7 +94,7 @@ defaults:
   output_limit: 200MiB
 checks:
   - id: hello
-    run: [sh, -c, %q]
+    run: [sh, -c, %q]%s
 approval: {required: %d}
 profiles:
   quick:
@@ -101,8 +103,12 @@ profiles:
         timeout: 5s
   nightly:
     extends: quick
-`, o.script, o.required)), 0o644)
-	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(".proofgate/runs/\n"), 0o644)
+`, o.script, producesLine(o.produces), o.required)), 0o644)
+	ignore := ".proofgate/runs/\n"
+	if len(o.produces) > 0 {
+		ignore += "dist/\n" // what the check produces is not source
+	}
+	os.WriteFile(filepath.Join(repo, ".gitignore"), []byte(ignore), 0o644)
 	git(t, repo, "init", "-q", ".")
 	git(t, repo, "add", "-A")
 	git(t, repo, "commit", "-q", "-m", "init")
@@ -140,6 +146,14 @@ profiles:
 	}
 	return &fixture{repo: repo, state: state, runDir: dir, id: id,
 		commit: git(t, repo, "rev-parse", "HEAD"), tree: git(t, repo, "rev-parse", "HEAD^{tree}")}
+}
+
+// producesLine is the check's produces: member for globs, "" for none.
+func producesLine(globs []string) string {
+	if len(globs) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("\n    produces: [%s]", strings.Join(globs, ", "))
 }
 
 type signingKey struct {

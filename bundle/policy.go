@@ -36,6 +36,8 @@ type Policy struct {
 	requireRules []string
 	// requireAuthorizations is WithRequireAuthorization (bundle/authorization.go).
 	requireAuthorizations []string
+	// requireSubjects is WithSubject (bundle/product.go).
+	requireSubjects []string
 }
 
 // SourcePolicy says which source the run must have verified. It is
@@ -174,6 +176,9 @@ func (p *Policy) check() error {
 	if p.repo != "" && !repoName.MatchString(p.repo) {
 		return &PolicyError{PolicyRepo, fmt.Sprintf("repo %q: want owner/name", clip(p.repo))}
 	}
+	if err := p.checkSubjectDigests(); err != nil {
+		return err
+	}
 	return p.checkAuthorizationTargets()
 }
 
@@ -213,6 +218,8 @@ type VerifyOptions struct {
 	RequireRules []string
 	// RequireAuthorizations are WithRequireAuthorization, one per target.
 	RequireAuthorizations []string
+	// RequireSubjects are WithSubject, one per file digest (64 hex).
+	RequireSubjects []string
 	// Limits, when non-nil, is WithLimits (nil: archive.DefaultLimits).
 	Limits *archive.Limits
 	// Material, when non-nil, is WithMaterialVerifiers: keyless bundles
@@ -258,6 +265,9 @@ func (o VerifyOptions) Policy() (*Policy, error) {
 	}
 	for _, t := range o.RequireAuthorizations {
 		opts = append(opts, WithRequireAuthorization(t))
+	}
+	for _, d := range o.RequireSubjects {
+		opts = append(opts, WithSubject(d))
 	}
 	return NewPolicy(src, c, opts...)
 }

@@ -35,7 +35,9 @@ const (
 //   - require_rules: the rules WithRequireRule named, in order; absent
 //     when none;
 //   - require_authorizations: the targets WithRequireAuthorization named,
-//     in order; absent when none.
+//     in order; absent when none;
+//   - require_subjects: the file digests WithSubject named (64 hex), in
+//     order; absent when none.
 //
 // Members absent when their requirement is not set keep the description
 // (and the VSA policy digest) of a policy without them as it was before
@@ -58,6 +60,8 @@ type PolicyDescription struct {
 	RequireSandbox bool `json:"require_sandbox,omitempty"`
 	// RequireRules are the rules WithRequireRule named, in order.
 	RequireRules []string `json:"require_rules,omitempty"`
+	// RequireSubjects are the file digests WithSubject named, in order.
+	RequireSubjects []string `json:"require_subjects,omitempty"`
 }
 
 // Describe returns what p requires. A nil or unchecked policy describes
@@ -76,6 +80,7 @@ func (p *Policy) Describe() PolicyDescription {
 	}
 	d.RequireAuthorizations = slices.Clone(p.requireAuthorizations)
 	d.RequireRules = slices.Clone(p.requireRules)
+	d.RequireSubjects = slices.Clone(p.requireSubjects)
 	if p.profile != nil {
 		prof := *p.profile
 		d.Profile = &prof

@@ -49,6 +49,8 @@ var policyFieldVariants = map[string][]func() (*Policy, error){
 	"requireRules": {withBase(WithRequireRule("release")), withBase(WithRequireRule("release"), WithRequireRule("security")),
 		withBase(WithRequireRule("security"))},
 	"requireAuthorizations": {withBase(WithRequireAuthorization("pypi")), withBase(WithRequireAuthorization("npm"))},
+	"requireSubjects": {withBase(WithSubject(strings.Repeat("e", 64))), withBase(WithSubject(strings.Repeat("f", 64))),
+		withBase(WithSubject(strings.Repeat("e", 64)), WithSubject(strings.Repeat("f", 64)))},
 }
 
 // basePolicy binds a commit and a contract hash and requires nothing else.
@@ -180,6 +182,7 @@ var (
 		"RequireSandbox":        func(o *VerifyOptions) { o.RequireSandbox = true },
 		"RequireRules":          func(o *VerifyOptions) { o.RequireRules = []string{"release"} },
 		"RequireAuthorizations": func(o *VerifyOptions) { o.RequireAuthorizations = []string{"pypi"} },
+		"RequireSubjects":       func(o *VerifyOptions) { o.RequireSubjects = []string{strings.Repeat("e", 64)} },
 	}
 	verifyOptionIntegrity = map[string]string{
 		"Now":      "the verification time; the VSA carries it as timeVerified",

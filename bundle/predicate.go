@@ -2,6 +2,7 @@ package bundle
 
 import (
 	"slices"
+	"strings"
 
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -90,6 +91,28 @@ type CheckSummary struct {
 	Stdout     *runtime.Stream `json:"stdout,omitempty"`
 	Stderr     *runtime.Stream `json:"stderr,omitempty"`
 	Runtime    *RuntimeSummary `json:"runtime,omitempty"`
+	// Products are the files the passed check produced (ADR 0039), each
+	// also a subject of the statement (ProductSubject).
+	Products []replay.Product `json:"products,omitempty"`
+}
+
+// ProductPrefix starts the subject name of a product: products/<check
+// id>/<path> (ADR 0039). No file of a bundle archive has such a name: a
+// product is attested by its digest, and travels beside the bundle.
+const ProductPrefix = "products/"
+
+// ProductSubject is the subject name of check's product at path.
+func ProductSubject(check, path string) string { return ProductPrefix + check + "/" + path }
+
+// productSubjects are the product subjects of s: name → sha256 hex.
+func productSubjects(s *RunSummary) map[string]string {
+	out := map[string]string{}
+	for _, c := range s.Checks {
+		for _, p := range c.Products {
+			out[ProductSubject(c.ID, p.Path)] = strings.TrimPrefix(p.Digest, "sha256:")
+		}
+	}
+	return out
 }
 
 // RuntimeSummary summarises a check's runtime attestation.
@@ -122,7 +145,7 @@ func Summarize(r *replay.Report) RunSummary {
 	}
 	for _, c := range r.Checks {
 		cs := CheckSummary{ID: c.ID, Outcome: c.Outcome, ExitCode: c.ExitCode, DurationMS: c.DurationMS,
-			Stdout: c.Stdout, Stderr: c.Stderr}
+			Stdout: c.Stdout, Stderr: c.Stderr, Products: slices.Clone(c.Products)}
 		if a := c.Attestation; a != nil {
 			cs.Runtime = &RuntimeSummary{Provider: a.Provider, Sandboxed: a.Sandboxed,
 				ImageRef: a.ImageRef, ImageID: a.ImageID, ImagePin: a.ImagePin, ProfileHash: a.ProfileHash}

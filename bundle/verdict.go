@@ -48,6 +48,13 @@ type Verdict struct {
 	// authorizes (bundle/authorization.go), set when accepted; absent when
 	// none.
 	Authorized []string `json:"authorized,omitempty"`
+	// Products lists the files the run's passed checks produced (ADR
+	// 0039), set when accepted; absent when none.
+	Products []ProductVerdict `json:"products,omitempty"`
+	// ArchiveSHA256 is the SHA-256 of the bundle file as read, set by a
+	// caller that hashed it (bundle verify), so the downloaded file can be
+	// matched to the verdict.
+	ArchiveSHA256 string `json:"archive_sha256,omitempty"`
 }
 
 // Verdict returns the acceptance of r.
@@ -63,6 +70,7 @@ func (r *Result) Verdict() Verdict {
 	v.Unsandboxed = Unsandboxed(&r.Run)
 	v.ImplementedBy = r.Run.ImplementedBy
 	v.Authorized = Authorized(&r.Run)
+	v.Products = Products(&r.Run)
 	if !r.Witnessed.IsZero() {
 		v.Signer, v.WitnessedAt = r.Signer, r.Witnessed.Format(time.RFC3339Nano)
 	}

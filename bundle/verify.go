@@ -58,6 +58,7 @@ const (
 	SigningTimeImplausible Reason = "signing-time-implausible"
 	UnsandboxedCheck       Reason = "unsandboxed-check" // WithRequireSandbox (sandbox.go)
 	InsufficientApprovals  Reason = "insufficient-approvals"
+	// NotAProduct (WithSubject, product.go) is checked last.
 )
 
 // Refusal reasons of keyless bundles' verification material (step 2),
@@ -191,6 +192,9 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if err := b.checkPredicate(v.now, p.witnessed); err != nil {
 		return nil, err
 	}
+	if err := b.checkProductSubjects(); err != nil {
+		return nil, err
+	}
 	res := &Result{RunID: b.rep.RunID, KeyID: k.KeyID(), SignedAt: b.signedAt.UTC(), Run: b.summary, Files: len(b.list)}
 	if b.wk != nil {
 		res.Witnessed = b.wk.WitnessedAt().UTC()
@@ -213,6 +217,9 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 		return nil, err
 	}
 	if err := p.checkAuthorizations(&b.summary, b.id); err != nil {
+		return nil, err
+	}
+	if err := p.checkProducts(b.subj, b.id); err != nil {
 		return nil, err
 	}
 	return res, nil
@@ -383,7 +390,7 @@ func (b *unpacked) checkSubjects() error {
 		return err
 	}
 	for _, name := range sortedKeys(subj) {
-		if _, ok := b.files[name]; !ok {
+		if _, ok := b.files[name]; !ok && !strings.HasPrefix(name, ProductPrefix) {
 			return refuse(MissingFile, name+" is a subject but not in the archive", b.id, nil)
 		}
 	}
@@ -422,7 +429,7 @@ func (b *unpacked) subjects() (map[string]string, error) {
 		if len(s.Digest) != 1 || !ok || !hex64.MatchString(d) {
 			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: digest must be exactly {sha256: <64 hex>}", i), b.id, nil)
 		}
-		if err := archive.CheckName(s.Name); err != nil || s.Name == AttestationFile || s.Name == envelope.MaterialFile {
+		if err := checkSubjectName(s.Name); err != nil {
 			return nil, refuse(Malformed, fmt.Sprintf("subject[%d]: name %q", i, clip(s.Name)), b.id, err)
 		}
 		if _, dup := subj[s.Name]; dup {
@@ -436,6 +443,47 @@ func (b *unpacked) subjects() (map[string]string, error) {
 		}
 	}
 	return subj, nil
+}
+
+// checkSubjectName refuses a subject name that is neither a safe archive
+// name (nor the attestation or its material, which sign the rest) nor a
+// product's: products/<check id>/<clean path>.
+func checkSubjectName(name string) error {
+	if rest, ok := strings.CutPrefix(name, ProductPrefix); ok {
+		check, path, _ := strings.Cut(rest, "/")
+		if check == "" || !replay.ValidProductPath(path) {
+			return errors.New("not products/<check id>/<clean relative path>")
+		}
+		return nil
+	}
+	if name == AttestationFile || name == envelope.MaterialFile {
+		return errors.New("the attestation is not its own subject")
+	}
+	return archive.CheckName(name)
+}
+
+// checkProductSubjects requires the product subjects to be exactly the
+// products of the audited run's checks, with their digests (ADR 0039).
+func (b *unpacked) checkProductSubjects() error {
+	want := productSubjects(&b.summary)
+	for name, d := range b.subj {
+		if !strings.HasPrefix(name, ProductPrefix) {
+			continue
+		}
+		w, ok := want[name]
+		if !ok {
+			return refuse(SubjectMismatch, name+" is a subject, but no passed check of the log produced it", b.id, nil)
+		}
+		if w != d {
+			return refuse(SubjectMismatch, fmt.Sprintf("%s: the statement says %s, the log recorded %s", name, d, w), b.id, nil)
+		}
+	}
+	for _, name := range sortedKeys(want) {
+		if _, ok := b.subj[name]; !ok {
+			return refuse(SubjectMismatch, name+" is a product of the log but not a subject", b.id, nil)
+		}
+	}
+	return nil
 }
 
 // audit re-audits the run from the files, and requires every blob to be

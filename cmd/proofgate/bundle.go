@@ -1,6 +1,8 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +23,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/spf13/cobra"
 )
@@ -408,7 +411,7 @@ func bundleCmd(g *globals) *cobra.Command {
 }
 
 func exportCmd(g *globals) *cobra.Command {
-	var keyRef, out, sigOut, signedAt string
+	var keyRef, out, sigOut, signedAt, productsDir string
 	var asJSON, force bool
 	var kx keylessExportFlags
 	c := &cobra.Command{
@@ -432,7 +435,13 @@ run is not refused as dirty. An existing FILE is refused unless --force; a FILE 
 --keyless signs with an ephemeral key instead, certified by Fulcio for the OIDC
 token (--id-token-file or $SIGSTORE_ID_TOKEN) and timed by a timestamp
 authority; the archive then carries attestation.sigstore.json, and the
-companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
+companion Sigstore bundle is that member (cosign and sigstore-go verify it).
+
+The files a passed check produced (produces: in the contract) are subjects
+of the statement as products/<check>/<path>, by their SHA-256, but not
+members of the archive: --products DIR writes each to DIR/<path> from the
+run's blob store, re-hashed (an existing file is refused unless --force).
+"bundle verify --subject FILE" then accepts the bundle only for such a file.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			s, ms, err := kx.signers(cmd.Flags().Changed, keyRef)
@@ -477,6 +486,11 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 			if err := sigstore.WriteFile(sigOut, sb, force); err != nil {
 				return outputErr(err)
 			}
+			if productsDir != "" {
+				if err := writeProducts(rd, productsDir, res.Products, force); err != nil {
+					return err
+				}
+			}
 			return g.printExport(asJSON, res, out, sigOut)
 		},
 	}
@@ -484,10 +498,23 @@ companion Sigstore bundle is that member (cosign and sigstore-go verify it).`,
 	c.Flags().StringVarP(&out, "output", "o", "", "bundle file (default <state>/bundles/<run-id>.bundle.tar.gz, git-ignored)")
 	c.Flags().StringVar(&sigOut, "sigstore", "", "companion Sigstore bundle file (default FILE without .tar.gz or .tgz, plus .sigstore.json)")
 	c.Flags().StringVar(&signedAt, "signed-at", "", "signing time to assert (RFC 3339 or now)")
+	c.Flags().StringVar(&productsDir, "products", "", "also write the run's products (produces: in the contract) under this directory, each at its path")
 	kx.register(c)
 	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// writeProducts writes the exported run's products under dir.
+func writeProducts(runDir, dir string, ps []bundle.ProductVerdict, force bool) error {
+	var products []replay.Product
+	for _, p := range ps {
+		products = append(products, replay.Product{Path: p.Path, Digest: "sha256:" + p.SHA256, Size: p.Size})
+	}
+	if err := run.WriteProducts(runDir, dir, products, force); err != nil {
+		return outputErr(fmt.Errorf("--products %s: %w", dir, err))
+	}
+	return nil
 }
 
 // bundleDir is where bundle export writes without -o: beside runs/ in the
@@ -525,6 +552,10 @@ func (g *globals) printExport(asJSON bool, res *bundle.ExportResult, out, sigOut
 	fmt.Fprintf(g.stderr, "exported run %s to %s: %d files, %d bytes, signed by %s at %s\n",
 		res.RunID, out, res.Files, res.Size, res.KeyID, res.SignedAt.Format(time.RFC3339Nano))
 	fmt.Fprintf(g.stderr, "wrote Sigstore bundle %s\n", sigOut)
+	fmt.Fprintf(g.stderr, "bundle file sha256 %s\n", res.SHA256)
+	for _, p := range res.Products {
+		fmt.Fprintf(g.stderr, "product %s %s (check %s, %d bytes)\n", p.SHA256, printable.Escape(p.Path), p.Check, p.Size)
+	}
 	return nil
 }
 
@@ -536,6 +567,7 @@ type verifyFlags struct {
 	requireSandbox                                              bool
 	requireRules                                                []string
 	requireAuthorizations                                       []string
+	subjects                                                    []string
 	keyless                                                     keylessVerifyFlags
 }
 
@@ -556,6 +588,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.BoolVar(&f.requireSandbox, "require-sandbox", false, "refuse a run with a check that did not run in the docker sandbox (runtime: docker)")
 	fl.StringArrayVar(&f.requireRules, "require-rule", nil, "refuse a run whose approval did not satisfy this approval rule of the contract (repeatable; see approval.rules)")
 	fl.StringArrayVar(&f.requireAuthorizations, "require-authorization", nil, "refuse a run that does not authorize publishing to this target (repeatable; see 'proofgate authorize')")
+	fl.StringArrayVar(&f.subjects, "subject", nil, "refuse the bundle unless FILE is a product of a passed check of the run, by its SHA-256 (repeatable; see produces: in the contract)")
 	f.keyless.register(c)
 }
 
@@ -590,6 +623,13 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	}
 	o.RequireRules = f.requireRules
 	o.RequireAuthorizations = f.requireAuthorizations
+	for _, name := range f.subjects {
+		d, err := fileSHA256(name)
+		if err != nil {
+			return o, usageErr(fmt.Errorf("--subject: %w", err))
+		}
+		o.RequireSubjects = append(o.RequireSubjects, d)
+	}
 	if changed("profile") {
 		o.Profile = &f.profile
 	}
@@ -716,7 +756,12 @@ func runVerifyBundle(cmd *cobra.Command, g *globals, f *verifyFlags, vf *vsaFlag
 		return usageErr(err)
 	}
 	defer file.Close()
-	v, err := bundle.VerdictOf(bundle.Verify(vw.reader(file), store, opts))
+	h := sha256.New()
+	r := io.TeeReader(vw.reader(file), h)
+	v, err := bundle.VerdictOf(bundle.Verify(r, store, opts))
+	if _, cerr := io.Copy(io.Discard, r); cerr == nil {
+		v.ArchiveSHA256 = hex.EncodeToString(h.Sum(nil))
+	}
 	var pe *bundle.PolicyError
 	switch {
 	case errors.As(err, &pe):
@@ -758,6 +803,26 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 	printUnsandboxed(w, v)
 	printAuthorized(w, v)
 	printImplementedBy(w, v)
+	for _, p := range v.Products {
+		fmt.Fprintf(w, "product: %s %s (check %s, %d bytes)\n", p.SHA256, printable.Escape(p.Path), p.Check, p.Size)
+	}
+	if v.ArchiveSHA256 != "" {
+		fmt.Fprintf(w, "bundle file: sha256 %s\n", v.ArchiveSHA256)
+	}
+}
+
+// fileSHA256 is the SHA-256 (lowercase hex) of the regular file at name.
+func fileSHA256(name string) (string, error) {
+	f, err := bounded.Open(name)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", name, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func checkpointCmd(g *globals) *cobra.Command {

@@ -68,6 +68,12 @@ type Check struct {
 	EnvFromHost []string `json:"env_from_host,omitempty"`
 	// Caches are the declared caches this check mounts, in list order.
 	Caches []CacheUse `json:"caches,omitempty"`
+	// Produces are the path globs of the files the check produces
+	// (ADR 0039), relative to the repository root: after the check
+	// passes, the harness reads each matching regular file out of its
+	// workspace and records it, and the bundle attests it as a subject.
+	// Absent when empty, so the hash of a check without it is unchanged.
+	Produces []string `json:"produces,omitempty"`
 }
 
 // Resources are the sandbox limits of a check.

@@ -72,6 +72,8 @@ type rawCheck struct {
 	Evidence  *string  `json:"evidence"`
 	// Caches items are a cache name or {name, readonly}.
 	Caches []json.RawMessage `json:"caches"`
+	// Produces are the path globs of the files the check produces.
+	Produces []string `json:"produces"`
 	rawSettings
 }
 

@@ -55,6 +55,7 @@ func (c Check) clone() Check {
 	c.Env = maps.Clone(c.Env)
 	c.EnvFromHost = slices.Clone(c.EnvFromHost)
 	c.Caches = slices.Clone(c.Caches)
+	c.Produces = slices.Clone(c.Produces)
 	return c
 }
 
@@ -193,6 +194,9 @@ func (p *parser) resolveChecks(tmpl Check, raws []rawCheck) (checks []Check, fir
 			return nil, nil, err
 		}
 		if err := p.checkEnvFromHost(&c, &rc.rawSettings, cp); err != nil {
+			return nil, nil, err
+		}
+		if err := p.setProduces(&c, rc.Produces, cp); err != nil {
 			return nil, nil, err
 		}
 		checks = append(checks, c)
@@ -700,6 +704,9 @@ func (p *parser) checkNotLooser(base, c Check, at fieldPath) error {
 	}
 	if workspaceExposure[c.Workspace] > workspaceExposure[base.Workspace] {
 		return p.errf(at.key("workspace"), "%q is looser than the base check's %q: a profile cannot expose the workspace", c.Workspace, base.Workspace)
+	}
+	if len(c.Produces) > 0 && c.Runtime == "docker" && c.Workspace != "copy" {
+		return p.errf(at.key("workspace"), "%q: the check produces files, which only a copy-mode workspace can hold", c.Workspace)
 	}
 	if c.Workspace == "copy" && effectiveWorkspaceSize(c) > effectiveWorkspaceSize(base) {
 		return p.errf(at.key("workspace_size"), "%d bytes is above the base check's %d: a profile cannot raise the workspace bound", effectiveWorkspaceSize(c), effectiveWorkspaceSize(base))

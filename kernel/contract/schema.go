@@ -137,10 +137,10 @@ func defName(schemaURL string) string {
 // profileFixed are the check fields a profile cannot set. A workflow, which
 // a pull request can edit, chooses the profile, so a profile must never
 // change what a check runs or what it proves.
-var profileFixed = []string{"run", "dir", "runtime", "image", "env", "env_from_host", "criteria", "depends_on", "evidence", "caches"}
+var profileFixed = []string{"run", "dir", "runtime", "image", "env", "env_from_host", "criteria", "depends_on", "evidence", "caches", "produces"}
 
 // profileRule explains profileFixed in error messages.
-const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, env_from_host, criteria, depends_on or evidence (nor caches)"
+const profileRule = "a profile tunes limits and tightens isolation; it cannot change run, dir, runtime, image, env, env_from_host, criteria, depends_on or evidence (nor caches or produces)"
 
 // schemaError turns one leaf validation error into a contract *Error with a
 // plain message, and returns the JSON pointer it is located at.

@@ -95,6 +95,18 @@ type CheckFinishedData struct {
 	Attestation *runtime.Attestation `json:"attestation,omitempty"`
 	Detail      string               `json:"detail,omitempty"`
 	Structured  *Structured          `json:"structured,omitempty"`
+	// Products are the files the passed check produced (contract
+	// produces:, ADR 0039), sorted by path; absent otherwise.
+	Products []Product `json:"products,omitempty"`
+}
+
+// Product is one file a passed check produced, as the harness read it out
+// of the check's workspace: its path relative to the repository root, its
+// digest (the blob that holds it) and its size.
+type Product struct {
+	Path   string `json:"path"`
+	Digest string `json:"digest"`
+	Size   int64  `json:"size"`
 }
 
 // Structured is a check's own report, taken from the last line of its

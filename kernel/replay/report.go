@@ -79,6 +79,8 @@ type CheckReport struct {
 	Stderr      *runtime.Stream      `json:"stderr,omitempty"`
 	Attestation *runtime.Attestation `json:"attestation,omitempty"`
 	Detail      string               `json:"detail,omitempty"`
+	// Products are the files the passed check produced (ADR 0039).
+	Products []Product `json:"products,omitempty"`
 }
 
 // Decision is a recorded human decision.

@@ -209,6 +209,9 @@ func (f *Folder) applyCheckFinished(line int, _ eventlog.Event, d CheckFinishedD
 			return bad(line, ReasonBadEvent, "check %q passed, but %s", d.Check, why)
 		}
 	}
+	if why := productsInconsistency(chk, d); why != "" {
+		return bad(line, ReasonBadEvent, "check %q: %s", d.Check, why)
+	}
 	delete(f.pending, d.Check)
 	for _, s := range []*runtime.Stream{d.Stdout, d.Stderr} {
 		if s != nil {
@@ -219,7 +222,7 @@ func (f *Folder) applyCheckFinished(line int, _ eventlog.Event, d CheckFinishedD
 		}
 	}
 	f.results[d.Check] = CheckReport{ID: d.Check, Outcome: d.Outcome, ExitCode: d.ExitCode, DurationMS: d.DurationMS,
-		Stdout: d.Stdout, Stderr: d.Stderr, Attestation: d.Attestation, Detail: d.Detail}
+		Stdout: d.Stdout, Stderr: d.Stderr, Attestation: d.Attestation, Detail: d.Detail, Products: d.Products}
 	return nil
 }
 

@@ -291,7 +291,8 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	stdout, stderr := runtime.NewCapture(outW, limit), runtime.NewCapture(errW, limit)
 	stop := s.watch(c, cacheNote(lease), func() int64 { return stdout.Len() + stderr.Len() })
 	defer stop()
-	res := s.invoke(c, lease, cacheErr, stdout, stderr)
+	ps := &productStore{blobs: s.blobs}
+	res := s.invoke(c, lease, cacheErr, stdout, stderr, ps)
 	stop() // no heartbeat after the check ended
 	if s.ctx.Err() != nil && res.Outcome == runtime.Error && errors.Is(s.ctx.Err(), context.DeadlineExceeded) {
 		res.Detail = "killed: budget.max_duration exceeded"
@@ -325,6 +326,11 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 			d.Outcome, d.Detail = runtime.Failed, why
 		}
 	}
+	if len(c.Produces) > 0 && d.Outcome == runtime.Passed {
+		if d.Products, err = ps.products(c.Produces); err != nil {
+			d.Outcome, d.ExitCode, d.Detail = runtime.Error, -1, "produces: "+err.Error()
+		}
+	}
 	if err := s.record(TypeCheckFinished, d); err != nil {
 		return runtime.Error, err
 	}
@@ -336,7 +342,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 
 // invoke runs c in its runtime with the caches the lease holds (and
 // releases them), or says why it could not run.
-func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, stdout, stderr *runtime.Capture) runtime.Result {
+func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, stdout, stderr *runtime.Capture, ps *productStore) runtime.Result {
 	r := s.r
 	now := time.Now().UTC()
 	rt, ok := s.opts.Runtimes[c.Runtime]
@@ -358,6 +364,7 @@ func (s *scheduler) invoke(c contract.Check, lease *cacheLease, cacheErr error, 
 	spec.KeepRecords = true // dropped when runAll returns
 	spec.Exclude = append(stateExclude(s.opts.RepoDir, s.opts.StateDir), s.exclude...)
 	spec.Sandbox.Caches = lease.mounts()
+	spec.Produces, spec.Collect = c.Produces, ps
 	res := rt.Run(s.ctx, spec, stdout, stderr)
 	releaseCaches(&res, lease)
 	offlineNote(c, &res)

@@ -87,6 +87,13 @@ type Spec struct {
 	// Stdin is fed to the process's standard input, then closed; nil means
 	// no input (/dev/null).
 	Stdin []byte
+	// Produces are the check's product globs (contract produces:, ADR
+	// 0039). After a passed check the provider walks ProductRoots of its
+	// workspace, offers each entry to Products{Produces, Collect}, and
+	// makes the outcome error when that fails; without globs it walks
+	// nothing.
+	Produces []string
+	Collect  Collector
 }
 
 // Sandbox is the effective isolation profile requested for a check.

@@ -80,6 +80,11 @@ var modes = map[string]func(args []string){
 			fail("symlink: %v", err)
 		}
 	},
+	"link": func(args []string) {
+		if err := os.Link(arg(args, 0), arg(args, 1)); err != nil {
+			fail("link: %v", err)
+		}
+	},
 	"count": count,
 	"uniq": func(args []string) {
 		p := fmt.Sprintf("%s/%d-%d", arg(args, 0), os.Getpid(), time.Now().UnixNano())

@@ -101,16 +101,30 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	}
 	res.Finished = time.Now().UTC()
 
-	wsFull, err := c.probe()
-	if err != nil {
-		return fail("%v", err)
-	}
 	st, err := c.inspect()
 	if err != nil {
 		return fail("%v", err)
 	}
+	collected := c.collect(ctx, st)
+	wsFull, err := c.probe()
+	if err != nil {
+		return fail("%v", err)
+	}
 	res.ExitCode = st.ExitCode
-	return c.classify(st, wsFull)
+	if res = c.classify(st, wsFull); res.Outcome == runtime.Passed && collected != nil {
+		return fail("produces: %v", collected)
+	}
+	return res
+}
+
+// collect reads the products of a check that declares some and exited 0
+// unkilled (collectProducts), before the probe; whether it passed is known
+// only after. It returns why they could not be read, or nil.
+func (c *checkRun) collect(ctx context.Context, st *container.State) error {
+	if len(c.spec.Produces) == 0 || c.killed != "" || st.ExitCode != 0 || st.OOMKilled {
+		return nil
+	}
+	return c.collectProducts(ctx)
 }
 
 // checkRun is one check in one container, from its preparation to its

@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"strings"
+
+	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
 // ErrCopyLimit is wrapped when a workspace is larger than the copy limit.
@@ -148,7 +150,7 @@ func walkEntries(tw *tar.Writer, dir string, o tarOptions, dirs *[]*tar.Header) 
 
 // copyFile writes one regular file's entry and content.
 func copyFile(tw *tar.Writer, root *os.Root, name string, h *tar.Header, total *int64, o tarOptions) error {
-	f, err := root.OpenFile(name, os.O_RDONLY|noFollow, 0)
+	f, err := root.OpenFile(name, os.O_RDONLY|runtime.NoFollow, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}

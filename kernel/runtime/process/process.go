@@ -141,6 +141,11 @@ func (r *Runtime) Run(ctx context.Context, spec runtime.Spec, stdout, stderr *ru
 	if held && res.Detail == "" {
 		res.Detail = fmt.Sprintf("output pipe held open by a process outside the check's process group; stopped reading after %s", r.drainGrace)
 	}
+	if res.Outcome == runtime.Passed && len(spec.Produces) > 0 {
+		if err := runtime.CollectDir(spec.Workspace, runtime.Products{Globs: spec.Produces, Collect: spec.Collect}); err != nil {
+			return fail("produces: %v", err)
+		}
+	}
 	return res
 }
 

@@ -1,5 +1,0 @@
-package docker
-
-import "syscall"
-
-const noFollow = syscall.O_NOFOLLOW

@@ -1,5 +1,0 @@
-//go:build !linux
-
-package docker
-
-const noFollow = 0
