@@ -41,6 +41,7 @@ func verifierTools(t *testing.T) string {
 type recipeFiles struct {
 	archive, companion, pub, root string
 	vsa, gatePub                  string
+	product                       string // a check's product, as "app"
 }
 
 // TestVerifyRecipes executes every recipe of docs/verify.md verbatim with
@@ -113,11 +114,7 @@ func TestVerifyRecipes(t *testing.T) {
 		wrongID    = `no matching CertificateIdentity found`
 		ghRefused  = `verifying with issuer "sigstore"`
 	)
-	type tc struct {
-		name, recipe string
-		files        recipeFiles
-		refusal      string // "" for a case that must be accepted
-	}
+	type tc = recipeCase
 	var cases []tc
 	for _, cosign := range []string{"cosign2", "cosign3"} {
 		cases = append(cases,
@@ -141,30 +138,43 @@ func TestVerifyRecipes(t *testing.T) {
 		tc{"slsa-verifier/vsa/another-key", "verify-slsa-vsa", recipeFiles{archive: keyOther.archive, vsa: otherVSA, gatePub: strangerPub}, "no valid signature: verifying envelope: " + wrongKey},
 	)
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			lines := readmeBlock(t, doc, c.recipe)
-			script := strings.ReplaceAll(strings.Join(lines, "\n"), githubIssuer, svc.OIDC.URL)
-			cosign, _, _ := strings.Cut(c.name, "/")
-			if flag, ok := noCTLog[c.recipe]; ok {
-				// The local Fulcio logs no certificate (no SCT): the
-				// variant docs/verify.md gives for such an instance, after
-				// checking that the recipe as printed refuses for that.
-				out, err := runRecipe(t, tools, cosign, c.files, script)
-				if err == nil || !strings.Contains(string(out), "SCT") {
-					t.Fatalf("without %s: %v\n%s", flag[1], err, out)
-				}
-				script = strings.Replace(script, flag[0], flag[0]+" "+flag[1], 1)
-			}
-			out, err := runRecipe(t, tools, cosign, c.files, script)
-			switch {
-			case c.refusal == "" && err != nil:
-				t.Fatalf("recipe %s refused its bundle: %v\n%s\n--- output:\n%s", c.recipe, err, script, out)
-			case c.refusal != "" && err == nil:
-				t.Fatalf("recipe %s accepted: %s\n--- output:\n%s", c.recipe, c.name, out)
-			case c.refusal != "" && !regexp.MustCompile(c.refusal).Match(out):
-				t.Fatalf("recipe %s refused, but not with %q:\n%s", c.recipe, c.refusal, out)
-			}
-		})
+		t.Run(c.name, func(t *testing.T) { runRecipeCase(t, doc, tools, svc.OIDC.URL, c) })
+	}
+}
+
+// recipeCase is one run of a docs/verify.md recipe: its walk block, the
+// files it finds, and what it must say ("" for a case it must accept).
+type recipeCase struct {
+	name, recipe string
+	files        recipeFiles
+	refusal      string // a regexp of the tool's refusal
+}
+
+// runRecipeCase runs c's recipe with the tools (the cosign build is the
+// first element of c.name) against the local issuer.
+func runRecipeCase(t *testing.T, doc []byte, tools, issuer string, c recipeCase) {
+	t.Helper()
+	lines := readmeBlock(t, doc, c.recipe)
+	script := strings.ReplaceAll(strings.Join(lines, "\n"), githubIssuer, issuer)
+	cosign, _, _ := strings.Cut(c.name, "/")
+	if flag, ok := noCTLog[c.recipe]; ok {
+		// The local Fulcio logs no certificate (no SCT): the variant
+		// docs/verify.md gives for such an instance, after checking that
+		// the recipe as printed refuses for that.
+		out, err := runRecipe(t, tools, cosign, c.files, script)
+		if err == nil || !strings.Contains(string(out), "SCT") {
+			t.Fatalf("without %s: %v\n%s", flag[1], err, out)
+		}
+		script = strings.Replace(script, flag[0], flag[0]+" "+flag[1], 1)
+	}
+	out, err := runRecipe(t, tools, cosign, c.files, script)
+	switch {
+	case c.refusal == "" && err != nil:
+		t.Fatalf("recipe %s refused its bundle: %v\n%s\n--- output:\n%s", c.recipe, err, script, out)
+	case c.refusal != "" && err == nil:
+		t.Fatalf("recipe %s accepted: %s\n--- output:\n%s", c.recipe, c.name, out)
+	case c.refusal != "" && !regexp.MustCompile(c.refusal).Match(out):
+		t.Fatalf("recipe %s refused, but not with %q:\n%s", c.recipe, c.refusal, out)
 	}
 }
 
@@ -172,6 +182,7 @@ func TestVerifyRecipes(t *testing.T) {
 // certificate transparency log, and the text of the recipe it follows.
 var noCTLog = map[string][2]string{
 	"verify-cosign-keyless": {"--use-signed-timestamps", "--insecure-ignore-sct"},
+	"verify-cosign-product": {"--use-signed-timestamps", "--insecure-ignore-sct"},
 	"verify-sigstore-go":    {"-requireTlog=false", "-requireCTlog=false"},
 }
 
@@ -183,7 +194,7 @@ func runRecipe(t *testing.T, tools, cosign string, f recipeFiles, script string)
 	t.Helper()
 	dir, bin := t.TempDir(), t.TempDir()
 	for src, name := range map[string]string{f.archive: "proofgate-bundle.tar.gz", f.companion: "proofgate-bundle.sigstore.json",
-		f.pub: "proofgate.pub.pem", f.root: "trusted_root.json", f.vsa: "proofgate.vsa.json", f.gatePub: "gate.pub.pem"} {
+		f.pub: "proofgate.pub.pem", f.root: "trusted_root.json", f.vsa: "proofgate.vsa.json", f.gatePub: "gate.pub.pem", f.product: "app"} {
 		if src == "" {
 			continue
 		}
