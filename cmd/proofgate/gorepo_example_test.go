@@ -73,9 +73,14 @@ func moduleProxy(t *testing.T, dir string) string {
 type runChecks struct {
 	State  string `json:"state"`
 	Checks []struct {
-		ID          string `json:"id"`
-		Outcome     string `json:"outcome"`
-		Detail      string `json:"detail"`
+		ID       string `json:"id"`
+		Outcome  string `json:"outcome"`
+		Detail   string `json:"detail"`
+		Products []struct {
+			Path   string `json:"path"`
+			Digest string `json:"digest"`
+			Size   int64  `json:"size"`
+		} `json:"products"`
 		Attestation struct {
 			Profile struct {
 				Network string `json:"network"`
@@ -172,6 +177,9 @@ func assertGoRepoRun(t *testing.T, which string, r runChecks, warm bool) {
 		p := c.Attestation.Profile
 		if c.Outcome != "passed" {
 			t.Errorf("%s run: %s %s: %s", which, c.ID, c.Outcome, c.Detail)
+		}
+		if want := c.ID == "build"; want != (len(c.Products) == 1 && c.Products[0].Path == "dist/svc" && c.Products[0].Size > 1<<20) {
+			t.Errorf("%s run: %s products %+v", which, c.ID, c.Products)
 		}
 		wantNet := "none"
 		if c.ID == "fetch" {

@@ -2,6 +2,7 @@ package replay
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -83,4 +84,19 @@ func ValidProductPath(p string) bool {
 		}
 	}
 	return true
+}
+
+// Referenced is every blob digest the run needs kept in its store: the
+// blobs of the log (r.Blobs, what a bundle carries) and its checks'
+// products (ADR 0039), which stay in the store but not in the bundle.
+// Sorted, without duplicates.
+func (r *Report) Referenced() []string {
+	out := slices.Clone(r.Blobs)
+	for _, c := range r.Checks {
+		for _, p := range c.Products {
+			out = append(out, p.Digest)
+		}
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
 }

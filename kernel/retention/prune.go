@@ -313,7 +313,7 @@ func archiveRun(stateDir, id string, lg *eventlog.Log, now func() time.Time, o O
 	}
 	step(o, "archive-written")
 	rec := ArchivedData{Run: id, Archive: ArchiveDir + "/" + id + ArchiveSuffix, Digest: digest, Size: size, Files: len(files),
-		State: string(rep.State), Head: rep.ChainHead, Length: rep.ChainLength, Blobs: rep.Blobs}
+		State: string(rep.State), Head: rep.ChainHead, Length: rep.ChainLength, Blobs: rep.Referenced()}
 	if _, err := lg.Append(TypeArchived, rec); err != nil {
 		return rec, RunPlan{}, err
 	}

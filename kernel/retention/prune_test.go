@@ -406,3 +406,34 @@ func TestPruneFilesAreNotWorkTree(t *testing.T) {
 		t.Fatal("an untracked file beside the prune files did not make the tree dirty")
 	}
 }
+
+// A run's products (ADR 0039) stay in its blob store, not in its bundle:
+// prune keeps them as it keeps the blobs its log names, however old.
+func TestProductsAreReachable(t *testing.T) {
+	f := newFixture(t)
+	// The product lies under the ignored .proofgate/runs/, so the work
+	// tree stays clean.
+	c, err := contract.Parse("contract.yaml", []byte(strings.Replace(contractYAML, "approval:",
+		"  - {id: p, run: [sh, -c, 'mkdir -p .proofgate/runs/out && printf bin > .proofgate/runs/out/p.bin'], produces: [.proofgate/runs/out/p.bin]}\napproval:", 1)), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.c = c
+	keep := f.awaiting()
+	sum := sha256.Sum256([]byte("bin"))
+	product := filepath.Join(f.dir(keep), "blobs", "sha256", hex.EncodeToString(sum[:]))
+	old := time.Now().Add(-2 * time.Hour)
+	if err := os.Chtimes(product, old, old); err != nil {
+		t.Fatalf("the product is not in the run's blob store: %v", err)
+	}
+	unnamed := f.blob(keep, "old and named by nothing", 2*time.Hour)
+	if res := f.apply(time.Now); res.Counts.BlobsReclaimed != 1 {
+		t.Fatalf("reclaimed %d blobs, want 1", res.Counts.BlobsReclaimed)
+	}
+	if _, err := os.Stat(product); err != nil {
+		t.Fatalf("the product was reclaimed: %v", err)
+	}
+	if _, err := os.Stat(unnamed); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the unnamed blob survived: %v", err)
+	}
+}

@@ -82,7 +82,7 @@ func scanRun(stateDir, id string, h *History) RunPlan {
 			rp.Reason = "its log has a torn tail (the next writer repairs it)"
 		}
 	}
-	rp.State, rp.LastEvent, rp.head, rp.length, rp.blobs = string(rep.State), rep.LastEventTime, rep.ChainHead, rep.ChainLength, rep.Blobs
+	rp.State, rp.LastEvent, rp.head, rp.length, rp.blobs = string(rep.State), rep.LastEventTime, rep.ChainHead, rep.ChainLength, rep.Referenced()
 	if s := f.Planned().Supersedes; s != "" {
 		rp.needs = append(rp.needs, s)
 	}

@@ -268,8 +268,9 @@ func (m *merger) checkLog(ls *loadedShard) error {
 	return nil
 }
 
-// checkBlobs requires every output blob the log references to be listed
-// in the manifest and present under blobs/ with its digest.
+// checkBlobs requires every blob the log references (a check's output
+// streams and products) to be listed in the manifest and present under
+// blobs/ with its digest.
 func checkBlobs(ls *loadedShard) error {
 	listed := map[string]bool{}
 	for _, d := range ls.m.Blobs {
@@ -281,6 +282,11 @@ func checkBlobs(ls *loadedShard) error {
 		for _, s := range []*runtime.Stream{r.Stdout, r.Stderr} {
 			if s != nil && !listed[s.Digest] {
 				return refuse(Tampered, ls.dir, nil, "check %q's output %s is not in %s", id, s.Digest, ManifestFile)
+			}
+		}
+		for _, p := range r.Products {
+			if !listed[p.Digest] {
+				return refuse(Tampered, ls.dir, nil, "check %q's product %s (%s) is not in %s", id, p.Path, p.Digest, ManifestFile)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
@@ -58,7 +59,7 @@ type fixture struct {
 func newFixture(t *testing.T, yaml string) *fixture {
 	t.Helper()
 	repo := t.TempDir()
-	for name, body := range map[string]string{"README.md": "hi\n", ".gitignore": ".proofgate/\n"} {
+	for name, body := range map[string]string{"README.md": "hi\n", ".gitignore": ".proofgate/\nout/\n"} {
 		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -704,5 +705,45 @@ func TestMergeWithEmptyShards(t *testing.T) {
 	}
 	if _, err := replay.Audit(filepath.Join(f.state, "runs", f.id)); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestMergeCarriesProducts: a check's products (ADR 0039) come with its
+// shard into the merged run, whose blob store then holds them; a shard
+// whose manifest leaves a product's blob out is refused.
+func TestMergeCarriesProducts(t *testing.T) {
+	yaml := contractYAML(2, "") + "  - {id: p, run: [sh, -c, 'mkdir -p out && printf bin > out/p.bin'], produces: [out/p.bin]}\n"
+	f := newFixture(t, yaml)
+	dirs := f.execAll(t, 2)
+	if _, err := f.merge(dirs, unsigned); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(f.state, "runs", f.id)
+	rep, err := replay.Audit(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var products []replay.Product
+	for _, c := range rep.Checks {
+		products = append(products, c.Products...)
+	}
+	if len(products) != 1 || products[0].Path != "out/p.bin" || products[0].Size != 3 {
+		t.Fatalf("merged products %+v", products)
+	}
+	if err := blob.New(filepath.Join(dir, run.BlobDir)).Verify(products[0].Digest); err != nil {
+		t.Fatalf("the merged run's blob store: %v", err)
+	}
+
+	g := newFixture(t, yaml)
+	dirs = g.execAll(t, 2)
+	for _, d := range dirs {
+		rewrite(t, d, func(m *replay.ShardManifest, _ []eventlog.Event) []eventlog.Event {
+			m.Blobs = slices.DeleteFunc(m.Blobs, func(b string) bool { return b == products[0].Digest })
+			return nil
+		})
+	}
+	_, err = g.merge(dirs, unsigned)
+	if me := wantReason(t, err, Tampered); !strings.Contains(me.Error(), "product out/p.bin") {
+		t.Fatalf("merge without the product's blob: %v", err)
 	}
 }
