@@ -138,6 +138,11 @@ type Result struct {
 	Signer       string // keyless: the certificate's identity
 	ArtifactName string
 	ArtifactID   int64
+	// Products are the run's products (ADR 0039), written to ProductsDir
+	// (relative to the workspace) and uploaded as ProductsArtifact.
+	Products         []bundle.ProductVerdict
+	ProductsDir      string
+	ProductsArtifact string
 	// StatusPosted is the state of the last status posted ("" for none).
 	StatusPosted string
 	// Imported is true when the review job imported the pull_request
@@ -754,6 +759,10 @@ func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 	j.res.BundlePath, j.res.SigstorePath = j.rel(out), j.rel(compOut)
 	j.f.output("bundle-path", j.res.BundlePath)
 	j.f.output("sigstore-path", j.res.SigstorePath)
+	j.f.output("bundle-sha256", j.res.BundleSHA256)
+	if err := j.writeProducts(x); err != nil {
+		return nil, err
+	}
 	signedBy := "key " + x.KeyID
 	if j.keyless {
 		if j.res.Signer, err = certificateIdentity(comp); err != nil {
@@ -824,6 +833,9 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 	j.res.ArtifactID = id
 	j.s.artifactID = id
 	j.f.output("artifact-id", strconv.FormatInt(id, 10))
+	if err := j.uploadProducts(ctx, tok, results, name); err != nil {
+		return 0, err
+	}
 	return ExitOK, nil
 }
 

@@ -2,6 +2,7 @@ package action
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -106,6 +107,7 @@ type verifyInputs struct {
 	requireSandbox                                                            bool
 	requireRules                                                              []string // verify_rules.go
 	requireAuthorizations                                                     []string // verify_authorization.go
+	subjects                                                                  []string // verify_subject.go
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
@@ -189,6 +191,11 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 	f.output("run-id", res.RunID)
 	f.output("signer", res.Signer)
 	f.output("unsandboxed", strings.Join(v.Unsandboxed, ","))
+	if len(v.Products) > 0 {
+		if b, err := json.Marshal(v.Products); err == nil {
+			f.output("products", string(b))
+		}
+	}
 	if v.Verdict == VerdictAccepted {
 		if len(v.Unsandboxed) > 0 {
 			f.annotate("warning", "ProofGate checks ran unsandboxed", fmt.Sprintf("checks %s did not run in the docker sandbox (input require-sandbox: true refuses them)", strings.Join(v.Unsandboxed, ", ")))
@@ -275,6 +282,9 @@ func (g *gate) readInputs() *refusal {
 	if r := readRequireAuthorizations(f, &in); r != nil {
 		return r
 	}
+	if r := readSubjects(f, &in); r != nil {
+		return r
+	}
 	g.in = in
 	g.ids = readIdentityInputs(f)
 	return g.checkPaths()
@@ -343,6 +353,11 @@ func (g *gate) policy(ctx context.Context) *refusal {
 	in := &g.in
 	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile,
 		RequireSandbox: in.requireSandbox, RequireRules: in.requireRules, RequireAuthorizations: in.requireAuthorizations}
+	subjects, r := g.subjectDigests()
+	if r != nil {
+		return r
+	}
+	g.opts.RequireSubjects = subjects
 	hash, r := releaseContract(ctx, g.ws, g.gh, g.owner, g.name, *in)
 	if r != nil {
 		return r
@@ -597,8 +612,10 @@ func listRecent(ctx context.Context, gh *github.Client, owner, repo, name string
 			if a == nil || a.Expired {
 				continue
 			}
-			// A run hand-off (RunArtifactPrefix) is never a bundle.
-			if (name != "" && a.Name == name) || (name == "" && strings.HasPrefix(a.Name, ArtifactPrefix) && !strings.HasPrefix(a.Name, RunArtifactPrefix)) {
+			// A run hand-off (RunArtifactPrefix) and a run's products
+			// (ProductsArtifactPrefix) are never a bundle.
+			if (name != "" && a.Name == name) || (name == "" && strings.HasPrefix(a.Name, ArtifactPrefix) &&
+				!strings.HasPrefix(a.Name, RunArtifactPrefix) && !strings.HasPrefix(a.Name, ProductsArtifactPrefix)) {
 				out = append(out, a)
 			}
 		}

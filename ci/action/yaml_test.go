@@ -73,7 +73,8 @@ func TestActionYAML(t *testing.T) {
 	var a actionYAML
 	readYAML(t, "action.yml", &a)
 	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "mode", "on-pending", "profile", "rekor-url", "shard", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
-	wantOut := []string{"artifact-id", "bundle-path", "plan-artifact", "run-artifact", "run-id", "shard-artifact", "shard-refusal", "signer", "sigstore-path", "state", "verification-digest"}
+	wantOut := []string{"artifact-id", "bundle-path", "bundle-sha256", "plan-artifact", "products", "products-artifact", "products-artifact-id", "products-dir",
+		"run-artifact", "run-id", "shard-artifact", "shard-refusal", "signer", "sigstore-path", "state", "verification-digest"}
 	if got := keys(a.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("action.yml inputs %v, want %v", got, wantIn)
 	}
@@ -107,8 +108,8 @@ func TestActionYAML(t *testing.T) {
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "github-token", "match", "profile", "require-approvals", "require-authorization", "require-rule", "require-sandbox", "signer-workflow", "source-ref", "source-repo", "trust-store", "trusted-root", "vsa-key", "vsa-path", "vsa-verifier-id"}
-	wantOut = []string{"reason", "run-id", "signer", "unsandboxed", "verdict", "vsa"}
+	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "github-token", "match", "profile", "require-approvals", "require-authorization", "require-rule", "require-sandbox", "signer-workflow", "source-ref", "source-repo", "subject", "trust-store", "trusted-root", "vsa-key", "vsa-path", "vsa-verifier-id"}
+	wantOut = []string{"products", "reason", "run-id", "signer", "unsandboxed", "verdict", "vsa"}
 	if got := keys(v.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("verify/action.yml inputs %v, want %v", got, wantIn)
 	}

@@ -89,6 +89,9 @@
 //	evidence    "structured" (the check reports {status, criteria, artifacts} on stdout)
 //	caches      [name | {name, readonly}] (..16): declared caches the check mounts;
 //	            a name is a writable use, {name, readonly: true} a read-only one
+//	produces    [path glob] (1..64): the files the check produces (ADR 0039), from the
+//	            repository root; read out of the workspace after it passes and attested
+//	            as subjects; a docker check needs workspace: copy
 //
 // Durations are Go duration strings without sign ("90s", "10m", "1h30m").
 // Sizes are a whole, non-negative number of bytes up to 1 TiB, written as
