@@ -138,6 +138,9 @@ type Result struct {
 	Signer       string // keyless: the certificate's identity
 	ArtifactName string
 	ArtifactID   int64
+	// AttestationID is the id GitHub's attestation store gave the
+	// companion (input attest), 0 when not stored.
+	AttestationID int64
 	// Products are the run's products (ADR 0039), written to ProductsDir
 	// (relative to the workspace) and uploaded as ProductsArtifact.
 	Products         []bundle.ProductVerdict
@@ -190,6 +193,7 @@ type inputs struct {
 	trustedRoot                                                             string // keyless hand-off: trusted root path at the base commit
 	mode                                                                    string // input mode: run, plan or merge (shard.go)
 	shard                                                                   *shard.Spec
+	attest                                                                  bool // input attest (attest.go)
 }
 
 func readInputs(f *workflow) (inputs, error) {
@@ -224,6 +228,9 @@ func readInputs(f *workflow) (inputs, error) {
 	}
 	if !cleanRel(in.contract) {
 		return in, fmt.Errorf("input contract: %q is not a clean path relative to the repository root", in.contract)
+	}
+	if in.attest, err = readAttest(f, in.signing.mode == SigningKeyless); err != nil {
+		return in, err
 	}
 	if in.stateDir == "" {
 		in.stateDir = DefaultStateDir
@@ -701,7 +708,11 @@ func (j *job) publish(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	return j.upload(ctx, files)
+	code, err := j.upload(ctx, files)
+	if err == nil {
+		j.attest(ctx, files[companionName(j.res.RunID+".bundle.tar.gz")])
+	}
+	return code, err
 }
 
 // unsignedFork ends a COMPLETE fork run that cannot sign (why), per

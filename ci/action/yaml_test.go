@@ -72,8 +72,8 @@ func keys[M ~map[string]V, V any](m M) []string {
 func TestActionYAML(t *testing.T) {
 	var a actionYAML
 	readYAML(t, "action.yml", &a)
-	wantIn := []string{"artifact-name", "contract", "fulcio-url", "github-token", "jobs", "mode", "on-pending", "profile", "rekor-url", "shard", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
-	wantOut := []string{"artifact-id", "bundle-path", "bundle-sha256", "plan-artifact", "products", "products-artifact", "products-artifact-id", "products-dir",
+	wantIn := []string{"artifact-name", "attest", "contract", "fulcio-url", "github-token", "jobs", "mode", "on-pending", "profile", "rekor-url", "shard", "signing", "signing-key", "state-dir", "status", "trusted-root", "tsa-url"}
+	wantOut := []string{"artifact-id", "attestation-id", "bundle-path", "bundle-sha256", "plan-artifact", "products", "products-artifact", "products-artifact-id", "products-dir",
 		"run-artifact", "run-id", "shard-artifact", "shard-refusal", "signer", "sigstore-path", "state", "verification-digest"}
 	if got := keys(a.Inputs); !slices.Equal(got, wantIn) {
 		t.Errorf("action.yml inputs %v, want %v", got, wantIn)

@@ -164,6 +164,10 @@ type Server struct {
 	statuses  map[string][]Status
 	checkRuns map[string][]CheckRun
 	denied    map[string]bool
+
+	// artifact attestations (attestations.go), by repository
+	attestations    map[string][]Attestation
+	nextAttestation int64
 }
 
 type upload struct {
@@ -462,6 +466,7 @@ var repoRoutes = []struct {
 	{"actions/artifacts", (*Server).serveArtifacts},
 	{"actions/artifacts/*/zip", (*Server).serveArtifactZip},
 	{"actions/runs/*/artifacts", (*Server).serveRunArtifacts},
+	{"attestations/*", (*Server).serveAttestations},
 }
 
 // matchPath reports whether the segments rest match pattern: segments

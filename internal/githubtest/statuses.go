@@ -33,7 +33,8 @@ type CheckRun struct {
 // maxStatusDescription is GitHub's limit on a status description.
 const maxStatusDescription = 140
 
-// Deny makes POSTs needing permission ("statuses" or "checks") answer 403
+// Deny makes POSTs needing permission ("statuses", "checks" or
+// "attestations") answer 403
 // as GitHub answers a token without it.
 func (s *Server) Deny(permission string) {
 	s.mu.Lock()
@@ -74,14 +75,15 @@ func unprocessable(w http.ResponseWriter, msg string) {
 	writeJSON(w, http.StatusUnprocessableEntity, map[string]string{"message": "Validation Failed: " + msg, "documentation_url": "https://docs.github.com/rest"})
 }
 
-// servePost serves the POST endpoints: statuses/{sha} and check-runs.
+// servePost serves the POST endpoints: statuses/{sha}, check-runs and
+// attestations.
 func (s *Server) servePost(w http.ResponseWriter, r *http.Request, parts []string) {
 	if len(parts) < 4 || parts[0] != "repos" {
 		notFound(w)
 		return
 	}
 	key := strings.ToLower(parts[1] + "/" + parts[2])
-	raw, err := readBody(r, 1<<20)
+	raw, err := readBody(r, maxAttestation)
 	if err != nil {
 		unprocessable(w, err.Error())
 		return
@@ -103,6 +105,8 @@ func (s *Server) servePost(w http.ResponseWriter, r *http.Request, parts []strin
 		s.createStatus(w, key, rest[1], body)
 	case len(rest) == 1 && rest[0] == "check-runs":
 		s.createCheckRun(w, key, body)
+	case len(rest) == 1 && rest[0] == "attestations":
+		s.createAttestation(w, key, body)
 	default:
 		notFound(w)
 	}
