@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/ci/action"
+	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
 	"github.com/proofgate/proofgate/internal/testimage"
@@ -176,6 +178,34 @@ func TestReleaseProducts(t *testing.T) {
 			recipeCase{tool + "/product/one-byte-changed", "verify-cosign-product", files(flipped), cosignNoMatch},
 			recipeCase{tool + "/product/another-run", "verify-cosign-product", files(app2), cosignNoMatch})
 	}
+	// The attestation store: the companion stored as the action stores it
+	// (input attest), found by gh through a fake of GitHub's API.
+	gh := githubtest.New(t)
+	gh.Token = "ghs_testtoken"
+	gh.AddRepo("acme", "widget")
+	client, err := ghapi.NewClient(ctx, gh.Token, gh.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	comp, err := os.ReadFile(strings.TrimSuffix(kl, ".tar.gz") + ".sigstore.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := action.PostAttestation(ctx, client, "acme", "widget", comp); err != nil {
+		t.Fatal(err)
+	}
+	proxy, ca := gh.APIProxy(t)
+	online := func(product string) recipeFiles {
+		f := files(product)
+		f.companion = "" // found online, not given
+		f.env = []string{"HTTPS_PROXY=" + proxy, "SSL_CERT_FILE=" + ca, "GH_TOKEN=" + gh.Token}
+		return f
+	}
+	const ghNotStored = `no attestations found`
+	cases = append(cases,
+		recipeCase{"gh-online/product", "verify-gh-online", online(app1), ""},
+		recipeCase{"gh-online/product/one-byte-changed", "verify-gh-online", online(flipped), ghNotStored},
+		recipeCase{"gh-online/product/another-run", "verify-gh-online", online(app2), ghNotStored})
 	cases = append(cases,
 		recipeCase{"gh/product", "verify-gh-product", files(app1), ""},
 		recipeCase{"gh/product/one-byte-changed", "verify-gh-product", files(flipped), ghNoMatch},

@@ -42,6 +42,7 @@ type recipeFiles struct {
 	archive, companion, pub, root string
 	vsa, gatePub                  string
 	product                       string // a check's product, as "app"
+	env                           []string // added to the recipe's environment (last wins)
 }
 
 // TestVerifyRecipes executes every recipe of docs/verify.md verbatim with
@@ -221,5 +222,6 @@ func runRecipe(t *testing.T, tools, cosign string, f recipeFiles, script string)
 	cmd.Env = []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home,
 		"TUF_ROOT=" + filepath.Join(home, "tuf"), "GH_NO_UPDATE_NOTIFIER=1", "GH_PROMPT_DISABLED=1",
 		"HTTPS_PROXY=http://127.0.0.1:9", "HTTP_PROXY=http://127.0.0.1:9", "NO_PROXY=127.0.0.1,localhost"}
+	cmd.Env = append(cmd.Env, f.env...)
 	return cmd.CombinedOutput()
 }

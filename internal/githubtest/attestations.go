@@ -131,8 +131,13 @@ func bundleSubjects(raw json.RawMessage) ([]string, error) {
 }
 
 // serveAttestations is GET /repos/{o}/{r}/attestations/{subject_digest}:
-// {"attestations": [{"bundle", "repository_id", "bundle_url"}]}, newest
-// first, per_page (at most 100) honoured; 404 when none.
+// {"attestations": [{"bundle", "repository_id", "initiator"}]}, newest
+// first, per_page (at most 100) honoured; an empty list when none (as gh's
+// own client expects: it reports "no attestations found"). An attestation
+// stored through the REST endpoint has initiator "user" (gh attestation
+// verify keeps only those). GitHub also gives a bundle_url to blob storage
+// (snappy-compressed); the fake leaves it out, and readers fall back to the
+// inline bundle, as gh does.
 func (s *Server) serveAttestations(w http.ResponseWriter, r *http.Request, q repoRequest) {
 	d := q.rest[1]
 	if !subjectDigest.MatchString(d) {
@@ -149,21 +154,20 @@ func (s *Server) serveAttestations(w http.ResponseWriter, r *http.Request, q rep
 	type entry struct {
 		Bundle       json.RawMessage `json:"bundle"`
 		RepositoryID int64           `json:"repository_id"`
-		BundleURL    string          `json:"bundle_url"`
+		Initiator    string          `json:"initiator"`
 	}
 	var list []entry
 	all := s.attestations[strings.ToLower(q.owner+"/"+q.name)]
 	for i := len(all) - 1; i >= 0 && len(list) < perPage; i-- {
 		for _, sd := range all[i].Subjects {
 			if sd == d {
-				list = append(list, entry{all[i].Bundle, 1, fmt.Sprintf("%s/attestations/%d/bundle", s.URL, all[i].ID)})
+				list = append(list, entry{all[i].Bundle, 1, "user"})
 				break
 			}
 		}
 	}
-	if len(list) == 0 {
-		notFound(w)
-		return
+	if list == nil {
+		list = []entry{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"attestations": list})
 }
