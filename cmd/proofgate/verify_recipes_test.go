@@ -41,7 +41,7 @@ func verifierTools(t *testing.T) string {
 type recipeFiles struct {
 	archive, companion, pub, root string
 	vsa, gatePub                  string
-	product                       string // a check's product, as "app"
+	product                       string   // a check's product, as "app"
 	env                           []string // added to the recipe's environment (last wins)
 }
 
