@@ -55,6 +55,9 @@ type Verdict struct {
 	// caller that hashed it (bundle verify), so the downloaded file can be
 	// matched to the verdict.
 	ArchiveSHA256 string `json:"archive_sha256,omitempty"`
+	// StatementOnly is true when only the signed statement was verified
+	// (VerifyStatement, ADR 0040): no event log was replayed.
+	StatementOnly bool `json:"statement_only,omitempty"`
 }
 
 // Verdict returns the acceptance of r.
@@ -71,6 +74,7 @@ func (r *Result) Verdict() Verdict {
 	v.ImplementedBy = r.Run.ImplementedBy
 	v.Authorized = Authorized(&r.Run)
 	v.Products = Products(&r.Run)
+	v.StatementOnly = r.StatementOnly
 	if !r.Witnessed.IsZero() {
 		v.Signer, v.WitnessedAt = r.Signer, r.Witnessed.Format(time.RFC3339Nano)
 	}

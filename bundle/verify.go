@@ -108,6 +108,9 @@ type Result struct {
 	Approvals  int
 	Files      int
 	Checkpoint *checkpoint.Verified
+	// StatementOnly is set by VerifyStatement: only the signed statement
+	// was verified, the event log was not replayed (ADR 0040).
+	StatementOnly bool
 }
 
 var hex64 = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -203,23 +206,7 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if res.Checkpoint, err = b.checkCheckpoint(v.store, p.witnessed); err != nil {
 		return nil, err
 	}
-	if err := p.bind(b.rep, b.id); err != nil {
-		return nil, err
-	}
-	if err := p.checkSandbox(&b.summary, b.id); err != nil {
-		return nil, err
-	}
-	res.Approvals = countApprovals(b.rep.Decisions)
-	if res.Approvals < p.approvals {
-		return nil, refuse(InsufficientApprovals, fmt.Sprintf("%d distinct approvals, %d required", res.Approvals, p.approvals), b.id, nil)
-	}
-	if err := p.checkRules(b.rep.Decisions, b.id); err != nil {
-		return nil, err
-	}
-	if err := p.checkAuthorizations(&b.summary, b.id); err != nil {
-		return nil, err
-	}
-	if err := p.checkProducts(b.subj, b.id); err != nil {
+	if err := p.checkRun(b, res); err != nil {
 		return nil, err
 	}
 	return res, nil

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
@@ -183,4 +184,24 @@ func (m *material) sameEnvelope(keyID string, env []byte) error {
 		return refuse(MaterialMismatch, err, "the certificate's key hashes to %s, not the keyid %s", id, clip(keyID))
 	}
 	return nil
+}
+
+// ArchiveEnvelope rebuilds, from a keyless bundle's Sigstore bundle (the
+// archive's attestation.sigstore.json, which is its companion), the DSSE
+// envelope the archive carries as attestation.dsse.json: the same payload
+// type, payload and signature, under the keyless key id of the
+// certificate's key. Verifying the rebuilt envelope with the Sigstore
+// bundle as material verifies the companion alone (ADR 0040).
+func ArchiveEnvelope(b []byte) ([]byte, error) {
+	m, err := parseMaterial(b)
+	if err != nil {
+		return nil, err
+	}
+	id, err := keylessID(m.cert.PublicKey)
+	if err != nil {
+		return nil, refuse(CertificateInvalid, err, "the certificate's key")
+	}
+	env := envelope.Envelope{PayloadType: m.payloadType, Payload: base64.StdEncoding.EncodeToString(m.payload),
+		Signatures: []envelope.Signature{{KeyID: id, Sig: base64.StdEncoding.EncodeToString(m.sig)}}}
+	return canon.Marshal(&env)
 }

@@ -132,3 +132,57 @@ func jsonEqual(a, b []byte) bool {
 	}
 	return bytes.Equal(x.Bytes(), y.Bytes())
 }
+
+// TestVerifyFromAttestationStore: once the workflow artifact has expired,
+// the release gate finds the run's signed statement in the attestation
+// store by the product's digest and verifies it under the same policy,
+// saying it did not replay the log (ADR 0040); another file, another
+// signer and a stricter policy are refused; without a subject the expiry
+// stands.
+func TestVerifyFromAttestationStore(t *testing.T) {
+	svc := sigstoretest.Start(t)
+	fx := keylessProducts(t, svc)
+	res, err := fx.run()
+	mustCode(t, res.Code, ExitOK, err, fx.log.String())
+	product := fx.outputs()["products-dir"] + "/dist/app"
+	fx.gh.ExpireArtifacts(owner, repo)
+	releaseGate(t, fx, svc, pinnedWorkflow)
+
+	vr, err := fx.verify()
+	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
+	miss := vr.Reason
+	if miss != ReasonExpired && miss != ReasonNotFound {
+		t.Fatalf("without a subject: %+v", vr)
+	}
+
+	fx.env["INPUT_SUBJECT"] = product
+	vr, err = fx.verify()
+	mustCode(t, vr.Code, ExitOK, err, fx.log.String())
+	v := vr.BundleVerdict()
+	if !v.StatementOnly || v.RunID != res.RunID || len(v.Products) != 1 || vr.Signer == "" || !strings.Contains(fx.log.String(), "was not replayed") {
+		t.Fatalf("from the store: %+v\n%s", v, fx.log.String())
+	}
+
+	b, _ := os.ReadFile(filepath.Join(fx.ws, product))
+	os.WriteFile(filepath.Join(fx.ws, "patched"), append(b, '!'), 0o644)
+	for _, c := range []struct {
+		name, key, value, reason, detail string
+	}{
+		{"a file the store knows nothing of", "INPUT_SUBJECT", "patched", miss, "holds no ProofGate statement"},
+		{"another pinned signer", "INPUT_SIGNER-WORKFLOW", "OWNER/proofgate/.github/workflows/other.yml", "identity-mismatch", ""},
+		{"two approvals", "INPUT_REQUIRE-APPROVALS", "2", "insufficient-approvals", ""},
+		{"the release commit itself required", "INPUT_MATCH", "commit", "commit-mismatch", ""},
+	} {
+		old, had := fx.env[c.key]
+		fx.env[c.key] = c.value
+		vr, _ := fx.verify()
+		if vr.Code != ExitRefused || vr.Reason != c.reason || !strings.Contains(vr.Detail, c.detail) {
+			t.Errorf("%s: exit %d %s %q, want %s", c.name, vr.Code, vr.Reason, vr.Detail, c.reason)
+		}
+		if had {
+			fx.env[c.key] = old
+		} else {
+			delete(fx.env, c.key)
+		}
+	}
+}

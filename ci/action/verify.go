@@ -418,7 +418,11 @@ func (g *gate) verifyArtifacts(ctx context.Context) *refusal {
 	}
 	cands, findErr := candidates(ctx, g.gh, g.owner, g.name, in, nameFor)
 	if len(cands) == 0 {
-		return g.notFound(findErr)
+		miss := g.notFound(findErr)
+		if miss.class != exit.Refused {
+			return miss
+		}
+		return g.verifyStore(ctx, miss)
 	}
 	var first *Attempt
 	for _, a := range cands {

@@ -171,3 +171,13 @@ func (s *Server) serveAttestations(w http.ResponseWriter, r *http.Request, q rep
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"attestations": list})
 }
+
+// ExpireArtifacts marks every artifact of owner/repo expired, as GitHub
+// does after the retention period: still listed, its zip gone (410).
+func (s *Server) ExpireArtifacts(owner, repo string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range s.repo(owner, repo).artifacts {
+		a.Expired = true
+	}
+}
