@@ -39,11 +39,11 @@ func TestVerifyStatement(t *testing.T) {
 		}
 		return NewVerifier(nil, WithMaterialVerifiers(mv), WithCurrentTime(w.Add(24*time.Hour))).VerifyStatement(env, material, p)
 	}
-	res, err := verify(env, material, WithApprovals(1), WithRepo("acme/widget"), WithSubject(hexSum("binary")), WithRequireSandbox())
+	_, err := verify(env, material, WithApprovals(1), WithRepo("acme/widget"), WithSubject(hexSum("binary")), WithRequireSandbox())
 	if err == nil || reasonOf(err) != UnsandboxedCheck {
 		t.Fatalf("process checks under require-sandbox: %v", err)
 	}
-	res, err = verify(env, material, WithApprovals(1), WithRepo("acme/widget"), WithSubject(hexSum("binary")))
+	res, err := verify(env, material, WithApprovals(1), WithRepo("acme/widget"), WithSubject(hexSum("binary")))
 	if err != nil {
 		t.Fatal(err)
 	}
