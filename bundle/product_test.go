@@ -65,7 +65,7 @@ func TestProductsAttested(t *testing.T) {
 		{"one byte changed", hexSum("binarY"), "no passed check produced"},
 		{"a file the check wrote but did not declare", hexSum("notes"), "no passed check produced"},
 		{"the check's stdout, a member of the bundle", stdout, "the bundle's own blobs/sha256/"},
-		{"the log", hexSum(string(fileOf(t, b, EventsFile))), "the bundle's own events.ndjson"},
+		{"the log", hexSum(string(member(t, b, EventsFile))), "the bundle's own events.ndjson"},
 	} {
 		_, err := verify(b, hexSum("binary"), c.digest)
 		if reasonOf(err) != NotAProduct || !strings.Contains(err.Error(), c.detail) {
@@ -134,21 +134,11 @@ func TestProductSubjectsHostile(t *testing.T) {
 func statementOf(t *testing.T, b []byte) Statement {
 	t.Helper()
 	var st Statement
-	if err := json.Unmarshal(restate(t, fileOf(t, b, AttestationFile), func(*Statement) {}), &st); err != nil {
+	if err := json.Unmarshal(restate(t, member(t, b, AttestationFile), func(*Statement) {}), &st); err != nil {
 		t.Fatal(err)
 	}
 	return st
 }
 
-func fileOf(t *testing.T, b []byte, name string) []byte {
-	t.Helper()
-	for _, f := range files(t, b) {
-		if f.Name == name {
-			return f.Data
-		}
-	}
-	t.Fatalf("no %s in the bundle", name)
-	return nil
-}
 
 func fileNamed(name, data string) archive.File { return archive.File{Name: name, Data: []byte(data)} }

@@ -33,14 +33,8 @@ func (v *Verifier) VerifyStatement(env, material []byte, p *Policy) (*Result, er
 	if id := keyIDOf(env); !envelope.Keyless(id) {
 		return nil, refuse(UnknownKey, fmt.Sprintf("keyid %q is not keyless: only a keyless bundle's statement verifies without its archive", clip(id)), "", nil)
 	}
-	payload, k, err := b.openEnvelope(noKeys{}, v.material)
+	k, err := b.openStatement(noKeys{}, v.material, p.witnessed)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.readStatement(payload, k.KeyID()); err != nil {
-		return nil, err
-	}
-	if err := b.checkKey(k, p.witnessed); err != nil {
 		return nil, err
 	}
 	if b.subj, err = b.subjects(); err != nil {

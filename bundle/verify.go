@@ -176,14 +176,8 @@ func (v *Verifier) Verify(r io.Reader, p *Policy) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	payload, k, err := b.openEnvelope(v.store, v.material)
+	k, err := b.openStatement(v.store, v.material, p.witnessed)
 	if err != nil {
-		return nil, err
-	}
-	if err := b.readStatement(payload, k.KeyID()); err != nil {
-		return nil, err
-	}
-	if err := b.checkKey(k, p.witnessed); err != nil {
 		return nil, err
 	}
 	if err := b.checkSubjects(); err != nil {
@@ -310,6 +304,23 @@ func (b *unpacked) openEnvelope(store envelope.Verifiers, mv envelope.MaterialVe
 		return payload, wk, nil
 	}
 	return openAttestation(att, store)
+}
+
+// openStatement checks the attestation's signature, decodes the statement
+// it signs and checks the signing key's status (steps 2 and 3), and returns
+// the key.
+func (b *unpacked) openStatement(store envelope.Verifiers, mv envelope.MaterialVerifiers, witnessed time.Time) (envelope.TrustedKey, error) {
+	payload, k, err := b.openEnvelope(store, mv)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.readStatement(payload, k.KeyID()); err != nil {
+		return nil, err
+	}
+	if err := b.checkKey(k, witnessed); err != nil {
+		return nil, err
+	}
+	return k, nil
 }
 
 // readStatement decodes the signed statement, which must be the canonical

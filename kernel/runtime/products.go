@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/pathglob"
 )
 
@@ -105,18 +106,13 @@ func contains(ss []string, s string) bool {
 	return false
 }
 
+// kindOf names what a product entry is instead of a regular file.
 func kindOf(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		return "a named pipe"
-	case m&fs.ModeSocket != 0:
-		return "a socket"
-	case m&fs.ModeDevice != 0:
-		return "a device"
 	case m&fs.ModeIrregular != 0:
-		return "a hard link"
+		return "a hard link" // what a daemon's archive holds for one
 	}
-	return "not a regular file"
+	return (&bounded.NotRegularError{Mode: m}).Kind()
 }
