@@ -140,5 +140,4 @@ func statementOf(t *testing.T, b []byte) Statement {
 	return st
 }
 
-
 func fileNamed(name, data string) archive.File { return archive.File{Name: name, Data: []byte(data)} }
