@@ -24,12 +24,16 @@
 #        bash scripts/bench.sh shards [COUNT] (only 9; no Docker; COUNT runs)
 #        bash scripts/bench.sh segments [ROUNDS] (only 10; no Docker)
 #        bash scripts/bench.sh firstday       (only 11: TestFirstDay's figures)
+#        bash scripts/bench.sh products [COUNT] (only 12; COUNT runs of 5)
 #  11. (firstday only) init to a green run on spf13/cobra and fastq, and a
 #      warm sandboxed run vs the same commands bare with warm caches and vs
 #      the same commands as plain docker runs (medians of
 #      PROOFGATE_FIRSTDAY_ROUNDS interleaved rounds, default 3; needs
 #      the registry mirror: scripts/mirror-up.sh, and the network of the Go
 #      module proxy and npm registry)
+#  12. (products only) what reading a 64 MiB product out of a copy-mode
+#      sandbox adds to a check vs what `docker cp | sha256sum` adds to the
+#      same steps through the CLI (BenchmarkProducts)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ "${1:-}" = agent ]; then
@@ -40,6 +44,11 @@ if [ "${1:-}" = shards ]; then
 	count=${2:-3}
 	go test -run '^$' -bench 'BenchmarkMerge' -benchtime 5x -count "$count" ./kernel/shard | grep -E '^Benchmark'
 	go test -run '^$' -bench 'BenchmarkVerifyMergedVsSingle200' -benchtime 30x -count "$count" ./bundle | grep -E '^Benchmark'
+	exit 0
+fi
+if [ "${1:-}" = products ]; then
+	count=${2:-3}
+	go test -run '^$' -bench 'BenchmarkProducts$' -benchtime 5x -count "$count" ./kernel/runtime/docker | grep -E '^Benchmark'
 	exit 0
 fi
 if [ "${1:-}" = firstday ]; then

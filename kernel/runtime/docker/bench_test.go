@@ -2,6 +2,7 @@ package docker
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"io"
 	"net/http"
@@ -275,4 +276,85 @@ $d rm $c >/dev/null; $d volume rm $v >/dev/null`, docker, v, ref, tarball))
 	b.ReportMetric(float64(prov.Milliseconds())/n, "provider-ms/check")
 	b.ReportMetric(float64(cli.Milliseconds())/n, "cli-copy-ms/check")
 	b.ReportMetric(float64(run.Milliseconds())/n, "cli-run-ms/check")
+}
+
+// hashingCollector stores products as the kernel does: each hashed while
+// written to a file.
+type hashingCollector struct{ dir string }
+
+func (h hashingCollector) Add(path string, size int64, r io.Reader) error {
+	f, err := os.CreateTemp(h.dir, "product-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name())
+	defer f.Close()
+	hs := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, hs), r)
+	if err == nil && n != size {
+		err = fmt.Errorf("%s: %d bytes, said %d", path, n, size)
+	}
+	return err
+}
+
+// BenchmarkProducts measures what reading a 64 MiB product out of a
+// copy-mode sandbox adds to a check (ADR 0039), interleaving in each
+// iteration: the check with and without produces through the provider
+// (its collector hashes and writes the file, as the kernel's does), and
+// Docker's own cost of the same read — `docker cp` of the file out of the
+// exited container piped to sha256sum — as the difference between the CLI
+// steps with and without it. It reports both added costs in ms and their
+// ratio.
+func BenchmarkProducts(b *testing.B) {
+	r, ref := sandbox(b)
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		b.Skip("docker CLI absent")
+	}
+	const size = 64 << 20
+	ws, store := b.TempDir(), b.TempDir()
+	check := func(produces bool) {
+		spec := helperSpec(ref, "write", "/workspace/app", strconv.Itoa(size))
+		spec.Workspace, spec.Sandbox.Workspace, spec.Sandbox.WorkspaceSize = ws, "copy", 256<<20
+		if produces {
+			spec.Produces, spec.Collect = []string{"app"}, hashingCollector{store}
+		}
+		if res := r.Run(b.Context(), spec, runtime.NewCapture(io.Discard, 1<<20), runtime.NewCapture(io.Discard, 1<<20)); res.Outcome != runtime.Passed {
+			b.Fatalf("%+v", res)
+		}
+	}
+	cli := func(cp bool) {
+		read := ""
+		if cp {
+			read = "$d cp $c:/workspace/app - | sha256sum >/dev/null"
+		}
+		script := fmt.Sprintf(`set -e; d=%[1]s; v=%[2]s
+$d volume create $v >/dev/null
+c=$($d create --network none -v $v:/workspace %[3]s /bin/helper write /workspace/app %[4]d)
+$d start --attach $c >/dev/null
+%[5]s
+$d rm $c >/dev/null; $d volume rm $v >/dev/null`, docker, newVolumeName(), ref, size, read)
+		if out, err := exec.Command("sh", "-c", script).CombinedOutput(); err != nil {
+			b.Fatalf("%v %s", err, out)
+		}
+	}
+	var with, without, cliWith, cliWithout time.Duration
+	for b.Loop() {
+		for _, step := range []struct {
+			d   *time.Duration
+			run func()
+		}{{&with, func() { check(true) }}, {&without, func() { check(false) }}, {&cliWith, func() { cli(true) }}, {&cliWithout, func() { cli(false) }}} {
+			t := time.Now()
+			step.run()
+			*step.d += time.Since(t)
+		}
+	}
+	n := float64(b.N)
+	added := float64((with - without).Milliseconds()) / n
+	cliAdded := float64((cliWith - cliWithout).Milliseconds()) / n
+	b.ReportMetric(added, "products-added-ms/check")
+	b.ReportMetric(cliAdded, "docker-cp-sha256-added-ms")
+	if cliAdded > 0 {
+		b.ReportMetric(added/cliAdded, "ratio")
+	}
 }
