@@ -21,8 +21,9 @@ func TestMatchPath(t *testing.T) {
 		"actions/runs/*/artifacts": func(rest []string) bool {
 			return len(rest) == 4 && rest[0] == "actions" && rest[1] == "runs" && rest[3] == "artifacts"
 		},
+		"attestations/*": func(rest []string) bool { return len(rest) == 2 && rest[0] == "attestations" },
 	}
-	words := []string{"runs", "pulls", "commits", "collaborators", "permission", "contents", "actions", "artifacts", "zip", "x", "*", "..."}
+	words := []string{"attestations", "runs", "pulls", "commits", "collaborators", "permission", "contents", "actions", "artifacts", "zip", "x", "*", "..."}
 	var paths [][]string
 	var grow func(p []string)
 	grow = func(p []string) {
