@@ -686,7 +686,7 @@ func verifyBundleCmd(g *globals) *cobra.Command {
 	var f verifyFlags
 	var vf vsaFlags
 	c := &cobra.Command{
-		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--require-rule NAME]... [--allow-dirty] [--require-sandbox] [--json]",
+		Use:   "verify FILE (--trust trust.json | --trusted-root trusted_root.json [--signer-workflow W[@REF]] ...) (--commit SHA | --tree SHA | --any-source) (--contract FILE | --contract-hash H | --any-contract) [--repo OWNER/NAME] [--profile NAME] [--require-approvals N] [--require-rule NAME]... [--allow-dirty] [--require-sandbox] [--subject FILE]... [--json]",
 		Short: "Verify an evidence bundle offline",
 		Long: `Verify a bundle, failing closed, in this order: a safe archive read; the
 DSSE signature with a key from the trust store; the key's status and validity
@@ -705,8 +705,11 @@ NAME (repeatable), that an approval was credited to the contract's
 approval rule NAME (refused as rule-not-satisfied); with
 --require-authorization TARGET (repeatable), that a tracking authorization
 ('proofgate authorize') approved TARGET and none rejected it (refused as
-authorization-missing or authorization-rejected). An accepted verdict
-lists the checks that did not run sandboxed ("unsandboxed" in --json).
+authorization-missing or authorization-rejected); with --subject FILE
+(repeatable), that FILE's SHA-256 is a product of a passed check of the run
+(produces: in the contract; refused as not-a-product). An accepted verdict
+lists the checks that did not run sandboxed ("unsandboxed" in --json) and
+the run's products; every verdict states the bundle file's own SHA-256.
 
 The gate must say what it accepts. The source: --commit SHA, --tree SHA (a
 merge or squash commit whose tree equals the verified head's), or
