@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // NotAProduct refuses a bundle that does not attest a file the gate was
@@ -83,4 +85,13 @@ func Products(s *RunSummary) []ProductVerdict {
 		}
 	}
 	return slices.Clip(out)
+}
+
+// ProductRecords are ps as the log records them, for run.WriteProducts.
+func ProductRecords(ps []ProductVerdict) []replay.Product {
+	out := make([]replay.Product, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, replay.Product{Path: p.Path, Digest: "sha256:" + p.SHA256, Size: p.Size})
+	}
+	return out
 }

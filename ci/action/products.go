@@ -12,7 +12,6 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/kernel/durable"
-	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -48,11 +47,7 @@ func (j *job) writeProducts(x *bundle.ExportResult) error {
 		return environment("products directory: %w", err)
 	}
 	dir := filepath.Join(top, j.res.RunID)
-	var ps []replay.Product
-	for _, p := range x.Products {
-		ps = append(ps, replay.Product{Path: p.Path, Digest: "sha256:" + p.SHA256, Size: p.Size})
-	}
-	if err := run.WriteProducts(j.r.Dir, dir, ps, false); err != nil {
+	if err := run.WriteProducts(j.r.Dir, dir, bundle.ProductRecords(x.Products), false); err != nil {
 		return environment("write the products: %w", err)
 	}
 	list, err := json.Marshal(x.Products)

@@ -3,8 +3,6 @@ package action
 import (
 	"archive/zip"
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
@@ -13,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/kernel/bounded"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -107,11 +106,9 @@ func TestActionProducts(t *testing.T) {
 }
 
 func fileSum(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(name)
+	d, err := bounded.SHA256File(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	return d
 }

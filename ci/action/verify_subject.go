@@ -1,9 +1,6 @@
 package action
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"io"
 	"strings"
 
 	"github.com/proofgate/proofgate/kernel/bounded"
@@ -30,17 +27,11 @@ func readSubjects(f *workflow, in *verifyInputs) *refusal {
 func (g *gate) subjectDigests() ([]string, *refusal) {
 	var out []string
 	for _, p := range g.in.subjects {
-		file, err := bounded.Open(g.abs(p))
+		d, err := bounded.SHA256File(g.abs(p))
 		if err != nil {
 			return nil, refuseUsage("input subject: %v", err)
 		}
-		h := sha256.New()
-		_, err = io.Copy(h, file)
-		file.Close()
-		if err != nil {
-			return nil, refuseUsage("input subject: %s: %v", p, err)
-		}
-		out = append(out, hex.EncodeToString(h.Sum(nil)))
+		out = append(out, d)
 	}
 	return out, nil
 }

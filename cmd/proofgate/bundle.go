@@ -23,7 +23,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/printable"
-	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/spf13/cobra"
 )
@@ -507,11 +506,7 @@ run's blob store, re-hashed (an existing file is refused unless --force).
 
 // writeProducts writes the exported run's products under dir.
 func writeProducts(runDir, dir string, ps []bundle.ProductVerdict, force bool) error {
-	var products []replay.Product
-	for _, p := range ps {
-		products = append(products, replay.Product{Path: p.Path, Digest: "sha256:" + p.SHA256, Size: p.Size})
-	}
-	if err := run.WriteProducts(runDir, dir, products, force); err != nil {
+	if err := run.WriteProducts(runDir, dir, bundle.ProductRecords(ps), force); err != nil {
 		return outputErr(fmt.Errorf("--products %s: %w", dir, err))
 	}
 	return nil
@@ -624,7 +619,7 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 	o.RequireRules = f.requireRules
 	o.RequireAuthorizations = f.requireAuthorizations
 	for _, name := range f.subjects {
-		d, err := fileSHA256(name)
+		d, err := bounded.SHA256File(name)
 		if err != nil {
 			return o, usageErr(fmt.Errorf("--subject: %w", err))
 		}
@@ -812,20 +807,6 @@ func printVerdict(w io.Writer, v *bundle.Verdict) {
 	if v.ArchiveSHA256 != "" {
 		fmt.Fprintf(w, "bundle file: sha256 %s\n", v.ArchiveSHA256)
 	}
-}
-
-// fileSHA256 is the SHA-256 (lowercase hex) of the regular file at name.
-func fileSHA256(name string) (string, error) {
-	f, err := bounded.Open(name)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", fmt.Errorf("%s: %w", name, err)
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 func checkpointCmd(g *globals) *cobra.Command {

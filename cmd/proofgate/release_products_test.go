@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -17,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
 	"github.com/proofgate/proofgate/internal/testimage"
+	"github.com/proofgate/proofgate/kernel/bounded"
 )
 
 // releaseContract builds a Go command in the sandbox and declares the
@@ -226,11 +225,9 @@ func (p pg) head() string {
 }
 
 func fileSum(t *testing.T, name string) string {
-	t.Helper()
-	b, err := os.ReadFile(name)
+	d, err := bounded.SHA256File(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := sha256.Sum256(b)
-	return hex.EncodeToString(h[:])
+	return d
 }

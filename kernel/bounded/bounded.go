@@ -4,6 +4,8 @@
 package bounded
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"io/fs"
@@ -106,4 +108,19 @@ func ReadFS(fsys fs.FS, name string, limit int64) ([]byte, error) {
 	}
 	defer f.Close()
 	return ReadAll(f, limit)
+}
+
+// SHA256File returns the SHA-256 (lowercase hex) of the regular file at
+// path, opened as Open opens it.
+func SHA256File(path string) (string, error) {
+	f, err := Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
 }

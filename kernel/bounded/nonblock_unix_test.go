@@ -78,3 +78,24 @@ func TestReadFileRefusesAnOversizedFile(t *testing.T) {
 		t.Fatalf("ReadFile at its limit: %d bytes, %v", len(b), err)
 	}
 }
+
+// TestSHA256File: a regular file hashes as sha256sum would; a named pipe
+// is refused at once, never read (it would block).
+func TestSHA256File(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if d, err := SHA256File(p); err != nil || d != "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad" {
+		t.Fatalf("SHA256File: %s, %v", d, err)
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var nr *NotRegularError
+	if _, err := SHA256File(fifo); !errors.As(err, &nr) {
+		t.Fatalf("a named pipe: %v", err)
+	}
+}

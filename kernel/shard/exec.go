@@ -2,11 +2,8 @@ package shard
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -193,7 +190,7 @@ func (x *executor) failed() int {
 // writeManifest writes shard.json last: its presence says the directory
 // is complete.
 func (x *executor) writeManifest() error {
-	sum, err := fileSHA256(filepath.Join(x.out, LogFile))
+	sum, err := bounded.SHA256File(filepath.Join(x.out, LogFile))
 	if err != nil {
 		return err
 	}
@@ -210,19 +207,6 @@ func (x *executor) writeManifest() error {
 
 func (x *executor) result() *Result {
 	return &Result{Dir: x.out, Spec: x.spec, Checks: x.checks, Head: x.manifest.Log.Head, Length: x.manifest.Log.Length, Failed: x.failed()}
-}
-
-func fileSHA256(p string) (string, error) {
-	f, err := bounded.Open(p)
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	h := sha256.New()
-	if _, err := io.Copy(h, f); err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // listBlobs lists the digests of the blobs under dir, sorted.
