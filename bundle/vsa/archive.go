@@ -18,8 +18,9 @@ type Archive struct {
 	SHA256 string // lowercase hex of the archive's bytes
 	Size   int64
 	// Attestations are the signed members (attestation.dsse.json,
-	// attestation.sigstore.json, checkpoint.dsse.json) by name and
-	// sha256, in that order; nil when the archive does not read safely.
+	// attestation.sigstore.json, checkpoint.dsse.json) by file name (as
+	// uri) and sha256, in that order; nil when the archive does not read
+	// safely.
 	Attestations []Resource
 	// ReadErr is why the archive did not read safely (nil when it did).
 	ReadErr error
@@ -60,7 +61,7 @@ func Inspect(r io.Reader, lim archive.Limits) (*Archive, error) {
 	}
 	for _, name := range attestationMembers {
 		if sum, ok := byName[name]; ok {
-			a.Attestations = append(a.Attestations, Resource{Name: name, Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}})
+			a.Attestations = append(a.Attestations, Resource{URI: name, Digest: map[string]string{"sha256": hex.EncodeToString(sum[:])}})
 		}
 	}
 	return a, nil

@@ -12,9 +12,10 @@ import (
 	"github.com/proofgate/proofgate/kernel/canon"
 )
 
-// FuzzOpen: any payload signed by the trusted gate key either is refused
-// with a *vsa.VerifyError or is a statement whose canonical JSON is the
-// payload, with levels agreeing with its verdict.
+// FuzzOpen: any payload signed by the trusted gate key, with or without a
+// policy document, either is refused with a *vsa.VerifyError or is a
+// statement whose canonical JSON is the payload, with a result this
+// package writes and the document (when given) the one it names.
 func FuzzOpen(f *testing.F) {
 	gate := keytest.New(f)
 	store := storeOf(nil, gate)
@@ -25,16 +26,18 @@ func FuzzOpen(f *testing.F) {
 		f.Fatal(err)
 	}
 	good, _ := canon.Marshal(st)
-	f.Add(good)
-	f.Add(bytes.Replace(good, []byte(`"PASSED"`), []byte(`"FAILED"`), 1))
-	f.Add([]byte(`{"_type":"https://in-toto.io/Statement/v1","_type":"x"}`))
-	f.Add([]byte(`[]`))
-	f.Fuzz(func(t *testing.T, payload []byte) {
+	doc, _ := vsa.PolicyDocument(vsa.Input{})
+	f.Add(good, doc)
+	f.Add(good, []byte(nil))
+	f.Add(bytes.Replace(good, []byte(`"PASSED"`), []byte(`"FAILED"`), 1), doc)
+	f.Add([]byte(`{"_type":"https://in-toto.io/Statement/v1","_type":"x"}`), []byte(`{"bundle":{}}`))
+	f.Add([]byte(`[]`), []byte(`[]`))
+	f.Fuzz(func(t *testing.T, payload, doc []byte) {
 		b, err := envelope.Sign(gate.Signer, vsa.PayloadType, payload)
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _, err := vsa.Open(b, store)
+		got, _, err := vsa.Open(b, store, doc)
 		if err != nil {
 			wantReason(t, err, reasonOf(err))
 			return
@@ -43,8 +46,11 @@ func FuzzOpen(f *testing.F) {
 		if err != nil || !bytes.Equal(c, payload) {
 			t.Fatalf("accepted a payload that is not its statement's canonical JSON: %q", payload)
 		}
-		if got.Passed() != (got.Predicate.VerificationResult == vsa.Passed) {
-			t.Fatalf("result %s for verdict %s", got.Predicate.VerificationResult, got.Predicate.ProofGateVerdict.Verdict)
+		if r := got.Predicate.VerificationResult; (r != vsa.Passed && r != vsa.Failed) || (got.Passed() && r != vsa.Passed) {
+			t.Fatalf("result %s, Passed %v", r, got.Passed())
+		}
+		if doc != nil && sum(doc) != got.Predicate.Policy.Digest["sha256"] {
+			t.Fatalf("accepted a policy document that is not the one policy.digest names")
 		}
 	})
 }

@@ -66,10 +66,10 @@ func TestKeyIDForSLSATooling(t *testing.T) {
 	if got := env.Signatures[1].KeyID; got != want {
 		t.Fatalf("second keyid %q, securesystemslib derives %q", got, want)
 	}
-	if _, _, err := vsa.Open(b, storeOf(t, gate)); err != nil {
+	if _, _, err := vsa.Open(b, storeOf(t, gate), nil); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
-	if _, _, err := vsa.Open(firstOnly(t, b), storeOf(t, gate)); err != nil {
+	if _, _, err := vsa.Open(firstOnly(t, b), storeOf(t, gate), nil); err != nil {
 		t.Fatalf("Open of the single-signature form: %v", err)
 	}
 
@@ -90,7 +90,7 @@ func TestKeyIDForSLSATooling(t *testing.T) {
 	} {
 		e := decodeEnvelope(t, b)
 		mutate(&e)
-		_, k, err := vsa.Open(encodeEnvelope(t, e), storeOf(t, gate))
+		_, k, err := vsa.Open(encodeEnvelope(t, e), storeOf(t, gate), nil)
 		wantReason(t, err, vsa.Malformed)
 		if k != nil {
 			t.Fatalf("%s: a refused Open returned a key", name)

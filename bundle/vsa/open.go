@@ -65,25 +65,24 @@ func refuse(r Reason, err error, format string, args ...any) error {
 // of vs before the payload is read (envelope.Open); a payload at most
 // MaxPayload bytes that strictly decodes (no unknown or duplicate member)
 // and is the canonical JSON of what it decodes to; the type URIs; a
-// result and levels this package writes; policy.digest recomputed from
-// the policy member; and the key's validity at timeVerified for the
-// identity "repo:<policy repo>" ("" when the policy names no repository),
-// so a gate key trusted for one repository vouches for no other
+// result and levels this package writes; the policy document (policy,
+// nil when not given; an earlier summary's member otherwise) against
+// policy.digest; and the key's validity at timeVerified for the identity
+// "repo:<policy repo>" ("" when the policy names no repository or is not
+// known), so a gate key trusted for one repository vouches for no other
 // (TrustedKey.CheckAt). Every refusal is a *VerifyError.
 //
-// timeVerified is judged before the key: it may not precede what the
-// enclosed verdict says of the bundle (its signed_at, a keyless bundle's
-// witnessed_at, the policy's witness time) by more than
+// timeVerified is judged before the key: it may not precede the policy's
+// witness time (and an earlier summary's verdict times) by more than
 // bundle.MaxClockSkew, nor lie more than that after the verifier's clock
-// (SigningTimeImplausible): a key holder backdating a summary below its
-// key's revocation cannot also move the bundle it names. MatchEvidence
-// holds it against the archive itself.
-func Open(b []byte, vs envelope.Verifiers) (*Statement, envelope.TrustedKey, error) {
-	return OpenAt(b, vs, time.Now())
+// (SigningTimeImplausible). MatchEvidence holds it against the archive
+// itself, whose signing time the summary's signer does not choose.
+func Open(b []byte, vs envelope.Verifiers, policy []byte) (*Statement, envelope.TrustedKey, error) {
+	return OpenAt(b, vs, policy, time.Now())
 }
 
 // OpenAt is Open with the verifier's clock at now.
-func OpenAt(b []byte, vs envelope.Verifiers, now time.Time) (*Statement, envelope.TrustedKey, error) {
+func OpenAt(b []byte, vs envelope.Verifiers, policy []byte, now time.Time) (*Statement, envelope.TrustedKey, error) {
 	one, fp, err := firstSignature(b)
 	if err != nil {
 		return nil, nil, err
@@ -99,7 +98,7 @@ func OpenAt(b []byte, vs envelope.Verifiers, now time.Time) (*Statement, envelop
 	if err := matchFingerprint(k, fp); err != nil {
 		return nil, nil, err
 	}
-	st, err := decode(payload)
+	st, err := decode(payload, policy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -107,14 +106,26 @@ func OpenAt(b []byte, vs envelope.Verifiers, now time.Time) (*Statement, envelop
 	if err := st.plausible(at, now); err != nil {
 		return nil, nil, err
 	}
-	identity := ""
-	if repo := st.Predicate.ProofGatePolicy.Bundle.Repo; repo != "" {
-		identity = "repo:" + repo
-	}
-	if err := k.CheckAt(at, identity); err != nil {
-		return nil, nil, refuse(KeyNotValid, err, "key %s at %s: %v", k.KeyID(), st.Predicate.TimeVerified, err)
+	if err := checkKey(k, at, st); err != nil {
+		return nil, nil, err
 	}
 	return st, k, nil
+}
+
+// checkKey applies the gate key's status at timeVerified and its
+// identity: the repository the policy names.
+func checkKey(k envelope.TrustedKey, at time.Time, st *Statement) error {
+	identity, unknown := "", ""
+	switch {
+	case st.policy == nil:
+		unknown = " (the summary's policy document, which names its repository, was not given)"
+	case st.policy.Bundle.Repo != "":
+		identity = "repo:" + st.policy.Bundle.Repo
+	}
+	if err := k.CheckAt(at, identity); err != nil {
+		return refuse(KeyNotValid, err, "key %s at %s: %v%s", k.KeyID(), st.Predicate.TimeVerified, err, unknown)
+	}
+	return nil
 }
 
 // firstSignature returns the envelope with its first signature only, and
@@ -166,8 +177,9 @@ func matchFingerprint(k envelope.TrustedKey, fp string) error {
 	return nil
 }
 
-// decode reads and checks the signed statement.
-func decode(payload []byte) (*Statement, error) {
+// decode reads and checks the signed statement, and the policy document
+// (nil: none given) against it.
+func decode(payload, policy []byte) (*Statement, error) {
 	if len(payload) > MaxPayload {
 		return nil, refuse(Malformed, nil, "statement: %d bytes, more than %d", len(payload), MaxPayload)
 	}
@@ -188,20 +200,84 @@ func decode(payload []byte) (*Statement, error) {
 	if len(st.Subject) == 0 || !hex64(st.Subject[0].Digest["sha256"]) || len(st.Subject[0].Digest) != 1 {
 		return nil, refuse(Malformed, nil, "subject[0] is not an archive with exactly {sha256: <64 hex>}")
 	}
-	res, levels := result(&p.ProofGateVerdict, &p.ProofGatePolicy.Bundle)
-	if p.VerificationResult != res || !slices.Equal(p.VerifiedLevels, levels) {
-		return nil, refuse(Malformed, nil, "verificationResult %q / verifiedLevels %q disagree with the verdict %q under the policy",
-			clip(p.VerificationResult), p.VerifiedLevels, clip(p.ProofGateVerdict.Verdict))
+	if p.Policy.URI != PolicyURI || len(p.Policy.Digest) != 1 || !hex64(p.Policy.Digest["sha256"]) {
+		return nil, refuse(Malformed, nil, "policy %s %v is not {uri: %s, digest: {sha256: <64 hex>}}", clip(p.Policy.URI), p.Policy.Digest, PolicyURI)
 	}
-	pol, err := canon.Marshal(&p.ProofGatePolicy)
-	if err != nil {
-		return nil, refuse(Malformed, err, "policy: %v", err)
+	if err := st.readPolicy(policy); err != nil {
+		return nil, err
 	}
-	sum := sha256.Sum256(pol)
-	if p.Policy.URI != PolicyURI || len(p.Policy.Digest) != 1 || p.Policy.Digest["sha256"] != hex.EncodeToString(sum[:]) {
-		return nil, refuse(PolicyMismatch, nil, "policy %s %v is not the digest of the policy member (sha256 %x)", clip(p.Policy.URI), p.Policy.Digest, sum)
+	if err := st.levelsAgree(); err != nil {
+		return nil, err
 	}
 	return &st, nil
+}
+
+// readPolicy checks the policy document (the one given, then an earlier
+// summary's member) against policy.digest and keeps it.
+func (st *Statement) readPolicy(doc []byte) error {
+	p := &st.Predicate
+	if p.LegacyPolicy != nil {
+		b, err := canon.Marshal(p.LegacyPolicy)
+		if err != nil {
+			return refuse(Malformed, err, "policy: %v", err)
+		}
+		if err := matchDigest(p, b, "the policy member"); err != nil {
+			return err
+		}
+		st.policy = p.LegacyPolicy
+	}
+	if doc == nil {
+		return nil
+	}
+	if err := matchDigest(p, doc, "the policy document given"); err != nil {
+		return err
+	}
+	var pol Policy
+	if err := strictjson.Decode(doc, &pol); err != nil {
+		return refuse(Malformed, err, "policy document: %v", err)
+	}
+	if c, err := canon.Marshal(&pol); err != nil || !bytes.Equal(c, doc) {
+		return refuse(Malformed, err, "policy document: not the canonical JSON of a policy")
+	}
+	st.policy = &pol
+	return nil
+}
+
+// matchDigest refuses (PolicyMismatch) a policy document b whose sha256
+// is not policy.digest.
+func matchDigest(p *Predicate, b []byte, what string) error {
+	sum := sha256.Sum256(b)
+	if p.Policy.Digest["sha256"] != hex.EncodeToString(sum[:]) {
+		return refuse(PolicyMismatch, nil, "policy.digest sha256 %s is not the digest of %s (sha256 %x)", p.Policy.Digest["sha256"], what, sum)
+	}
+	return nil
+}
+
+// levelsAgree refuses a result and levels this package does not write,
+// or that disagree with the policy's unsafe opt-outs or an earlier
+// summary's verdict.
+func (st *Statement) levelsAgree() error {
+	p := &st.Predicate
+	res, levels := p.VerificationResult, p.VerifiedLevels
+	ok := false
+	for _, l := range []string{LevelVerified, LevelVerifiedUnsafe, LevelFailed} {
+		want := Passed
+		if l == LevelFailed {
+			want = Failed
+		}
+		ok = ok || (res == want && slices.Equal(levels, []string{l}))
+	}
+	if ok && st.policy != nil && res == Passed {
+		ok = (len(st.policy.Bundle.Unsafe) > 0) == (levels[0] == LevelVerifiedUnsafe)
+	}
+	if v := p.LegacyVerdict; ok && v != nil {
+		ok = (v.Verdict == bundle.VerdictAccepted) == (res == Passed)
+	}
+	if !ok {
+		return refuse(Malformed, nil, "verificationResult %q / verifiedLevels %q disagree with each other, the policy or the verdict",
+			clip(res), levels)
+	}
+	return nil
 }
 
 // MatchArchive refuses (SubjectMismatch) a statement whose subject is not
@@ -215,7 +291,8 @@ func (st *Statement) MatchArchive(sum string) error {
 
 // Passed reports whether the VSA says the bundle passed.
 func (st *Statement) Passed() bool {
-	return st.Predicate.VerificationResult == Passed && st.Predicate.ProofGateVerdict.Verdict == bundle.VerdictAccepted
+	v := st.Predicate.LegacyVerdict
+	return st.Predicate.VerificationResult == Passed && (v == nil || v.Verdict == bundle.VerdictAccepted)
 }
 
 func clip(s string) string {
@@ -241,18 +318,23 @@ func (st *Statement) MatchEvidence(a *Archive) error {
 	return nil
 }
 
-// plausible refuses a timeVerified (at) before the times the verdict and
-// policy carry of the bundle, or after now, beyond bundle.MaxClockSkew.
+// plausible refuses a timeVerified (at) before the times the policy (and
+// an earlier summary's verdict) carry of the bundle, or after now, beyond
+// bundle.MaxClockSkew.
 func (st *Statement) plausible(at, now time.Time) error {
 	p := &st.Predicate
 	if at.After(now.Add(bundle.MaxClockSkew)) {
 		return refuse(SigningTimeImplausible, nil, "timeVerified %s is after the verifier's clock %s", p.TimeVerified, now.UTC().Format(time.RFC3339Nano))
 	}
-	for _, c := range []struct{ what, t string }{
-		{"the verdict's signed_at", p.ProofGateVerdict.SignedAt},
-		{"the verdict's witnessed_at", p.ProofGateVerdict.WitnessedAt},
-		{"the policy's witnessed_at", p.ProofGatePolicy.Bundle.WitnessedAt},
-	} {
+	type claim struct{ what, t string }
+	var claims []claim
+	if st.policy != nil {
+		claims = append(claims, claim{"the policy's witnessed_at", st.policy.Bundle.WitnessedAt})
+	}
+	if v := p.LegacyVerdict; v != nil {
+		claims = append(claims, claim{"the verdict's signed_at", v.SignedAt}, claim{"the verdict's witnessed_at", v.WitnessedAt})
+	}
+	for _, c := range claims {
 		if c.t == "" {
 			continue
 		}

@@ -29,12 +29,10 @@
 //	    "timeVerified": "<RFC 3339, UTC>",
 //	    "resourceUri": "<URI of the bundle; default urn:proofgate:bundle:sha256:<hex>>",
 //	    "policy": {"uri": "https://proofgate.dev/bundle-policy/v1", "digest": {"sha256": "<hex>"}},
-//	    "inputAttestations": [{"name": "attestation.dsse.json", "digest": {"sha256": "<hex>"}}, …],
+//	    "inputAttestations": [{"uri": "attestation.dsse.json", "digest": {"sha256": "<hex>"}}, …],
 //	    "verificationResult": "PASSED" | "FAILED",
 //	    "verifiedLevels": ["PROOFGATE_VERIFIED"] | ["PROOFGATE_VERIFIED_UNSAFE"] | ["FAILED"],
-//	    "slsaVersion": "1.0",
-//	    "https://proofgate.dev/vsa/policy/v1": {"bundle": <bundle.PolicyDescription>, "identities": {…}, "trust": [<resource>, …]},
-//	    "https://proofgate.dev/vsa/verdict/v1": <bundle.Verdict>
+//	    "slsaVersion": "1.0"
 //	  }
 //	}
 //
@@ -45,20 +43,26 @@
 // look the VSA up by commit; a dirty run's checks ran on content no commit
 // names, and a refused bundle's contents are not trusted.
 //
-// policy.digest is the sha256 of the canonical JSON of the ProofGate policy
-// extension member: the bundle.PolicyDescription the verifier applied
+// The predicate holds the members of the in-toto VSA v1 protobuf schema
+// and no others, so a strict parse of it accepts it (ADR 0041).
+//
+// policy.digest is the sha256 of the policy document (PolicyDocument), a
+// file of its own written beside the summary, its bytes the canonical JSON
+// of Policy: {"bundle": <bundle.PolicyDescription>, "identities": {…},
+// "trust": [<resource>, …]}, the bundle.PolicyDescription the verifier applied
 // (source, contract, repository, profile, approvals, witness time, the
 // unsafe opt-outs taken, the sandbox, rule and authorization requirements:
 // every requirement, see PolicyDescription), the keyless identity requirements it was given
 // (issuer, signer workflow, source repository and ref), and the digests of
 // the trust material it trusted (trust.json, a Sigstore trusted root). Any change of requirement or of
-// trusted keys changes the digest; a consumer recomputes it from the
-// member.
+// trusted keys changes the digest; a consumer given the document
+// recomputes it (Open).
 //
 // inputAttestations are the signed members of the archive the verifier
 // read (attestation.dsse.json, attestation.sigstore.json,
-// checkpoint.dsse.json), each by name and sha256; absent when the archive
-// could not be read.
+// checkpoint.dsse.json), each by its file name as a URI reference
+// relative to resourceUri, and sha256; absent when the archive could not
+// be read.
 //
 // verifiedLevels uses ProofGate's own track (the spec allows custom
 // values that do not start with "SLSA_"; ProofGate claims no SLSA build
@@ -68,13 +72,14 @@
 // (any-source, any-contract, dirty-source), FAILED when refused.
 // dependencyLevels is not written.
 //
-// The verdict extension member is the same document `proofgate bundle
-// verify --json` prints: for a refusal it carries the typed reason and
-// its detail (the VSA schema has no field for them), for an acceptance
-// the run, key, source and approvals accepted.
+// The verdict (a refusal's reason, the run and approvals accepted) is not
+// in the summary: the schema has no field for it; `proofgate bundle
+// verify --json` prints it.
 //
-// Field names that are URIs are extension fields, which the VSA spec
-// allows producers to add and requires consumers to ignore when unknown.
+// A summary written before ADR 0041 carries the policy document and the
+// verdict in the predicate as the extension members PolicyField and
+// VerdictField and names input attestations by "name"; Open reads it and
+// checks those members as it did.
 package vsa
 
 import (
@@ -107,7 +112,8 @@ const (
 	// PolicyURI is policy.uri: the format of the policy extension member,
 	// whose instance policy.digest names.
 	PolicyURI = "https://proofgate.dev/bundle-policy/v1"
-	// PolicyField and VerdictField name the extension members.
+	// PolicyField and VerdictField name the extension members of a
+	// summary written before ADR 0041, read and never written.
 	PolicyField  = "https://proofgate.dev/vsa/policy/v1"
 	VerdictField = "https://proofgate.dev/vsa/verdict/v1"
 	// ResourcePrefix starts the default resourceUri, followed by the
@@ -137,7 +143,13 @@ type Statement struct {
 	Subject       []Resource `json:"subject"`
 	PredicateType string     `json:"predicateType"`
 	Predicate     Predicate  `json:"predicate"`
+
+	policy *Policy // what Open verified policy.digest against; nil when unknown
 }
+
+// Policy returns the policy document Open verified policy.digest against
+// (given, or the member of an earlier summary); nil when it had none.
+func (st *Statement) Policy() *Policy { return st.policy }
 
 // Resource is an in-toto ResourceDescriptor (the members ProofGate uses).
 type Resource struct {
@@ -146,19 +158,21 @@ type Resource struct {
 	Digest map[string]string `json:"digest,omitempty"`
 }
 
-// Predicate is the verification summary (PredicateType) with ProofGate's
-// extension members.
+// Predicate is the verification summary (PredicateType): the VSA v1
+// schema's members, and the extension members of an earlier summary.
 type Predicate struct {
-	Verifier           Verifier       `json:"verifier"`
-	TimeVerified       string         `json:"timeVerified"`
-	ResourceURI        string         `json:"resourceUri"`
-	Policy             Resource       `json:"policy"`
-	InputAttestations  []Resource     `json:"inputAttestations,omitempty"`
-	VerificationResult string         `json:"verificationResult"`
-	VerifiedLevels     []string       `json:"verifiedLevels"`
-	SLSAVersion        string         `json:"slsaVersion"`
-	ProofGatePolicy    Policy         `json:"https://proofgate.dev/vsa/policy/v1"`
-	ProofGateVerdict   bundle.Verdict `json:"https://proofgate.dev/vsa/verdict/v1"`
+	Verifier           Verifier   `json:"verifier"`
+	TimeVerified       string     `json:"timeVerified"`
+	ResourceURI        string     `json:"resourceUri"`
+	Policy             Resource   `json:"policy"`
+	InputAttestations  []Resource `json:"inputAttestations,omitempty"`
+	VerificationResult string     `json:"verificationResult"`
+	VerifiedLevels     []string   `json:"verifiedLevels"`
+	SLSAVersion        string     `json:"slsaVersion"`
+	// LegacyPolicy and LegacyVerdict are read from a summary written
+	// before ADR 0041 and never written.
+	LegacyPolicy  *Policy         `json:"https://proofgate.dev/vsa/policy/v1,omitempty"`
+	LegacyVerdict *bundle.Verdict `json:"https://proofgate.dev/vsa/verdict/v1,omitempty"`
 }
 
 // Verifier identifies who verified.
@@ -166,8 +180,8 @@ type Verifier struct {
 	ID string `json:"id"`
 }
 
-// Policy is the policy extension member: what the verifier required and
-// which trust material it trusted. policy.digest is its canonical JSON's
+// Policy is the policy document: what the verifier required and which
+// trust material it trusted. policy.digest is its canonical JSON's
 // sha256.
 type Policy struct {
 	Bundle bundle.PolicyDescription `json:"bundle"`
@@ -214,15 +228,25 @@ func (e *Error) Error() string { return "vsa: " + e.Field + ": " + e.Detail }
 // Unwrap returns the underlying error.
 func (e *Error) Unwrap() error { return e.Err }
 
+// PolicyDocument returns the policy document of in: the canonical JSON
+// whose sha256 the summary's policy.digest is, to be written beside it.
+func PolicyDocument(in Input) ([]byte, error) {
+	pol := Policy{Bundle: in.Policy, Identities: in.Identities, Trust: in.Trust}
+	b, err := canon.Marshal(&pol)
+	if err != nil {
+		return nil, &Error{Field: "Policy", Detail: err.Error(), Err: err}
+	}
+	return b, nil
+}
+
 // New returns the VSA statement of in.
 func New(in Input) (*Statement, error) {
 	if err := in.check(); err != nil {
 		return nil, err
 	}
-	pol := Policy{Bundle: in.Policy, Identities: in.Identities, Trust: in.Trust}
-	polJSON, err := canon.Marshal(&pol)
+	polJSON, err := PolicyDocument(in)
 	if err != nil {
-		return nil, &Error{Field: "Policy", Detail: err.Error(), Err: err}
+		return nil, err
 	}
 	polSum := sha256.Sum256(polJSON)
 	at := in.Time
@@ -236,8 +260,6 @@ func New(in Input) (*Statement, error) {
 		Policy:            Resource{URI: PolicyURI, Digest: map[string]string{"sha256": hex.EncodeToString(polSum[:])}},
 		InputAttestations: in.Archive.Attestations,
 		SLSAVersion:       SLSAVersion,
-		ProofGatePolicy:   pol,
-		ProofGateVerdict:  in.Verdict,
 	}
 	p.VerificationResult, p.VerifiedLevels = result(&in.Verdict, &in.Policy)
 	st := &Statement{Type: StatementType, PredicateType: PredicateType, Predicate: p,

@@ -42,6 +42,13 @@ func sum(b []byte) string {
 // summarize verifies data under opts and returns the verdict's statement.
 func summarize(t *testing.T, m *made, data []byte, opts bundle.VerifyOptions, tr ...vsa.Resource) *vsa.Statement {
 	t.Helper()
+	st, _ := summarizeDoc(t, m, data, opts, tr...)
+	return st
+}
+
+// summarizeDoc is summarize and the summary's policy document.
+func summarizeDoc(t *testing.T, m *made, data []byte, opts bundle.VerifyOptions, tr ...vsa.Resource) (*vsa.Statement, []byte) {
+	t.Helper()
 	p, err := opts.Policy()
 	if err != nil {
 		t.Fatal(err)
@@ -54,11 +61,16 @@ func summarize(t *testing.T, m *made, data []byte, opts bundle.VerifyOptions, tr
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := vsa.New(vsa.Input{Name: "b.tar.gz", Archive: a, Policy: p.Describe(), Trust: tr, Verdict: v, Time: verifiedAt})
+	in := vsa.Input{Name: "b.tar.gz", Archive: a, Policy: p.Describe(), Trust: tr, Verdict: v, Time: verifiedAt}
+	st, err := vsa.New(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	doc, err := vsa.PolicyDocument(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, doc
 }
 
 // member returns an archive member's bytes, read with the standard
@@ -110,7 +122,7 @@ func reasonOf(err error) vsa.Reason {
 func TestGoldenStructure(t *testing.T) {
 	m := bundleFixture(t)
 	tr := vsa.TrustFile("trust.json", m.trustJSON)
-	st := summarize(t, m, m.archive, bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash, RequireApprovals: 1}, tr)
+	st, doc := summarizeDoc(t, m, m.archive, bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash, RequireApprovals: 1}, tr)
 	gate := keytest.New(t)
 	signed, err := vsa.Sign(context.Background(), gate.Signer, st)
 	if err != nil {
@@ -125,15 +137,12 @@ func TestGoldenStructure(t *testing.T) {
 	}
 	policy := fmt.Sprintf(`{"bundle":{"commit":"%s","contract_hash":"%s","require_approvals":1},"trust":[{"digest":{"sha256":"%s"},"name":"trust.json"}]}`,
 		m.commit, m.contractHash, sum(m.trustJSON))
-	verdict, err := canon.Marshal(st.Predicate.ProofGateVerdict)
-	if err != nil {
-		t.Fatal(err)
+	if string(doc) != policy {
+		t.Fatalf("policy document:\n got %s\nwant %s", doc, policy)
 	}
 	s := sum(m.archive)
 	want := `{"_type":"https://in-toto.io/Statement/v1","predicate":{` +
-		`"https://proofgate.dev/vsa/policy/v1":` + policy + `,` +
-		`"https://proofgate.dev/vsa/verdict/v1":` + string(verdict) + `,` +
-		`"inputAttestations":[{"digest":{"sha256":"` + sum(member(t, m.archive, bundle.AttestationFile)) + `"},"name":"attestation.dsse.json"}],` +
+		`"inputAttestations":[{"digest":{"sha256":"` + sum(member(t, m.archive, bundle.AttestationFile)) + `"},"uri":"attestation.dsse.json"}],` +
 		`"policy":{"digest":{"sha256":"` + sum([]byte(policy)) + `"},"uri":"https://proofgate.dev/bundle-policy/v1"},` +
 		`"resourceUri":"urn:proofgate:bundle:sha256:` + s + `","slsaVersion":"1.0","timeVerified":"` + verifiedAt.Format(time.RFC3339) + `",` +
 		`"verificationResult":"PASSED","verifiedLevels":["PROOFGATE_VERIFIED"],"verifier":{"id":"https://proofgate.dev/verifier/bundle-verify/v1"}},` +
@@ -144,13 +153,12 @@ func TestGoldenStructure(t *testing.T) {
 	if string(payload) != want {
 		t.Fatalf("statement:\n got %s\nwant %s", payload, want)
 	}
-	if !strings.Contains(string(verdict), `"verdict":"accepted"`) || !strings.Contains(string(verdict), m.commit) {
-		t.Fatalf("verdict member %s", verdict)
-	}
 	checkInToto(t, payload, s)
 }
 
-// checkInToto decodes the payload with github.com/in-toto/attestation.
+// checkInToto decodes the payload with github.com/in-toto/attestation,
+// and the predicate strictly under the VSA v1 protobuf schema: a member
+// the schema does not define is refused (ADR 0041).
 func checkInToto(t *testing.T, payload []byte, archiveSum string) {
 	t.Helper()
 	var st itpb.Statement
@@ -168,44 +176,38 @@ func checkInToto(t *testing.T, payload []byte, archiveSum string) {
 		t.Fatal(err)
 	}
 	var p vsapb.VerificationSummary
-	// Unknown fields: ProofGate's extension members and the input
-	// attestations' names, which consumers must ignore.
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(pj, &p); err != nil {
-		t.Fatal(err)
+	if err := protojson.Unmarshal(pj, &p); err != nil {
+		t.Fatalf("strict VSA v1 schema: %v", err)
 	}
 	if p.GetVerificationResult() != vsa.Passed || p.GetVerifiedLevels()[0] != vsa.LevelVerified || p.GetSlsaVersion() != "1.0" ||
 		p.GetVerifier().GetId() != vsa.DefaultVerifierID || !p.GetTimeVerified().AsTime().Equal(verifiedAt) ||
-		p.GetPolicy().GetUri() != vsa.PolicyURI || len(p.GetInputAttestations()) != 1 {
+		p.GetPolicy().GetUri() != vsa.PolicyURI || len(p.GetInputAttestations()) != 1 || p.GetInputAttestations()[0].GetUri() != bundle.AttestationFile {
 		t.Fatalf("in-toto VerificationSummary %v", &p)
 	}
 }
 
 // TestRefusedIsFailed: a bundle refused (a policy naming another commit, a
-// tampered archive) gives a FAILED summary with the typed reason, names
-// only the archive, and claims no level.
+// tampered archive) gives a FAILED summary that names only the archive
+// and claims no level.
 func TestRefusedIsFailed(t *testing.T) {
 	m := bundleFixture(t)
 	other := strings.Repeat("ab", 20)
 	tampered := bytes.Clone(m.archive)
 	tampered[len(tampered)/2] ^= 0x01
 	for _, tc := range []struct {
-		name, reason string
-		data         []byte
-		opts         bundle.VerifyOptions
+		name string
+		data []byte
+		opts bundle.VerifyOptions
 	}{
-		{"other-commit", string(bundle.CommitMismatch), m.archive, bundle.VerifyOptions{Commit: other, ContractHash: m.contractHash}},
-		{"other-contract", string(bundle.ContractMismatch), m.archive, bundle.VerifyOptions{Commit: m.commit, ContractHash: "sha256:" + strings.Repeat("0", 64)}},
-		{"tampered", "", tampered, bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash}},
+		{"other-commit", m.archive, bundle.VerifyOptions{Commit: other, ContractHash: m.contractHash}},
+		{"other-contract", m.archive, bundle.VerifyOptions{Commit: m.commit, ContractHash: "sha256:" + strings.Repeat("0", 64)}},
+		{"tampered", tampered, bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			st := summarize(t, m, tc.data, tc.opts)
 			p := &st.Predicate
 			if p.VerificationResult != vsa.Failed || len(p.VerifiedLevels) != 1 || p.VerifiedLevels[0] != vsa.LevelFailed {
 				t.Fatalf("result %s levels %v, want FAILED [FAILED]", p.VerificationResult, p.VerifiedLevels)
-			}
-			v := p.ProofGateVerdict
-			if v.Verdict != bundle.VerdictRefused || v.Reason == "" || (tc.reason != "" && v.Reason != tc.reason) || v.Detail == "" {
-				t.Fatalf("verdict %+v, want refused %s with a detail", v, tc.reason)
 			}
 			if len(st.Subject) != 1 || st.Subject[0].Digest["sha256"] != sum(tc.data) {
 				t.Fatalf("subjects %v, want only the archive %s", st.Subject, sum(tc.data))
@@ -361,19 +363,19 @@ func wantReason(t *testing.T, err error, r vsa.Reason) {
 func TestSignature(t *testing.T) {
 	gate, other := keytest.New(t), keytest.New(t)
 	b, st := signedBy(t, gate)
-	got, k, err := vsa.Open(b, storeOf(t, gate))
+	got, k, err := vsa.Open(b, storeOf(t, gate), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if k.KeyID() != gate.Signer.KeyID() || got.Subject[0].Digest["sha256"] != st.Subject[0].Digest["sha256"] || !got.Passed() {
 		t.Fatalf("Open returned key %s, statement %+v", k.KeyID(), got)
 	}
-	_, k2, err := vsa.Open(b, storeOf(t, other))
+	_, k2, err := vsa.Open(b, storeOf(t, other), nil)
 	wantReason(t, err, vsa.UnknownKey)
 	if k2 != nil {
 		t.Fatal("a refused Open returned a key")
 	}
-	_, _, err = vsa.Open(b, bundleFixture(t).store) // the bundle's signer is not the gate
+	_, _, err = vsa.Open(b, bundleFixture(t).store, nil) // the bundle's signer is not the gate
 	wantReason(t, err, vsa.UnknownKey)
 
 	env, _, err := envelope.Parse(firstOnly(t, b), vsa.PayloadType, "vsa")
@@ -388,18 +390,20 @@ func TestSignature(t *testing.T) {
 	}
 	// A payload changed after signing (PASSED for FAILED, same length).
 	raw, _ := base64.StdEncoding.DecodeString(env.Payload)
-	env.Payload = base64.StdEncoding.EncodeToString(bytes.Replace(raw, []byte(`"verdict":"accepted"`), []byte(`"verdict":"refused!"`), 1))
+	env.Payload = base64.StdEncoding.EncodeToString(bytes.Replace(raw, []byte(`"PASSED"`), []byte(`"FAILED"`), 1))
 	forged, _ := json.Marshal(env)
-	_, _, err = vsa.Open(forged, storeOf(t, gate))
+	_, _, err = vsa.Open(forged, storeOf(t, gate), nil)
 	wantReason(t, err, vsa.SignatureInvalid)
 }
 
-// TestOpenRefusesForgeries: payloads the key holder signed but this
-// package would never write are refused with their reasons.
+// TestOpenRefusesForgeries: payloads and policy documents the key holder
+// signed or wrote but this package would never write are refused with
+// their reasons.
 func TestOpenRefusesForgeries(t *testing.T) {
 	gate := keytest.New(t)
 	store := storeOf(t, gate)
-	_, st := signedBy(t, gate)
+	m := bundleFixture(t)
+	st, doc := summarizeDoc(t, m, m.archive, bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash})
 	good, _ := canon.Marshal(st)
 	edit := func(f func(s *vsa.Statement)) []byte {
 		c := *st
@@ -411,36 +415,58 @@ func TestOpenRefusesForgeries(t *testing.T) {
 		}
 		return b
 	}
+	var pol vsa.Policy
+	if err := json.Unmarshal(doc, &pol); err != nil {
+		t.Fatal(err)
+	}
+	// naming returns the statement re-pointed at document d, as a key
+	// holder writing both would.
+	naming := func(d []byte) []byte {
+		return edit(func(s *vsa.Statement) { s.Predicate.Policy.Digest = map[string]string{"sha256": sum(d)} })
+	}
+	unsafeDoc, _ := canon.Marshal(vsa.Policy{Bundle: bundle.PolicyDescription{Commit: m.commit, ContractHash: m.contractHash, Unsafe: []string{bundle.UnsafeAnyContract}}})
+	swapped := bytes.Replace(doc, []byte(`"bundle":{`), []byte(`"bundle":{"repo":"acme/widget",`), 1)
+	spaced := append([]byte(" "), doc...)
+	dup := bytes.Replace(doc, []byte(`{"bundle":`), []byte(`{"trust":[],"bundle":`), 1)
 	for _, tc := range []struct {
-		name    string
-		payload []byte
-		want    vsa.Reason
+		name         string
+		payload, doc []byte
+		want         vsa.Reason
 	}{
-		{"not-canonical", append([]byte(" "), good...), vsa.Malformed},
-		{"duplicate-member", bytes.Replace(good, []byte(`{"_type":"https://in-toto.io/Statement/v1",`), []byte(`{"_type":"https://in-toto.io/Statement/v1","_type":"x",`), 1), vsa.Malformed},
-		{"unknown-member", bytes.Replace(good, []byte(`"slsaVersion"`), []byte(`"extra":1,"slsaVersion"`), 1), vsa.Malformed},
-		{"other-predicate", edit(func(s *vsa.Statement) { s.PredicateType = "https://slsa.dev/verification_summary/v0.2" }), vsa.Malformed},
-		{"passed-for-refused", edit(func(s *vsa.Statement) {
-			s.Predicate.ProofGateVerdict = bundle.Refusal("commit-mismatch", "x", "")
-		}), vsa.Malformed},
-		{"slsa-level", edit(func(s *vsa.Statement) { s.Predicate.VerifiedLevels = []string{"SLSA_BUILD_LEVEL_3"} }), vsa.Malformed},
-		{"unsafe-hidden", edit(func(s *vsa.Statement) {
-			s.Predicate.ProofGatePolicy.Bundle.Unsafe = []string{bundle.UnsafeAnyContract}
-		}), vsa.Malformed},
-		{"policy-swapped", edit(func(s *vsa.Statement) {
-			s.Predicate.ProofGatePolicy.Bundle.RequireApprovals = 5
-		}), vsa.PolicyMismatch},
-		{"no-subject", edit(func(s *vsa.Statement) { s.Subject = nil }), vsa.Malformed},
-		{"bad-time", edit(func(s *vsa.Statement) { s.Predicate.TimeVerified = "yesterday" }), vsa.Malformed},
-		{"oversize", bytes.Repeat([]byte(" "), vsa.MaxPayload+1), vsa.Malformed},
+		{"not-canonical", append([]byte(" "), good...), nil, vsa.Malformed},
+		{"duplicate-member", bytes.Replace(good, []byte(`{"_type":"https://in-toto.io/Statement/v1",`), []byte(`{"_type":"https://in-toto.io/Statement/v1","_type":"x",`), 1), nil, vsa.Malformed},
+		{"unknown-member", bytes.Replace(good, []byte(`"slsaVersion"`), []byte(`"extra":1,"slsaVersion"`), 1), nil, vsa.Malformed},
+		{"other-predicate", edit(func(s *vsa.Statement) { s.PredicateType = "https://slsa.dev/verification_summary/v0.2" }), nil, vsa.Malformed},
+		{"slsa-level", edit(func(s *vsa.Statement) { s.Predicate.VerifiedLevels = []string{"SLSA_BUILD_LEVEL_3"} }), nil, vsa.Malformed},
+		{"passed-failed-level", edit(func(s *vsa.Statement) { s.Predicate.VerifiedLevels = []string{vsa.LevelFailed} }), nil, vsa.Malformed},
+		{"failed-verified-level", edit(func(s *vsa.Statement) { s.Predicate.VerificationResult = vsa.Failed }), nil, vsa.Malformed},
+		{"two-levels", edit(func(s *vsa.Statement) {
+			s.Predicate.VerifiedLevels = []string{vsa.LevelVerified, vsa.LevelVerifiedUnsafe}
+		}), nil, vsa.Malformed},
+		{"other-policy-uri", edit(func(s *vsa.Statement) { s.Predicate.Policy.URI = "https://example.com/policy" }), nil, vsa.Malformed},
+		{"policy-digest-not-hex", edit(func(s *vsa.Statement) { s.Predicate.Policy.Digest = map[string]string{"sha256": "x"} }), nil, vsa.Malformed},
+		{"unsafe-hidden", naming(unsafeDoc), unsafeDoc, vsa.Malformed},
+		{"policy-swapped", good, swapped, vsa.PolicyMismatch},
+		{"policy-not-canonical", naming(spaced), spaced, vsa.Malformed},
+		{"policy-duplicate-member", naming(dup), dup, vsa.Malformed},
+		{"policy-not-json", naming([]byte("{")), []byte("{"), vsa.Malformed},
+		{"no-subject", edit(func(s *vsa.Statement) { s.Subject = nil }), nil, vsa.Malformed},
+		{"bad-time", edit(func(s *vsa.Statement) { s.Predicate.TimeVerified = "yesterday" }), nil, vsa.Malformed},
+		{"oversize", bytes.Repeat([]byte(" "), vsa.MaxPayload+1), nil, vsa.Malformed},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := vsa.Open(resign(t, gate, tc.payload), store)
+			_, _, err := vsa.Open(resign(t, gate, tc.payload), store, tc.doc)
 			wantReason(t, err, tc.want)
 		})
 	}
-	if _, _, err := vsa.Open(resign(t, gate, good), store); err != nil {
-		t.Fatalf("the untouched payload, re-signed: %v", err)
+	for _, d := range [][]byte{nil, doc} {
+		got, _, err := vsa.Open(resign(t, gate, good), store, d)
+		if err != nil {
+			t.Fatalf("the untouched payload, re-signed (document %v): %v", d != nil, err)
+		}
+		if (got.Policy() != nil) != (d != nil) || (d != nil && got.Policy().Bundle.Commit != m.commit) {
+			t.Fatalf("Policy() = %+v with document %v", got.Policy(), d != nil)
+		}
 	}
 }
 
@@ -453,12 +479,14 @@ func TestOpenKeyValidity(t *testing.T) {
 	if err := store.Revoke(gate.Signer.KeyID(), &at); err != nil {
 		t.Fatal(err)
 	}
-	_, _, err := vsa.Open(b, store)
+	_, _, err := vsa.Open(b, store, nil)
 	wantReason(t, err, vsa.KeyNotValid)
 }
 
 // TestOpenKeyIdentity: a gate key trusted for one repository signs only
-// summaries whose policy required that repository.
+// summaries whose policy document (given beside the summary) required
+// that repository; without the document the repository is unknown and
+// the summary is refused. A key trusted without an identity needs none.
 func TestOpenKeyIdentity(t *testing.T) {
 	m := bundleFixture(t)
 	gate := keytest.New(t)
@@ -468,18 +496,83 @@ func TestOpenKeyIdentity(t *testing.T) {
 	}
 	for repo, ok := range map[string]bool{"acme/widget": true, "": false, "acme/other": false} {
 		opts := bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash, Repo: repo}
-		b, err := vsa.Sign(context.Background(), gate.Signer, summarize(t, m, m.archive, opts))
+		st, doc := summarizeDoc(t, m, m.archive, opts)
+		b, err := vsa.Sign(context.Background(), gate.Signer, st)
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = vsa.Open(b, store)
+		_, _, err = vsa.Open(b, store, doc)
 		if ok && err != nil {
 			t.Fatalf("repo %q: %v", repo, err)
 		}
 		if !ok {
 			wantReason(t, err, vsa.KeyNotValid)
 		}
+		_, _, err = vsa.Open(b, store, nil)
+		wantReason(t, err, vsa.KeyNotValid)
+		if !strings.Contains(err.Error(), "policy document") {
+			t.Fatalf("repo %q without the document: %v does not say what is missing", repo, err)
+		}
+		if _, _, err := vsa.Open(b, storeOf(t, gate), nil); err != nil {
+			t.Fatalf("repo %q, a key with no identity, no document: %v", repo, err)
+		}
 	}
+}
+
+// TestLegacySummary: a summary written before ADR 0041 (the policy and
+// verdict as extension members, input attestations by name) still opens
+// and is checked as it was: its policy member against policy.digest, its
+// levels against its verdict, timeVerified against the verdict's time.
+func TestLegacySummary(t *testing.T) {
+	gate := keytest.New(t)
+	store := storeOf(t, gate)
+	m := bundleFixture(t)
+	opts := bundle.VerifyOptions{Commit: m.commit, ContractHash: m.contractHash, Repo: "acme/widget"}
+	st, doc := summarizeDoc(t, m, m.archive, opts)
+	v, err := bundle.VerdictOf(bundle.Verify(bytes.NewReader(m.archive), m.store, opts))
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := func(f func(p *vsa.Predicate)) []byte {
+		c := *st
+		var pol vsa.Policy
+		if err := json.Unmarshal(doc, &pol); err != nil {
+			t.Fatal(err)
+		}
+		vv := v
+		c.Predicate.LegacyPolicy, c.Predicate.LegacyVerdict = &pol, &vv
+		c.Predicate.InputAttestations = nil
+		for _, r := range st.Predicate.InputAttestations {
+			c.Predicate.InputAttestations = append(c.Predicate.InputAttestations, vsa.Resource{Name: r.URI, Digest: r.Digest})
+		}
+		if f != nil {
+			f(&c.Predicate)
+		}
+		b, err := canon.Marshal(&c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resign(t, gate, b)
+	}
+	b := legacy(nil)
+	got, _, err := vsa.Open(b, store, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Policy() == nil || got.Policy().Bundle.Repo != "acme/widget" || !got.Passed() {
+		t.Fatalf("legacy summary read as policy %+v, passed %v", got.Policy(), got.Passed())
+	}
+	if _, _, err := vsa.Open(b, store, doc); err != nil {
+		t.Fatalf("legacy summary with its document given too: %v", err)
+	}
+	_, _, err = vsa.Open(legacy(func(p *vsa.Predicate) { p.LegacyPolicy.Bundle.RequireApprovals = 3 }), store, nil)
+	wantReason(t, err, vsa.PolicyMismatch)
+	_, _, err = vsa.Open(legacy(func(p *vsa.Predicate) { *p.LegacyVerdict = bundle.Refusal("commit-mismatch", "x", "") }), store, nil)
+	wantReason(t, err, vsa.Malformed)
+	_, _, err = vsa.Open(legacy(func(p *vsa.Predicate) {
+		p.LegacyVerdict.SignedAt = verifiedAt.Add(time.Hour).Format(time.RFC3339Nano)
+	}), store, nil)
+	wantReason(t, err, vsa.SigningTimeImplausible)
 }
 
 // TestDirtyNamesNoCommit: an accepted dirty run's VSA names no commit.

@@ -129,7 +129,7 @@ func TestE2EKeyless(t *testing.T) {
 		t.Fatalf("verify outputs %v\n%s", vo, fx.log.String())
 	}
 	st := openVSA(t, fx, vo["vsa"], gateKey)
-	pol := st.Predicate.ProofGatePolicy
+	pol := st.Policy()
 	if !st.Passed() || pol.Identities["signer-workflow"] != pinnedWorkflow || len(pol.Trust) != 1 || pol.Trust[0].Name != "trusted_root.json" {
 		t.Fatalf("VSA policy %+v", pol)
 	}

@@ -103,15 +103,18 @@ func (g *gate) noteVSA(data []byte, name, uri string, opts bundle.VerifyOptions,
 func (g *gate) writeVSA(ctx context.Context, accepted bool) *refusal {
 	if g.vsa == nil || g.vsa.cand == nil {
 		g.f.output("vsa", "")
+		g.f.output("vsa-policy", "")
 		return nil
 	}
 	err := g.vsa.write(ctx, g)
 	if err == nil {
 		g.f.output("vsa", g.vsa.path)
-		g.f.logf("wrote verification summary %s (%s)", g.vsa.path, passedOrFailed(g.vsa.cand.verdict))
+		g.f.output("vsa-policy", policyPath(g.vsa.path))
+		g.f.logf("wrote verification summary %s (%s) and its policy document %s", g.vsa.path, passedOrFailed(g.vsa.cand.verdict), policyPath(g.vsa.path))
 		return nil
 	}
 	g.f.output("vsa", "")
+	g.f.output("vsa-policy", "")
 	if !accepted {
 		g.f.annotate("warning", "ProofGate VSA not written", err.Error())
 		return nil
@@ -130,8 +133,15 @@ func passedOrFailed(v bundle.Verdict) string {
 	return vsa.Failed
 }
 
-// write signs the summary and creates the file; an existing one is
-// refused (fs.ErrExist) and left as it was.
+// policyPath is where the policy document of the summary at path is
+// written: path without ".json", then ".policy.json".
+func policyPath(path string) string {
+	return strings.TrimSuffix(path, ".json") + ".policy.json"
+}
+
+// write signs the summary and creates its file and its policy document's
+// (policyPath); an existing one is refused (fs.ErrExist) and left as it
+// was, and neither is left without the other.
 func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	c := s.cand
 	a, err := vsa.Inspect(bytes.NewReader(c.data), archive.DefaultLimits)
@@ -146,8 +156,13 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	if err != nil {
 		return err
 	}
-	st, err := vsa.New(vsa.Input{Name: c.name, Archive: a, ResourceURI: c.uri, VerifierID: s.verifierID, Policy: p.Describe(),
-		Identities: ids, Trust: tr, Verdict: c.verdict, Time: c.opts.Now})
+	in := vsa.Input{Name: c.name, Archive: a, ResourceURI: c.uri, VerifierID: s.verifierID, Policy: p.Describe(),
+		Identities: ids, Trust: tr, Verdict: c.verdict, Time: c.opts.Now}
+	st, err := vsa.New(in)
+	if err != nil {
+		return err
+	}
+	doc, err := vsa.PolicyDocument(in)
 	if err != nil {
 		return err
 	}
@@ -155,11 +170,15 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	if err != nil {
 		return err
 	}
-	out := g.abs(s.path)
+	out, docOut := g.abs(s.path), g.abs(policyPath(s.path))
 	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return err
 	}
+	if err := durable.CreateExclusive(docOut, doc, 0o644); err != nil {
+		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", policyPath(s.path), err)
+	}
 	if err := durable.CreateExclusive(out, b, 0o644); err != nil {
+		os.Remove(docOut)
 		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", s.path, err)
 	}
 	return nil

@@ -30,7 +30,11 @@ func openVSA(t *testing.T, fx *fixture, rel string, gate *keytest.Key) *vsa.Stat
 	if _, err := s.Add(gate.PubPEM, "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	st, _, err := vsa.Open(b, s)
+	doc, err := os.ReadFile(filepath.Join(fx.ws, strings.TrimSuffix(rel, ".json")+".policy.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, _, err := vsa.Open(b, s, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +43,7 @@ func openVSA(t *testing.T, fx *fixture, rel string, gate *keytest.Key) *vsa.Stat
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := vsa.Open(b, bs); err == nil {
+	if _, _, err := vsa.Open(b, bs, doc); err == nil {
 		t.Fatal("the summary verifies with the bundle key")
 	}
 	return st
@@ -98,7 +102,7 @@ func TestVerifyWritesVSA(t *testing.T) {
 		st.Predicate.VerifiedLevels[0] != vsa.LevelVerified || st.Predicate.ResourceURI != vsa.ResourcePrefix+sha(data) {
 		t.Fatalf("summary %+v", st)
 	}
-	pol := st.Predicate.ProofGatePolicy.Bundle
+	pol := st.Policy().Bundle
 	if pol.Tree != vr.Tree || pol.ContractHash != vr.Contract || pol.Repo != owner+"/"+repo || pol.Profile == nil || *pol.Profile != "" || pol.RequireApprovals != 1 {
 		t.Fatalf("policy %+v, want the gate's (tree %s, contract %s)", pol, vr.Tree, vr.Contract)
 	}
@@ -123,8 +127,9 @@ func TestVerifyWritesVSA(t *testing.T) {
 		t.Fatalf("refused: output vsa %q", vr.Outputs["vsa"])
 	}
 	st = openVSA(t, fx, "out/failed.vsa.json", gate)
-	if st.Passed() || st.Predicate.VerificationResult != vsa.Failed || st.Predicate.ProofGateVerdict.Reason != string(bundle.InsufficientApprovals) ||
-		len(st.Subject) != 1 || st.Subject[0].Digest["sha256"] != sha(data) || st.Predicate.ProofGatePolicy.Bundle.RequireApprovals != 2 {
+	if st.Passed() || st.Predicate.VerificationResult != vsa.Failed || vr.Reason != string(bundle.InsufficientApprovals) ||
+		len(st.Subject) != 1 || st.Subject[0].Digest["sha256"] != sha(data) || st.Policy().Bundle.RequireApprovals != 2 ||
+		vr.Outputs["vsa-policy"] != "out/failed.vsa.policy.json" {
 		t.Fatalf("refused summary %+v", st)
 	}
 }
@@ -154,7 +159,7 @@ func TestVerifyVSAFromArtifact(t *testing.T) {
 	wantURI := fmt.Sprintf("%s/%s/%s/actions/runs/", fx.gh.URL, owner, repo)
 	if st.Subject[0].Name != "x.bundle.tar.gz" || st.Subject[0].Digest["sha256"] != sha(data) || !strings.HasPrefix(p.ResourceURI, wantURI) ||
 		!strings.HasSuffix(p.ResourceURI, fmt.Sprintf("/artifacts/%d", id)) || p.Verifier.ID != "https://example.invalid/deploy-gate" ||
-		p.ProofGatePolicy.Bundle.WitnessedAt == "" {
+		st.Policy().Bundle.WitnessedAt == "" {
 		t.Fatalf("summary %+v", st)
 	}
 }

@@ -30,24 +30,28 @@ const vsaHelp = `
 (https://slsa.dev/verification_summary/v1, docs/SPEC.md section 9) for a
 deploy gate downstream: a DSSE envelope signed with --vsa-key (the gate's
 key, never the bundle's) over an in-toto statement naming the archive
-(sha256 of its bytes), the policy it was held to (its canonical JSON and
-sha256, the trust store's digest included) and the verdict. It is written
-for both verdicts: verificationResult PASSED (level PROOFGATE_VERIFIED, or
-PROOFGATE_VERIFIED_UNSAFE under --any-source, --any-contract or
---allow-dirty) when the bundle is accepted, FAILED with the typed reason when
-it is refused; none when the input is unusable (exit 2). An existing FILE is
-refused unless --force; the file appears whole or not at all. Check one with
-"proofgate vsa verify".`
+(sha256 of its bytes), the sha256 of the policy it was held to, and the
+result. It is written for both verdicts: verificationResult PASSED (level
+PROOFGATE_VERIFIED, or PROOFGATE_VERIFIED_UNSAFE under --any-source,
+--any-contract or --allow-dirty) when the bundle is accepted, FAILED when it
+is refused (the reason is in this command's output, not the summary); none
+when the input is unusable (exit 2). --vsa-policy POLICY also writes the
+policy document, the file whose sha256 is the summary's policy digest (the
+requirements, keyless identities and trust material's digests), for a
+consumer that reads it or trusts a repository-bound gate key. An existing
+file is refused unless --force; each appears whole or not at all. Check a
+summary with "proofgate vsa verify".`
 
 // vsaFlags are bundle verify's --vsa flags.
 type vsaFlags struct {
-	out, key, verifierID, resourceURI string
-	force                             bool
+	out, policyOut, key, verifierID, resourceURI string
+	force                                        bool
 }
 
 func (f *vsaFlags) register(c *cobra.Command) {
 	fl := c.Flags()
 	fl.StringVar(&f.out, "vsa", "", "also write a signed SLSA verification summary (PASSED or FAILED) to FILE")
+	fl.StringVar(&f.policyOut, "vsa-policy", "", "also write the --vsa summary's policy document (the file its policy digest names) to FILE")
 	fl.StringVar(&f.key, "vsa-key", "", "the gate's key that signs the --vsa summary: PKCS#8 PEM file or env:VAR")
 	fl.StringVar(&f.verifierID, "vsa-verifier-id", "", "verifier.id of the summary (a URI; default "+vsa.DefaultVerifierID+")")
 	fl.StringVar(&f.resourceURI, "vsa-resource-uri", "", "resourceUri of the summary (a URI; default "+vsa.ResourcePrefix+"<sha256>)")
@@ -113,7 +117,7 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 		if changed("vsa") {
 			return nil, usageErr(errors.New("--vsa is empty"))
 		}
-		for _, n := range []string{"vsa-key", "vsa-verifier-id", "vsa-resource-uri", "force"} {
+		for _, n := range []string{"vsa-policy", "vsa-key", "vsa-verifier-id", "vsa-resource-uri", "force"} {
 			if changed(n) {
 				return nil, usageErr(fmt.Errorf("--%s is given without --vsa FILE", n))
 			}
@@ -126,11 +130,8 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 	if err := g.checkOutput("--vsa", f.out); err != nil {
 		return nil, err
 	}
-	if filepath.Clean(f.out) == filepath.Clean(archivePath) {
-		return nil, usageErr(fmt.Errorf("--vsa %s: the same file as the bundle", f.out))
-	}
-	if _, err := os.Lstat(f.out); err == nil && !f.force {
-		return nil, outputErr(fmt.Errorf("--vsa %s: %w", f.out, fs.ErrExist))
+	if err := f.checkOutputs(c, g, archivePath); err != nil {
+		return nil, err
 	}
 	s, err := key.Load(f.key)
 	if err != nil {
@@ -143,6 +144,32 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 		return nil, usageErr(fmt.Errorf("--%s: %w", vsaFlagOf(err), err))
 	}
 	return &vsaWrite{f: f, cmd: c, signer: s, archive: archivePath}, nil
+}
+
+// checkOutputs refuses --vsa and --vsa-policy paths inside the run store,
+// equal to the bundle's or each other, or existing without --force.
+func (f *vsaFlags) checkOutputs(c *cobra.Command, g *globals, archivePath string) error {
+	outs := [][2]string{{"--vsa", f.out}}
+	if f.policyOut != "" {
+		outs = append(outs, [2]string{"--vsa-policy", f.policyOut})
+		if filepath.Clean(f.policyOut) == filepath.Clean(f.out) {
+			return usageErr(fmt.Errorf("--vsa-policy %s: the same file as --vsa", f.policyOut))
+		}
+	} else if c.Flags().Changed("vsa-policy") {
+		return usageErr(errors.New("--vsa-policy is empty"))
+	}
+	for _, o := range outs {
+		if err := g.checkOutput(o[0], o[1]); err != nil {
+			return err
+		}
+		if filepath.Clean(o[1]) == filepath.Clean(archivePath) {
+			return usageErr(fmt.Errorf("%s %s: the same file as the bundle", o[0], o[1]))
+		}
+		if _, err := os.Lstat(o[1]); err == nil && !f.force {
+			return outputErr(fmt.Errorf("%s %s: %w", o[0], o[1], fs.ErrExist))
+		}
+	}
+	return nil
 }
 
 func vsaFlagOf(err error) string {
@@ -169,7 +196,7 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 	if w == nil {
 		return nil
 	}
-	st, err := w.statement(trustPath, opts, v)
+	st, doc, err := w.statement(trustPath, opts, v)
 	if err != nil {
 		return err
 	}
@@ -177,42 +204,60 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 	if err != nil {
 		return envErr(err)
 	}
+	if p := w.f.policyOut; p != "" {
+		if err := writeOutput(p, doc, w.f.force); err != nil {
+			return outputErr(fmt.Errorf("--vsa-policy %s: %w", p, err))
+		}
+	}
 	if err := writeOutput(w.f.out, b, w.f.force); err != nil {
+		if w.f.policyOut != "" {
+			os.Remove(w.f.policyOut) // no policy document without its summary
+		}
 		return outputErr(fmt.Errorf("--vsa %s: %w", w.f.out, err))
 	}
-	fmt.Fprintf(g.stderr, "wrote VSA %s (%s, signed by %s)\n", w.f.out, st.Predicate.VerificationResult, w.signer.KeyID())
+	fmt.Fprintf(g.stderr, "wrote VSA %s (%s, policy sha256 %s, signed by %s)\n", w.f.out, st.Predicate.VerificationResult,
+		st.Predicate.Policy.Digest["sha256"], w.signer.KeyID())
+	if w.f.policyOut != "" {
+		fmt.Fprintf(g.stderr, "wrote its policy document %s\n", w.f.policyOut)
+	}
 	return nil
 }
 
-// statement is the summary: the archive as verified (read again to list
-// its signed members, and refused if its bytes changed meanwhile), the
-// policy, the trust store's digest and the verdict.
-func (w *vsaWrite) statement(trustPath string, opts bundle.VerifyOptions, v bundle.Verdict) (*vsa.Statement, error) {
+// statement is the summary and its policy document: the archive as
+// verified (read again to list its signed members, and refused if its
+// bytes changed meanwhile), the policy, the trust store's digest and the
+// verdict.
+func (w *vsaWrite) statement(trustPath string, opts bundle.VerifyOptions, v bundle.Verdict) (*vsa.Statement, []byte, error) {
 	verified, _, err := w.hasher.Sum()
 	if err != nil {
-		return nil, envErr(fmt.Errorf("read %s: %w", w.archive, err))
+		return nil, nil, envErr(fmt.Errorf("read %s: %w", w.archive, err))
 	}
 	a, err := inspectFile(w.archive, opts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if a.SHA256 != verified {
-		return nil, envErr(fmt.Errorf("%s changed while it was verified (sha256 %s, now %s): no summary written", w.archive, verified, a.SHA256))
+		return nil, nil, envErr(fmt.Errorf("%s changed while it was verified (sha256 %s, now %s): no summary written", w.archive, verified, a.SHA256))
 	}
 	p, err := opts.Policy()
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, nil, usageErr(err)
 	}
 	tr, ids, err := w.trustAndIdentities(trustPath)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	st, err := vsa.New(vsa.Input{Name: filepath.Base(w.archive), Archive: a, ResourceURI: w.f.resourceURI, VerifierID: w.f.verifierID,
-		Policy: p.Describe(), Identities: ids, Trust: tr, Verdict: v, Time: opts.Now})
+	in := vsa.Input{Name: filepath.Base(w.archive), Archive: a, ResourceURI: w.f.resourceURI, VerifierID: w.f.verifierID,
+		Policy: p.Describe(), Identities: ids, Trust: tr, Verdict: v, Time: opts.Now}
+	st, err := vsa.New(in)
 	if err != nil {
-		return nil, usageErr(err)
+		return nil, nil, usageErr(err)
 	}
-	return st, nil
+	doc, err := vsa.PolicyDocument(in)
+	if err != nil {
+		return nil, nil, usageErr(err)
+	}
+	return st, doc, nil
 }
 
 // inspectFile hashes the archive at path and lists its signed members.
@@ -240,22 +285,28 @@ func vsaCmd(g *globals) *cobra.Command {
 }
 
 func vsaVerifyCmd(g *globals) *cobra.Command {
-	var trustPath, subject, policyDigest string
+	var trustPath, subject, policyDigest, policyPath string
 	var asJSON, allowUnsafe bool
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json [--subject ARCHIVE] [--policy-digest sha256:HEX] [--allow-unsafe] [--json]",
+		Use:   "verify FILE --trust trust.json [--subject ARCHIVE] [--policy POLICY] [--policy-digest sha256:HEX] [--allow-unsafe] [--json]",
 		Short: "Verify a VSA written by bundle verify --vsa",
 		Long: `Verify a verification summary: its DSSE signature with a key of the trust
 store (the gate's key) before anything in it is read, the key's validity at
 timeVerified, the statement (canonical, strictly decoded, the VSA v1
-predicate, levels that agree with the verdict) and its policy digest. With
---subject, the archive must be the summary's subject (sha256 of its bytes);
-with --policy-digest, the policy must be that one. A summary that passed
+predicate, a result and levels ProofGate writes). With --policy, the policy
+document written beside the summary (bundle verify --vsa-policy, the verify
+action's output vsa-policy) must be the one its policy digest names; its
+unsafe opt-outs must agree with the level, its witness time bound
+timeVerified, and its repository is the one a gate key trusted for a
+repository must be trusted for (such a key's summary is refused without
+it). With --subject, the archive must be the summary's subject (sha256 of
+its bytes) and signed before timeVerified; with --policy-digest, the policy
+must be that one. A summary that passed
 under an unsafe opt-out (level PROOFGATE_VERIFIED_UNSAFE: any source, any
 contract or a dirty source) is refused (unsafe-policy) unless --allow-unsafe.
 
 Exit 0 when the summary verifies and says PASSED; 1 when it is refused or
-says FAILED (with the bundle's refusal reason); 2 on unusable input.`,
+says FAILED; 2 on unusable input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if trustPath == "" {
@@ -269,7 +320,13 @@ says FAILED (with the bundle's refusal reason); 2 on unusable input.`,
 			if err != nil {
 				return usageErr(err)
 			}
-			st, k, err := vsa.Open(b, store)
+			var doc []byte
+			if policyPath != "" {
+				if doc, err = bounded.ReadFile(policyPath, vsa.MaxPayload); err != nil {
+					return usageErr(fmt.Errorf("--policy: %w", err))
+				}
+			}
+			st, k, err := vsa.Open(b, store, doc)
 			if err == nil {
 				err = checkVSA(st, subject, policyDigest)
 			}
@@ -285,6 +342,7 @@ says FAILED (with the bundle's refusal reason); 2 on unusable input.`,
 	}
 	c.Flags().StringVar(&trustPath, "trust", "", "trust store holding the gate's key")
 	c.Flags().StringVar(&subject, "subject", "", "the bundle archive the summary must name")
+	c.Flags().StringVar(&policyPath, "policy", "", "the summary's policy document, checked against its policy digest")
 	c.Flags().StringVar(&policyDigest, "policy-digest", "", "require the policy digest (sha256:<hex>)")
 	c.Flags().BoolVar(&allowUnsafe, "allow-unsafe", false, "accept a summary that passed under an unsafe opt-out")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the statement as JSON")
@@ -324,7 +382,7 @@ func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON, allowUnsafe 
 		fmt.Fprintf(g.stdout, "%s: %s (sha256 %s), policy sha256 %s, levels %s, verified by %s at %s, signed by %s\n",
 			p.VerificationResult, printable.Escape(st.Subject[0].Name), st.Subject[0].Digest["sha256"], p.Policy.Digest["sha256"],
 			strings.Join(p.VerifiedLevels, ","), printable.Escape(p.Verifier.ID), p.TimeVerified, keyID)
-		if v := p.ProofGateVerdict; v.Verdict != bundle.VerdictAccepted {
+		if v := p.LegacyVerdict; v != nil && v.Verdict != bundle.VerdictAccepted {
 			fmt.Fprintf(g.stdout, "the bundle was refused: %s: %s\n", printable.Escape(v.Reason), printable.Escape(v.Detail))
 		}
 	}
@@ -332,8 +390,12 @@ func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON, allowUnsafe 
 		return silent(exit.Refused)
 	}
 	if slices.Contains(p.VerifiedLevels, vsa.LevelVerifiedUnsafe) && !allowUnsafe {
+		opts := "an unsafe opt-out"
+		if pol := st.Policy(); pol != nil {
+			opts = fmt.Sprintf("the unsafe opt-outs %v", pol.Bundle.Unsafe)
+		}
 		return refusedErr(&vsa.VerifyError{Reason: vsa.UnsafePolicy,
-			Detail: fmt.Sprintf("the bundle passed under the unsafe opt-outs %v (--allow-unsafe accepts it)", p.ProofGatePolicy.Bundle.Unsafe)})
+			Detail: fmt.Sprintf("the bundle passed under %s (--allow-unsafe accepts it)", opts)})
 	}
 	return nil
 }
