@@ -7,6 +7,7 @@ import (
 	"crypto/ed25519"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +140,23 @@ func (b *vectorBase) resigned(t *testing.T, members []archive.File, mutate func(
 		t.Fatal(err)
 	}
 	return b.signed(t, members, p)
+}
+
+// signedStatement returns the base members with an attestation over the
+// base statement as exported (its subjects, products included, kept)
+// changed by mutate (nil: unchanged).
+func (b *vectorBase) signedStatement(t *testing.T, mutate func(*Statement)) []archive.File {
+	t.Helper()
+	st := b.st
+	st.Subject = append([]Subject(nil), b.st.Subject...)
+	if mutate != nil {
+		mutate(&st)
+	}
+	p, err := canon.Marshal(&st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.signed(t, b.members, p)
 }
 
 // policy is the gate's policy for the base: its commit and contract, one
@@ -314,6 +332,26 @@ func TestWriteFailureVectors(t *testing.T) {
 	rechained, _ := rewriteMembers(t, impl.members, implementationPrefixOf(t, impl.members), editData(t, "session.ended", 0, func(d map[string]any) { d["reason"] = "rewritten" }))
 	write("implementation-mismatch", string(ImplementationMismatch), impl.policy("the implementation run's log edited and re-chained (its run.json rewritten to match) and signed over: it replays, but its chain is not the one implemented_by binds"), trusted,
 		impl.resigned(t, rechained, nil), nil)
+
+	// Products (ADR 0039): a check that produced dist/app, its subject
+	// products/hello/dist/app; the gate holds a file (subject line: its
+	// sha256) and asks whether a passed check produced it.
+	prod := loadVectorBase(t, "product-accepted.txtar", runOpts{approve: []string{"alice"}, produces: []string{"dist/app"},
+		script: "mkdir -p dist && printf 'app v1' > dist/app && echo built"}, s)
+	appSum := sha256.Sum256([]byte("app v1"))
+	app := hex.EncodeToString(appSum[:])
+	prodGood := prod.signedStatement(t, nil)
+	write("product-accepted", "accepted", with(prod.policy("the gate's file is dist/app, a product of the passed check hello"), "subject", app), trusted, prodGood, nil)
+	other := sha256.Sum256([]byte("app v2"))
+	write("not-a-product", string(NotAProduct), with(prod.policy("the gate's file (app v2) is no product of the run"), "subject", hex.EncodeToString(other[:])), trusted, prodGood, nil)
+	write("product-subject-swapped", string(SubjectMismatch), with(prod.policy("the signer swapped the product subject's digest for the gate's file (app v2); the log recorded app v1"), "subject", hex.EncodeToString(other[:])), trusted,
+		prod.signedStatement(t, func(st *Statement) {
+			for i := range st.Subject {
+				if st.Subject[i].Name == ProductPrefix+"hello/dist/app" {
+					st.Subject[i].Digest = map[string]string{"sha256": hex.EncodeToString(other[:])}
+				}
+			}
+		}), nil)
 
 	// Keyless bundles (ADR 0010), decided before any material is checked:
 	// the material is the test pair's (bundle/internal/sigtest), not a

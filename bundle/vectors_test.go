@@ -35,7 +35,7 @@ type vectorCase struct {
 }
 
 // The header keys a vector may use, in the order the generator writes them.
-var vectorKeys = []string{"expect", "comment", "commit", "tree", "contract", "repo", "allow-dirty", "require-approvals", "now", "witnessed"}
+var vectorKeys = []string{"expect", "comment", "commit", "tree", "contract", "repo", "allow-dirty", "require-approvals", "now", "witnessed", "subject"}
 
 func parseVector(path string) (*vectorCase, error) {
 	a, err := txtar.ParseFile(path)
@@ -107,13 +107,16 @@ func vectorOptions(h map[string]string) (VerifyOptions, error) {
 			return o, fmt.Errorf("witnessed: %w", err)
 		}
 	}
+	if v := h["subject"]; v != "" {
+		o.RequireSubjects = []string{v}
+	}
 	return o, nil
 }
 
 // requiredVectors are the outcomes the vectors must cover.
 var requiredVectors = []Reason{"accepted", SignatureInvalid, UnknownKey, KeyRevoked, KeyNotValid, SubjectMismatch,
 	MissingFile, ExtraFile, ArchiveUnsafe, ChainBroken, PredicateMismatch, CommitMismatch, TreeMismatch,
-	ContractMismatch, DirtySource, SigningTimeImplausible, InsufficientApprovals, Malformed}
+	ContractMismatch, DirtySource, SigningTimeImplausible, InsufficientApprovals, Malformed, NotAProduct}
 
 func TestFailureVectors(t *testing.T) {
 	paths, err := filepath.Glob(filepath.Join(vectorDir, "*.txtar"))

@@ -153,13 +153,13 @@ func TestGoldenStructure(t *testing.T) {
 	if string(payload) != want {
 		t.Fatalf("statement:\n got %s\nwant %s", payload, want)
 	}
-	checkInToto(t, payload, s)
+	checkInToto(t, payload, s, verifiedAt)
 }
 
 // checkInToto decodes the payload with github.com/in-toto/attestation,
 // and the predicate strictly under the VSA v1 protobuf schema: a member
 // the schema does not define is refused (ADR 0041).
-func checkInToto(t *testing.T, payload []byte, archiveSum string) {
+func checkInToto(t *testing.T, payload []byte, archiveSum string, at time.Time) {
 	t.Helper()
 	var st itpb.Statement
 	if err := protojson.Unmarshal(payload, &st); err != nil {
@@ -180,7 +180,7 @@ func checkInToto(t *testing.T, payload []byte, archiveSum string) {
 		t.Fatalf("strict VSA v1 schema: %v", err)
 	}
 	if p.GetVerificationResult() != vsa.Passed || p.GetVerifiedLevels()[0] != vsa.LevelVerified || p.GetSlsaVersion() != "1.0" ||
-		p.GetVerifier().GetId() != vsa.DefaultVerifierID || !p.GetTimeVerified().AsTime().Equal(verifiedAt) ||
+		p.GetVerifier().GetId() != vsa.DefaultVerifierID || !p.GetTimeVerified().AsTime().Equal(at) ||
 		p.GetPolicy().GetUri() != vsa.PolicyURI || len(p.GetInputAttestations()) != 1 || p.GetInputAttestations()[0].GetUri() != bundle.AttestationFile {
 		t.Fatalf("in-toto VerificationSummary %v", &p)
 	}

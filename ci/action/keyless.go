@@ -60,8 +60,14 @@ type signingInputs struct {
 // or tsa-url is the public-good instance; an empty rekor-url asks for no
 // transparency log entry (action.yml defaults it to the public instance).
 func readSigning(f *workflow) (signingInputs, error) {
+	return readSigningInput(f, "signing")
+}
+
+// readSigningInput is readSigning with the mode in input name (the verify
+// action's vsa-signing).
+func readSigningInput(f *workflow, name string) (signingInputs, error) {
 	s := signingInputs{
-		mode:   strings.ToLower(f.input("signing")),
+		mode:   strings.ToLower(f.input(name)),
 		fulcio: f.input("fulcio-url"),
 		tsa:    f.input("tsa-url"),
 		rekor:  f.input("rekor-url"),
@@ -71,7 +77,7 @@ func readSigning(f *workflow) (signingInputs, error) {
 		s.mode = SigningKey
 	case SigningKey, SigningKeyless:
 	default:
-		return s, fmt.Errorf("input signing: %q is not key or keyless", s.mode)
+		return s, fmt.Errorf("input %s: %q is not key or keyless", name, s.mode)
 	}
 	if s.mode == SigningKey {
 		return s, nil
@@ -146,32 +152,39 @@ func (j *job) keylessReady() {
 // token is short-lived, and checks may run for long), masks it, and makes
 // the keyless signer.
 func (j *job) keylessSigner(ctx context.Context) (envelope.MaterialSigner, error) {
-	if j.o.Getenv(idTokenURLEnv) == "" || j.o.Getenv(idTokenTokenEnv) == "" {
-		return nil, usage("%w", errNoIDToken)
+	return newKeylessSigner(ctx, j.o, j.f, j.in.signing, errNoIDToken)
+}
+
+// newKeylessSigner fetches the OIDC token of the job (noToken when the
+// runner gave it none), masks it, and makes a keyless signer for the
+// services s names.
+func newKeylessSigner(ctx context.Context, o *Options, f *workflow, s signingInputs, noToken error) (envelope.MaterialSigner, error) {
+	if o.Getenv(idTokenURLEnv) == "" || o.Getenv(idTokenTokenEnv) == "" {
+		return nil, usage("%w", noToken)
 	}
 	tctx, cancel := context.WithTimeout(ctx, tokenTimeout)
 	defer cancel()
-	tok, err := j.f.a.GetIDToken(tctx, OIDCAudience)
+	tok, err := f.a.GetIDToken(tctx, OIDCAudience)
 	if err != nil {
 		// The error may quote the endpoint's answer; the request token is
 		// masked already.
 		return nil, environment("get the OIDC token (audience %s): %w", OIDCAudience, err)
 	}
 	tok = strings.TrimSpace(tok)
-	j.f.mask(tok)
+	f.mask(tok)
 	if tok == "" {
 		return nil, environment("get the OIDC token (audience %s): empty token", OIDCAudience)
 	}
-	s, err := sigstore.NewKeylessSigner(sigstore.KeylessOptions{
-		FulcioURL: j.in.signing.fulcio,
-		TSAURL:    j.in.signing.tsa,
-		RekorURL:  j.in.signing.rekor,
+	ks, err := sigstore.NewKeylessSigner(sigstore.KeylessOptions{
+		FulcioURL: s.fulcio,
+		TSAURL:    s.tsa,
+		RekorURL:  s.rekor,
 		IDToken:   tok,
 	})
 	if err != nil {
 		return nil, environment("keyless signer: %w", err)
 	}
-	return s, nil
+	return ks, nil
 }
 
 // companionName is the companion Sigstore bundle's name beside the archive

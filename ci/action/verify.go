@@ -167,7 +167,7 @@ type gate struct {
 	gh          *github.Client             // nil without input github-token
 	owner, name string                     // of GITHUB_REPOSITORY
 	opts        bundle.VerifyOptions
-	vsa         *vsaGate // nil without input vsa-key
+	vsa         *vsaGate // nil without input vsa-key or vsa-signing: keyless
 }
 
 // refusal is why the gate refuses, with the class of the exit.

@@ -28,13 +28,18 @@ const VSAKeyEnv = "PROOFGATE_VSA_KEY"
 const ReasonVSA = "vsa-unwritten"
 
 // vsaGate is the verify step's verification summary: the gate's key (nil
-// without input vsa-key), the file to write, and the bundle it names.
+// when signed keyless), the file to write, and the bundle it names.
 type vsaGate struct {
 	signer     vsa.Signer
-	path       string // relative to the workspace
+	keyless    *signingInputs // vsa-signing: keyless, or nil
+	path       string         // relative to the workspace
 	verifierID string
 	cand       *vsaCandidate
 }
+
+// errNoVSAToken is the usage error of a keyless summary without id-token: write.
+var errNoVSAToken = errors.New("vsa-signing: keyless needs the job's OIDC token, but " + idTokenURLEnv + " and " + idTokenTokenEnv +
+	" are unset: give the job `permissions: id-token: write`")
 
 // vsaCandidate is a verified bundle as the summary names it.
 type vsaCandidate struct {
@@ -44,8 +49,9 @@ type vsaCandidate struct {
 	verdict   bundle.Verdict
 }
 
-// readVSAInputs reads inputs vsa-key (or VSAKeyEnv), vsa-path and
-// vsa-verifier-id; without a key no summary is written.
+// readVSAInputs reads inputs vsa-signing, vsa-key (or VSAKeyEnv),
+// vsa-path and vsa-verifier-id; without a key, or vsa-signing: keyless, no
+// summary is written.
 func (g *gate) readVSAInputs() *refusal {
 	f := g.f
 	pemKey := f.input("vsa-key")
@@ -54,6 +60,13 @@ func (g *gate) readVSAInputs() *refusal {
 	}
 	f.mask(pemKey)
 	path, id := f.input("vsa-path"), f.input("vsa-verifier-id")
+	si, err := readSigningInput(f, "vsa-signing")
+	if err != nil {
+		return refuseUsage("%v", err)
+	}
+	if si.mode == SigningKeyless {
+		return g.keylessVSAInputs(si, f.input("vsa-key"), path, id)
+	}
 	if pemKey == "" {
 		if path != "" || id != "" {
 			return refuseUsage("input vsa-path or vsa-verifier-id is set but vsa-key is empty: the summary needs the gate's signing key")
@@ -71,6 +84,35 @@ func (g *gate) readVSAInputs() *refusal {
 	if path == "" {
 		path = "proofgate-" + g.in.commit + ".vsa.json"
 	}
+	if r := checkVSAPath(path, id); r != nil {
+		return r
+	}
+	g.vsa = &vsaGate{signer: s, path: path, verifierID: id}
+	return nil
+}
+
+// keylessVSAInputs reads the inputs of a summary signed keyless: no
+// vsa-key, the job's OIDC token available.
+func (g *gate) keylessVSAInputs(si signingInputs, pemKey, path, id string) *refusal {
+	if pemKey != "" {
+		return refuseUsage("input vsa-key is set with vsa-signing: keyless: a keyless summary is signed by an ephemeral key")
+	}
+	if g.o.Getenv(idTokenURLEnv) == "" || g.o.Getenv(idTokenTokenEnv) == "" {
+		return refuseUsage("%v", errNoVSAToken)
+	}
+	if path == "" {
+		path = "proofgate-" + g.in.commit + ".vsa.sigstore.json"
+	}
+	if r := checkVSAPath(path, id); r != nil {
+		return r
+	}
+	g.vsa = &vsaGate{keyless: &si, path: path, verifierID: id}
+	return nil
+}
+
+// checkVSAPath refuses a vsa-path that is not clean and relative, and a
+// vsa-verifier-id that is not an absolute URI.
+func checkVSAPath(path, id string) *refusal {
 	if !cleanRel(path) {
 		return refuseUsage("input vsa-path: %q is not a clean path relative to the workspace", path)
 	}
@@ -78,7 +120,6 @@ func (g *gate) readVSAInputs() *refusal {
 	if _, err := vsa.New(probe); err != nil {
 		return refuseUsage("input vsa-verifier-id: %v", err)
 	}
-	g.vsa = &vsaGate{signer: s, path: path, verifierID: id}
 	return nil
 }
 
@@ -134,8 +175,11 @@ func passedOrFailed(v bundle.Verdict) string {
 }
 
 // policyPath is where the policy document of the summary at path is
-// written: path without ".json", then ".policy.json".
+// written: path without ".sigstore.json" or ".json", then ".policy.json".
 func policyPath(path string) string {
+	if p, ok := strings.CutSuffix(path, ".sigstore.json"); ok {
+		return p + ".policy.json"
+	}
 	return strings.TrimSuffix(path, ".json") + ".policy.json"
 }
 
@@ -166,7 +210,7 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	if err != nil {
 		return err
 	}
-	b, err := vsa.Sign(ctx, s.signer, st)
+	b, err := s.sign(ctx, g, st)
 	if err != nil {
 		return err
 	}
@@ -182,6 +226,19 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", s.path, err)
 	}
 	return nil
+}
+
+// sign signs st with the gate's key or, keyless, with a certificate for
+// the job's OIDC identity.
+func (s *vsaGate) sign(ctx context.Context, g *gate, st *vsa.Statement) ([]byte, error) {
+	if s.keyless == nil {
+		return vsa.Sign(ctx, s.signer, st)
+	}
+	ms, err := newKeylessSigner(ctx, g.o, g.f, *s.keyless, errNoVSAToken)
+	if err != nil {
+		return nil, err
+	}
+	return vsa.SignKeyless(ctx, ms, st)
 }
 
 // artifactURI is the web address of an artifact, the summary's resourceUri.

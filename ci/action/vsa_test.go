@@ -12,10 +12,12 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/key/keytest"
+	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/internal/sigstoretest"
 )
 
 // openVSA reads the summary the step wrote and verifies it with the gate
@@ -198,5 +200,92 @@ func TestVerifyVSAInputs(t *testing.T) {
 	}
 	if ents, _ := filepath.Glob(filepath.Join(fx.ws, "*.vsa.json")); len(ents) != 0 {
 		t.Fatalf("a summary without a bundle: %v", ents)
+	}
+}
+
+// TestVerifyKeylessVSA: with vsa-signing: keyless the gate signs its
+// summary with a Fulcio certificate for its own job's workflow (the real
+// services on 127.0.0.1, the runner's token endpoint faked): a Sigstore
+// bundle whose statement OpenKeyless accepts for the gate's workflow with
+// the policy document beside it, and refuses for another workflow. A
+// vsa-key with it, or a job without id-token: write, is a usage error
+// before anything is verified.
+func TestVerifyKeylessVSA(t *testing.T) {
+	svc := sigstoretest.Start(t)
+	fx := newFixture(t, processContract, nil)
+	m := fx.release()
+	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", m
+	fx.env["INPUT_TRUST-STORE"] = fx.trust
+	data := profiledBundle(t, fx, owner+"/"+repo, "")
+	p := filepath.Join(t.TempDir(), "base.tar.gz")
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fx.env["INPUT_BUNDLE"] = p
+	fx.env["INPUT_VSA-SIGNING"] = SigningKeyless
+	fx.env["INPUT_FULCIO-URL"], fx.env["INPUT_TSA-URL"] = svc.FulcioURL, svc.TSAURL
+	const gateWF = owner + "/" + repo + "/.github/workflows/release.yml"
+
+	for name, env := range map[string]map[string]string{
+		"with vsa-key": {"INPUT_VSA-KEY": "x", idTokenURLEnv: "http://127.0.0.1:9/token", idTokenTokenEnv: "t"},
+		"no id-token":  {},
+		"plain http":   {"INPUT_TSA-URL": "http://tsa.example/api/v1/timestamp", idTokenURLEnv: "http://127.0.0.1:9/token", idTokenTokenEnv: "t"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			saved := map[string]string{}
+			for k, v := range env {
+				saved[k] = fx.env[k]
+				fx.env[k] = v
+			}
+			defer func() {
+				for k, v := range saved {
+					fx.env[k] = v
+				}
+			}()
+			vr, err := fx.verify()
+			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
+			if vr.Reason != ReasonUsage || vr.Outputs["vsa"] != "" {
+				t.Fatalf("%+v", vr)
+			}
+		})
+	}
+
+	u, reqToken := svc.OIDC.RequestEndpoint(githubtest.Claims{Repository: owner + "/" + repo, Ref: "refs/tags/v1", SHA: m,
+		EventName: "push", WorkflowRef: gateWF + "@refs/tags/v1", JobWorkflowRef: gateWF + "@refs/tags/v1"})
+	fx.env[idTokenURLEnv], fx.env[idTokenTokenEnv] = u, reqToken
+	vr, err := fx.verify()
+	mustCode(t, vr.Code, ExitOK, err, fx.log.String())
+	rel, relPolicy := "proofgate-"+m+".vsa.sigstore.json", "proofgate-"+m+".vsa.policy.json"
+	if vr.Outputs["vsa"] != rel || vr.Outputs["vsa-policy"] != relPolicy {
+		t.Fatalf("outputs vsa %q, vsa-policy %q", vr.Outputs["vsa"], vr.Outputs["vsa-policy"])
+	}
+	b, err := os.ReadFile(filepath.Join(fx.ws, rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join(fx.ws, relPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pin := func(wf string) *sigstore.Verifiers {
+		v, err := sigstore.NewVerifiers(svc.TrustedRoot, []sigstore.Identity{{Name: "gate", Issuer: svc.OIDC.URL, SignerWorkflow: wf}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	st, k, err := vsa.OpenKeyless(b, pin(gateWF), doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Passed() || st.Subject[0].Digest["sha256"] != sha(data) || st.Policy().Bundle.Repo != owner+"/"+repo ||
+		!strings.HasSuffix(k.Signer(), gateWF+"@refs/tags/v1") {
+		t.Fatalf("summary %+v signed by %s", st, k.Signer())
+	}
+	if _, _, err := vsa.OpenKeyless(b, pin(owner+"/"+repo+"/.github/workflows/proofgate.yml"), doc); err == nil {
+		t.Fatal("the summary verifies for another workflow")
+	}
+	if strings.Contains(fx.log.String(), reqToken) && !strings.Contains(fx.log.String(), "::add-mask::"+reqToken) {
+		t.Fatal("the request token is in the log unmasked")
 	}
 }

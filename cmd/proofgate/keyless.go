@@ -125,30 +125,42 @@ type keylessExportFlags struct {
 const maxIDToken = 64 << 10
 
 func (f *keylessExportFlags) register(c *cobra.Command) {
+	f.registerPrefixed(c, "", "the bundle")
+}
+
+// registerPrefixed registers the keyless signing flags with names
+// starting with prefix ("vsa-" for bundle verify's summary), for what.
+func (f *keylessExportFlags) registerPrefixed(c *cobra.Command, prefix, what string) {
 	fl := c.Flags()
-	fl.BoolVar(&f.keyless, "keyless", false, "sign keyless: an ephemeral key, a Fulcio certificate for the OIDC token, an RFC 3161 timestamp (no --key)")
-	fl.StringVar(&f.fulcio, "fulcio-url", "", "keyless: Fulcio URL (default "+sigstore.DefaultFulcioURL+")")
-	fl.StringVar(&f.tsa, "tsa-url", "", "keyless: RFC 3161 timestamp authority URL (default "+sigstore.DefaultTSAURL+")")
-	fl.StringVar(&f.rekor, "rekor-url", "", "keyless: Rekor URL for a transparency log entry (default none)")
-	fl.StringVar(&f.token, "id-token-file", "", "keyless: file holding the OIDC token (audience sigstore); default $SIGSTORE_ID_TOKEN")
+	fl.BoolVar(&f.keyless, prefix+"keyless", false, "sign "+what+" keyless: an ephemeral key, a Fulcio certificate for the OIDC token, an RFC 3161 timestamp (no --"+prefix+"key)")
+	fl.StringVar(&f.fulcio, prefix+"fulcio-url", "", "keyless: Fulcio URL (default "+sigstore.DefaultFulcioURL+")")
+	fl.StringVar(&f.tsa, prefix+"tsa-url", "", "keyless: RFC 3161 timestamp authority URL (default "+sigstore.DefaultTSAURL+")")
+	fl.StringVar(&f.rekor, prefix+"rekor-url", "", "keyless: Rekor URL for a transparency log entry (default none)")
+	fl.StringVar(&f.token, prefix+"id-token-file", "", "keyless: file holding the OIDC token (audience sigstore); default $SIGSTORE_ID_TOKEN")
 }
 
 // check refuses keyless flags without --keyless, --keyless with --key,
 // and --keyless without a token.
 func (f *keylessExportFlags) check(changed func(string) bool, keyRef string) error {
+	return f.checkPrefixed(changed, keyRef, "")
+}
+
+// checkPrefixed is check for the flags registerPrefixed named with prefix;
+// changed takes the name without it.
+func (f *keylessExportFlags) checkPrefixed(changed func(string) bool, keyRef, prefix string) error {
 	for _, name := range []string{"fulcio-url", "tsa-url", "rekor-url", "id-token-file"} {
 		if changed(name) && !f.keyless {
-			return usageErr(fmt.Errorf("--%s needs --keyless", name))
+			return usageErr(fmt.Errorf("--%s%s needs --%skeyless", prefix, name, prefix))
 		}
 	}
 	if !f.keyless {
 		return nil
 	}
 	if keyRef != "" {
-		return usageErr(errors.New("give one of --key and --keyless: a keyless bundle is signed by an ephemeral key"))
+		return usageErr(fmt.Errorf("give one of --%skey and --%skeyless: a keyless signature is made by an ephemeral key", prefix, prefix))
 	}
 	if f.token == "" && os.Getenv("SIGSTORE_ID_TOKEN") == "" {
-		return usageErr(errors.New("--keyless needs an OIDC token: --id-token-file FILE or $SIGSTORE_ID_TOKEN"))
+		return usageErr(fmt.Errorf("--%skeyless needs an OIDC token: --%sid-token-file FILE or $SIGSTORE_ID_TOKEN", prefix, prefix))
 	}
 	return nil
 }
@@ -169,16 +181,21 @@ func (f *keylessExportFlags) signers(changed func(string) bool, keyRef string) (
 
 // signer returns the keyless signer the flags describe.
 func (f *keylessExportFlags) signer() (envelope.MaterialSigner, error) {
+	return f.signerPrefixed("")
+}
+
+// signerPrefixed is signer for the flags registerPrefixed named with prefix.
+func (f *keylessExportFlags) signerPrefixed(prefix string) (envelope.MaterialSigner, error) {
 	tok := os.Getenv("SIGSTORE_ID_TOKEN")
 	if f.token != "" {
 		b, err := readBounded(f.token, maxIDToken)
 		if err != nil {
-			return nil, usageErr(fmt.Errorf("--id-token-file: %w", err))
+			return nil, usageErr(fmt.Errorf("--%sid-token-file: %w", prefix, err))
 		}
 		tok = strings.TrimSpace(string(b))
 	}
 	if tok == "" {
-		return nil, usageErr(errors.New("--keyless: the OIDC token is empty"))
+		return nil, usageErr(fmt.Errorf("--%skeyless: the OIDC token is empty", prefix))
 	}
 	opts := sigstore.KeylessOptions{FulcioURL: orDefault(f.fulcio, sigstore.DefaultFulcioURL),
 		TSAURL: orDefault(f.tsa, sigstore.DefaultTSAURL), RekorURL: f.rekor, IDToken: tok}

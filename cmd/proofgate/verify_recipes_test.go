@@ -20,6 +20,7 @@ const (
 	envRequireVerifiers = "PROOFGATE_REQUIRE_VERIFIERS"
 	githubIssuer        = "https://token.actions.githubusercontent.com"
 	recipeWorkflow      = "proofgate/proofgate/.github/workflows/proofgate.yml"
+	recipeGate          = "acme/widget/.github/workflows/release.yml" // the release gate that signs summaries keyless
 )
 
 func verifierTools(t *testing.T) string {
@@ -40,7 +41,7 @@ func verifierTools(t *testing.T) string {
 // names docs/verify.md gives them.
 type recipeFiles struct {
 	archive, companion, pub, root string
-	vsa, gatePub                  string
+	vsa, gatePub, vsaKeyless      string
 	product                       string   // a check's product, as "app"
 	env                           []string // added to the recipe's environment (last wins)
 }
@@ -106,6 +107,24 @@ func TestVerifyRecipes(t *testing.T) {
 	gatePub := filepath.Join(keys, "gate.pub.pem")
 	keyVSA, otherVSA := summary(key.archive), summary(keyOther.archive)
 
+	// Keyless summaries of the key-mode bundle by the release gate's
+	// workflow (PASSED, and FAILED under another commit), and by another.
+	keylessSummary := func(name, workflow, commit string, code int) string {
+		v := filepath.Join(out, name+".vsa.sigstore.json")
+		kl := keyless(workflow)
+		for i := range kl {
+			if strings.HasPrefix(kl[i], "--") {
+				kl[i] = "--vsa-" + strings.TrimPrefix(kl[i], "--")
+			}
+		}
+		p.must([]int{code}, append([]string{"bundle", "verify", key.archive, "--trust", trust, "--commit", commit,
+			"--contract", ".proofgate/contract.yaml", "--vsa", v}, kl...)...)
+		return v
+	}
+	gateVSA := keylessSummary("gate", recipeGate, head, 0)
+	failedVSA := keylessSummary("failed", recipeGate, strings.Repeat("0", 40), 1)
+	strangerVSA := keylessSummary("stranger", recipeWorkflow, head, 0)
+
 	// What each refusal must say: the refusal is the tool's, for the
 	// reason the case varies (a recipe that failed for a typo would pass
 	// a bare exit-code check).
@@ -137,10 +156,42 @@ func TestVerifyRecipes(t *testing.T) {
 		tc{"slsa-verifier/vsa", "verify-slsa-vsa", recipeFiles{archive: key.archive, vsa: keyVSA, gatePub: gatePub}, ""},
 		tc{"slsa-verifier/vsa/another-archive", "verify-slsa-vsa", recipeFiles{archive: keyOther.archive, vsa: keyVSA, gatePub: gatePub}, "missing subject digest"},
 		tc{"slsa-verifier/vsa/another-key", "verify-slsa-vsa", recipeFiles{archive: keyOther.archive, vsa: otherVSA, gatePub: strangerPub}, "no valid signature: verifying envelope: " + wrongKey},
+		tc{"gh/vsa-keyless", "verify-gh-vsa", recipeFiles{archive: key.archive, vsaKeyless: gateVSA, root: svc.TrustedRootPath}, ""},
+		tc{"gh/vsa-keyless/another-archive", "verify-gh-vsa", recipeFiles{archive: keyOther.archive, vsaKeyless: gateVSA, root: svc.TrustedRootPath}, ghRefused},
+		tc{"gh/vsa-keyless/another-gate", "verify-gh-vsa", recipeFiles{archive: key.archive, vsaKeyless: strangerVSA, root: svc.TrustedRootPath}, ghRefused},
+		tc{"gh/vsa-keyless/failed", "verify-gh-vsa", recipeFiles{archive: key.archive, vsaKeyless: failedVSA, root: svc.TrustedRootPath}, "the gate said: FAILED FAILED"},
 	)
+	for _, cosign := range []string{"cosign2", "cosign3"} {
+		cases = append(cases,
+			tc{cosign + "/vsa-keyless", "verify-cosign-vsa", recipeFiles{archive: key.archive, vsaKeyless: gateVSA, root: svc.TrustedRootPath}, ""},
+			tc{cosign + "/vsa-keyless/another-archive", "verify-cosign-vsa", recipeFiles{archive: keyOther.archive, vsaKeyless: gateVSA, root: svc.TrustedRootPath}, notSubject},
+			tc{cosign + "/vsa-keyless/another-gate", "verify-cosign-vsa", recipeFiles{archive: key.archive, vsaKeyless: strangerVSA, root: svc.TrustedRootPath}, wrongID},
+			tc{cosign + "/vsa-keyless/failed", "verify-cosign-vsa", recipeFiles{archive: key.archive, vsaKeyless: failedVSA, root: svc.TrustedRootPath}, `(?m)^false$`},
+		)
+	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { runRecipeCase(t, doc, tools, svc.OIDC.URL, c) })
 	}
+
+	// proofgate vsa verify reads the keyless summaries the same way.
+	t.Run("proofgate/vsa-keyless", func(t *testing.T) {
+		pin := []string{"--trusted-root", svc.TrustedRootPath, "--certificate-oidc-issuer", svc.OIDC.URL}
+		r := p.must([]int{0}, append([]string{"vsa", "verify", gateVSA, "--signer-workflow", recipeGate, "--subject", key.archive}, pin...)...)
+		wantOut(t, r.stdout, "PASSED: key.bundle.tar.gz")
+		wantOut(t, r.stdout, "signed by https://github.com/"+recipeGate+"@refs/tags/v1 (keyless, witnessed ")
+		r = p.must([]int{1}, append([]string{"vsa", "verify", gateVSA, "--signer-workflow", recipeGate, "--subject", keyOther.archive}, pin...)...)
+		wantOut(t, r.stderr, "subject-mismatch")
+		r = p.must([]int{1}, append([]string{"vsa", "verify", strangerVSA, "--signer-workflow", recipeGate}, pin...)...)
+		wantOut(t, r.stderr, "identity-mismatch")
+		r = p.must([]int{1}, append([]string{"vsa", "verify", failedVSA, "--signer-workflow", recipeGate}, pin...)...)
+		wantOut(t, r.stdout, "FAILED: key.bundle.tar.gz")
+		r = p.must([]int{1}, append([]string{"vsa", "verify", keyVSA, "--signer-workflow", recipeGate}, pin...)...)
+		wantOut(t, r.stderr, "malformed")
+		r = p.must([]int{2}, "vsa", "verify", gateVSA, "--trusted-root", svc.TrustedRootPath)
+		wantOut(t, r.stderr, "no identity to accept")
+		r = p.must([]int{2}, "vsa", "verify", gateVSA)
+		wantOut(t, r.stderr, "--trust is required")
+	})
 }
 
 // recipeCase is one run of a docs/verify.md recipe: its walk block, the
@@ -184,6 +235,7 @@ func runRecipeCase(t *testing.T, doc []byte, tools, issuer string, c recipeCase)
 var noCTLog = map[string][2]string{
 	"verify-cosign-keyless": {"--use-signed-timestamps", "--insecure-ignore-sct"},
 	"verify-cosign-product": {"--use-signed-timestamps", "--insecure-ignore-sct"},
+	"verify-cosign-vsa":     {"--use-signed-timestamps", "--insecure-ignore-sct"},
 	"verify-sigstore-go":    {"-requireTlog=false", "-requireCTlog=false"},
 }
 
@@ -195,7 +247,8 @@ func runRecipe(t *testing.T, tools, cosign string, f recipeFiles, script string)
 	t.Helper()
 	dir, bin := t.TempDir(), t.TempDir()
 	for src, name := range map[string]string{f.archive: "proofgate-bundle.tar.gz", f.companion: "proofgate-bundle.sigstore.json",
-		f.pub: "proofgate.pub.pem", f.root: "trusted_root.json", f.vsa: "proofgate.vsa.json", f.gatePub: "gate.pub.pem", f.product: "app"} {
+		f.pub: "proofgate.pub.pem", f.root: "trusted_root.json", f.vsa: "proofgate.vsa.json", f.gatePub: "gate.pub.pem", f.product: "app",
+		f.vsaKeyless: "proofgate.vsa.sigstore.json"} {
 		if src == "" {
 			continue
 		}

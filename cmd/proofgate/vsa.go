@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/archive"
@@ -39,13 +40,18 @@ when the input is unusable (exit 2). --vsa-policy POLICY also writes the
 policy document, the file whose sha256 is the summary's policy digest (the
 requirements, keyless identities and trust material's digests), for a
 consumer that reads it or trusts a repository-bound gate key. An existing
-file is refused unless --force; each appears whole or not at all. Check a
-summary with "proofgate vsa verify".`
+file is refused unless --force; each appears whole or not at all.
+--vsa-keyless signs instead with an ephemeral key that Fulcio certifies for
+the OIDC token's identity (--vsa-id-token-file or $SIGSTORE_ID_TOKEN) and
+an RFC 3161 timestamp: FILE is then a Sigstore bundle that cosign
+verify-blob-attestation and gh attestation verify check against the
+archive (docs/verify.md). Check a summary with "proofgate vsa verify".`
 
 // vsaFlags are bundle verify's --vsa flags.
 type vsaFlags struct {
 	out, policyOut, key, verifierID, resourceURI string
 	force                                        bool
+	keyless                                      keylessExportFlags // --vsa-keyless and its services
 }
 
 func (f *vsaFlags) register(c *cobra.Command) {
@@ -53,6 +59,7 @@ func (f *vsaFlags) register(c *cobra.Command) {
 	fl.StringVar(&f.out, "vsa", "", "also write a signed SLSA verification summary (PASSED or FAILED) to FILE")
 	fl.StringVar(&f.policyOut, "vsa-policy", "", "also write the --vsa summary's policy document (the file its policy digest names) to FILE")
 	fl.StringVar(&f.key, "vsa-key", "", "the gate's key that signs the --vsa summary: PKCS#8 PEM file or env:VAR")
+	f.keyless.registerPrefixed(c, "vsa-", "the --vsa summary")
 	fl.StringVar(&f.verifierID, "vsa-verifier-id", "", "verifier.id of the summary (a URI; default "+vsa.DefaultVerifierID+")")
 	fl.StringVar(&f.resourceURI, "vsa-resource-uri", "", "resourceUri of the summary (a URI; default "+vsa.ResourcePrefix+"<sha256>)")
 	fl.BoolVar(&f.force, "force", false, "replace an existing --vsa FILE")
@@ -64,7 +71,8 @@ func (f *vsaFlags) register(c *cobra.Command) {
 type vsaWrite struct {
 	f       *vsaFlags
 	cmd     *cobra.Command
-	signer  vsa.Signer
+	signer  vsa.Signer              // --vsa-key, or nil
+	keyless envelope.MaterialSigner // --vsa-keyless, or nil
 	archive string
 	hasher  *vsa.Hasher
 }
@@ -117,15 +125,19 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 		if changed("vsa") {
 			return nil, usageErr(errors.New("--vsa is empty"))
 		}
-		for _, n := range []string{"vsa-policy", "vsa-key", "vsa-verifier-id", "vsa-resource-uri", "force"} {
+		for _, n := range []string{"vsa-policy", "vsa-key", "vsa-keyless", "vsa-fulcio-url", "vsa-tsa-url", "vsa-rekor-url", "vsa-id-token-file", "vsa-verifier-id", "vsa-resource-uri", "force"} {
 			if changed(n) {
 				return nil, usageErr(fmt.Errorf("--%s is given without --vsa FILE", n))
 			}
 		}
 		return nil, nil
 	}
-	if f.key == "" {
-		return nil, usageErr(errors.New("--vsa needs --vsa-key: the gate's signing key (a PKCS#8 PEM file or env:VAR), not the bundle's"))
+	prefixed := func(n string) bool { return changed("vsa-" + n) }
+	if err := f.keyless.checkPrefixed(prefixed, f.key, "vsa-"); err != nil {
+		return nil, err
+	}
+	if f.key == "" && !f.keyless.keyless {
+		return nil, usageErr(errors.New("--vsa needs --vsa-key (the gate's signing key: a PKCS#8 PEM file or env:VAR, not the bundle's) or --vsa-keyless"))
 	}
 	if err := g.checkOutput("--vsa", f.out); err != nil {
 		return nil, err
@@ -133,9 +145,19 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 	if err := f.checkOutputs(c, g, archivePath); err != nil {
 		return nil, err
 	}
-	s, err := key.Load(f.key)
-	if err != nil {
-		return nil, usageErr(fmt.Errorf("--vsa-key: %w", err))
+	w := &vsaWrite{f: f, cmd: c, archive: archivePath}
+	if f.keyless.keyless {
+		ms, err := f.keyless.signerPrefixed("vsa-")
+		if err != nil {
+			return nil, err
+		}
+		w.keyless = ms
+	} else {
+		s, err := key.Load(f.key)
+		if err != nil {
+			return nil, usageErr(fmt.Errorf("--vsa-key: %w", err))
+		}
+		w.signer = s
 	}
 	// The URIs are checked now, not after the verification.
 	probe := vsa.Input{Name: "probe", Archive: &vsa.Archive{SHA256: strings.Repeat("0", 64)},
@@ -143,7 +165,7 @@ func (f *vsaFlags) begin(c *cobra.Command, g *globals, archivePath string) (*vsa
 	if _, err := vsa.New(probe); err != nil {
 		return nil, usageErr(fmt.Errorf("--%s: %w", vsaFlagOf(err), err))
 	}
-	return &vsaWrite{f: f, cmd: c, signer: s, archive: archivePath}, nil
+	return w, nil
 }
 
 // checkOutputs refuses --vsa and --vsa-policy paths inside the run store,
@@ -200,7 +222,7 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 	if err != nil {
 		return err
 	}
-	b, err := vsa.Sign(ctx, w.signer, st)
+	b, signedBy, err := w.sign(ctx, st)
 	if err != nil {
 		return envErr(err)
 	}
@@ -216,11 +238,22 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 		return outputErr(fmt.Errorf("--vsa %s: %w", w.f.out, err))
 	}
 	fmt.Fprintf(g.stderr, "wrote VSA %s (%s, policy sha256 %s, signed by %s)\n", w.f.out, st.Predicate.VerificationResult,
-		st.Predicate.Policy.Digest["sha256"], w.signer.KeyID())
+		st.Predicate.Policy.Digest["sha256"], signedBy)
 	if w.f.policyOut != "" {
 		fmt.Fprintf(g.stderr, "wrote its policy document %s\n", w.f.policyOut)
 	}
 	return nil
+}
+
+// sign signs st with the gate's key, or keyless, and returns the file's
+// bytes and who signed.
+func (w *vsaWrite) sign(ctx context.Context, st *vsa.Statement) ([]byte, string, error) {
+	if w.keyless != nil {
+		b, err := vsa.SignKeyless(ctx, w.keyless, st)
+		return b, "a keyless certificate for " + w.keyless.KeyID(), err
+	}
+	b, err := vsa.Sign(ctx, w.signer, st)
+	return b, w.signer.KeyID(), err
 }
 
 // statement is the summary and its policy document: the archive as
@@ -287,12 +320,17 @@ func vsaCmd(g *globals) *cobra.Command {
 func vsaVerifyCmd(g *globals) *cobra.Command {
 	var trustPath, subject, policyDigest, policyPath string
 	var asJSON, allowUnsafe bool
+	var kf keylessVerifyFlags
 	c := &cobra.Command{
-		Use:   "verify FILE --trust trust.json [--subject ARCHIVE] [--policy POLICY] [--policy-digest sha256:HEX] [--allow-unsafe] [--json]",
+		Use:   "verify FILE (--trust trust.json | --trusted-root ROOT --signer-workflow W) [--subject ARCHIVE] [--policy POLICY] [--policy-digest sha256:HEX] [--allow-unsafe] [--json]",
 		Short: "Verify a VSA written by bundle verify --vsa",
 		Long: `Verify a verification summary: its DSSE signature with a key of the trust
 store (the gate's key) before anything in it is read, the key's validity at
-timeVerified, the statement (canonical, strictly decoded, the VSA v1
+timeVerified, or, for a summary signed keyless (bundle verify --vsa-keyless:
+a Sigstore bundle), with --trusted-root its certificate and timestamp and
+the gate workflow's identity pinned by --signer-workflow (and the other
+identity flags, or --trust's identities), timeVerified within the signing
+window of the timestamp; then the statement (canonical, strictly decoded, the VSA v1
 predicate, a result and levels ProofGate writes). With --policy, the policy
 document written beside the summary (bundle verify --vsa-policy, the verify
 action's output vsa-policy) must be the one its policy digest names; its
@@ -309,12 +347,8 @@ Exit 0 when the summary verifies and says PASSED; 1 when it is refused or
 says FAILED; 2 on unusable input.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if trustPath == "" {
-				return usageErr(errors.New("--trust is required"))
-			}
-			store, err := trust.Load(trustPath)
-			if err != nil {
-				return usageErr(err)
+			if err := kf.check(cmd.Flags().Changed); err != nil {
+				return err
 			}
 			b, err := bounded.ReadFile(args[0], envelope.MaxSize)
 			if err != nil {
@@ -326,7 +360,7 @@ says FAILED; 2 on unusable input.`,
 					return usageErr(fmt.Errorf("--policy: %w", err))
 				}
 			}
-			st, k, err := vsa.Open(b, store, doc)
+			st, k, err := openVSA(b, trustPath, &kf, doc)
 			if err == nil {
 				err = checkVSA(st, subject, policyDigest)
 			}
@@ -337,16 +371,49 @@ says FAILED; 2 on unusable input.`,
 			case err != nil:
 				return refusedErr(err)
 			}
-			return reportVSA(g, st, k.KeyID(), asJSON, allowUnsafe)
+			signer := k.KeyID()
+			if wk, ok := k.(envelope.WitnessedKey); ok {
+				signer = fmt.Sprintf("%s (keyless, witnessed %s)", printable.Escape(wk.Signer()), wk.WitnessedAt().UTC().Format(time.RFC3339))
+			}
+			return reportVSA(g, st, signer, asJSON, allowUnsafe)
 		},
 	}
-	c.Flags().StringVar(&trustPath, "trust", "", "trust store holding the gate's key")
+	c.Flags().StringVar(&trustPath, "trust", "", "trust store holding the gate's key (with --trusted-root: optional, its identities)")
+	kf.register(c)
 	c.Flags().StringVar(&subject, "subject", "", "the bundle archive the summary must name")
 	c.Flags().StringVar(&policyPath, "policy", "", "the summary's policy document, checked against its policy digest")
 	c.Flags().StringVar(&policyDigest, "policy-digest", "", "require the policy digest (sha256:<hex>)")
 	c.Flags().BoolVar(&allowUnsafe, "allow-unsafe", false, "accept a summary that passed under an unsafe opt-out")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the statement as JSON")
 	return c
+}
+
+// openVSA verifies summary b: keyless against the trusted root and pinned
+// identities with --trusted-root, else with the --trust store's keys.
+func openVSA(b []byte, trustPath string, kf *keylessVerifyFlags, doc []byte) (*vsa.Statement, envelope.TrustedKey, error) {
+	var store *trust.Store
+	if trustPath != "" {
+		s, err := trust.Load(trustPath)
+		if err != nil {
+			return nil, nil, usageErr(err)
+		}
+		store = s
+	}
+	if kf.trustedRoot == "" {
+		if store == nil {
+			return nil, nil, usageErr(errors.New("--trust is required (or --trusted-root for a summary signed keyless)"))
+		}
+		return vsa.Open(b, store, doc)
+	}
+	mv, err := kf.verifiers(store)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, k, err := vsa.OpenKeyless(b, mv, doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, k, nil
 }
 
 // checkVSA applies --subject and --policy-digest.
@@ -372,7 +439,7 @@ func checkVSA(st *vsa.Statement, subject, policyDigest string) error {
 
 // reportVSA prints a verified summary; one that says FAILED exits 1, and
 // so does one that passed under an unsafe opt-out unless allowUnsafe.
-func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON, allowUnsafe bool) error {
+func reportVSA(g *globals, st *vsa.Statement, signer string, asJSON, allowUnsafe bool) error {
 	p := &st.Predicate
 	if asJSON {
 		if err := writeJSON(g.stdout, st); err != nil {
@@ -381,7 +448,7 @@ func reportVSA(g *globals, st *vsa.Statement, keyID string, asJSON, allowUnsafe 
 	} else {
 		fmt.Fprintf(g.stdout, "%s: %s (sha256 %s), policy sha256 %s, levels %s, verified by %s at %s, signed by %s\n",
 			p.VerificationResult, printable.Escape(st.Subject[0].Name), st.Subject[0].Digest["sha256"], p.Policy.Digest["sha256"],
-			strings.Join(p.VerifiedLevels, ","), printable.Escape(p.Verifier.ID), p.TimeVerified, keyID)
+			strings.Join(p.VerifiedLevels, ","), printable.Escape(p.Verifier.ID), p.TimeVerified, signer)
 		if v := p.LegacyVerdict; v != nil && v.Verdict != bundle.VerdictAccepted {
 			fmt.Fprintf(g.stdout, "the bundle was refused: %s: %s\n", printable.Escape(v.Reason), printable.Escape(v.Detail))
 		}
