@@ -62,27 +62,23 @@ func OpenKeylessAt(b []byte, mv envelope.MaterialVerifiers, policy []byte, now t
 	}
 	payload, k, err := envelope.OpenWithMaterial(env, PayloadType, "vsa", b, mv)
 	if err != nil {
-		return nil, nil, materialRefusal(err)
+		return nil, nil, refusalOf(err)
 	}
-	st, err := decode(payload, policy)
+	st, at, err := decodeAt(payload, policy, now)
 	if err != nil {
-		return nil, nil, err
-	}
-	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
-	if err := st.plausible(at, now); err != nil {
 		return nil, nil, err
 	}
 	// The identity is the pinned one: a keyless gate vouches for what its
 	// workflow verified, in whichever repository that runs.
 	if err := k.CheckAt(at, ""); err != nil {
-		return nil, nil, materialRefusal(err)
+		return nil, nil, refusalOf(err)
 	}
 	return st, k, nil
 }
 
-// materialRefusal is a *VerifyError of err with the keyless material's
-// reason, or the envelope's.
-func materialRefusal(err error) error {
+// refusalOf is a *VerifyError of err with the keyless material's reason,
+// or the envelope's, or Malformed.
+func refusalOf(err error) error {
 	var se *sigstore.VerifyError
 	if errors.As(err, &se) {
 		return refuse(Reason(se.Reason), err, "%v", err)

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -89,21 +88,13 @@ func OpenAt(b []byte, vs envelope.Verifiers, policy []byte, now time.Time) (*Sta
 	}
 	payload, k, err := envelope.Open(one, PayloadType, "vsa", vs)
 	if err != nil {
-		var ee *envelope.Error
-		if errors.As(err, &ee) {
-			return nil, nil, refuse(Reason(ee.Reason), err, "%v", err)
-		}
-		return nil, nil, refuse(Malformed, err, "%v", err)
+		return nil, nil, refusalOf(err)
 	}
 	if err := matchFingerprint(k, fp); err != nil {
 		return nil, nil, err
 	}
-	st, err := decode(payload, policy)
+	st, at, err := decodeAt(payload, policy, now)
 	if err != nil {
-		return nil, nil, err
-	}
-	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
-	if err := st.plausible(at, now); err != nil {
 		return nil, nil, err
 	}
 	if err := checkKey(k, at, st); err != nil {
@@ -175,6 +166,19 @@ func matchFingerprint(k envelope.TrustedKey, fp string) error {
 		return refuse(Malformed, err, "vsa: signatures[1].keyid %s is not the fingerprint of key %s (%s)", fp, k.KeyID(), want)
 	}
 	return nil
+}
+
+// decodeAt is decode, then timeVerified, judged plausible at now.
+func decodeAt(payload, policy []byte, now time.Time) (*Statement, time.Time, error) {
+	st, err := decode(payload, policy)
+	if err != nil {
+		return nil, time.Time{}, err
+	}
+	at, _ := time.Parse(time.RFC3339Nano, st.Predicate.TimeVerified)
+	if err := st.plausible(at, now); err != nil {
+		return nil, time.Time{}, err
+	}
+	return st, at, nil
 }
 
 // decode reads and checks the signed statement, and the policy document
