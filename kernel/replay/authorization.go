@@ -58,10 +58,6 @@ var targetRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._:/#@+-]{0,199}$`)
 // ValidTarget reports whether t is an acceptable authorization target.
 func ValidTarget(t string) bool { return targetRE.MatchString(t) }
 
-func init() {
-	eventTypes[TypeAuthorization] = eventType{decoded((*Folder).applyAuthorization), WriterKernel, false}
-}
-
 func (f *Folder) applyAuthorization(line int, e eventlog.Event, d AuthorizationData) error {
 	if f.state != AwaitingApproval && f.state != Complete {
 		return bad(line, ReasonDecision, "authorization recorded while %s", f.state)

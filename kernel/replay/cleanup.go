@@ -27,10 +27,6 @@ type CleanupEntry struct {
 	Kind string `json:"kind"`
 }
 
-func init() {
-	eventTypes[TypeCleanup] = eventType{decoded((*Folder).applyCleanup), WriterAppend, false}
-}
-
 func (f *Folder) applyCleanup(line int, _ eventlog.Event, d CleanupData) error {
 	if d.Roots == nil {
 		return bad(line, ReasonBadEvent, "%s: roots: required", TypeCleanup)

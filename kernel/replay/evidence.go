@@ -141,11 +141,6 @@ func ValidCollectionID(c string) bool { return collectionRE.MatchString(c) }
 // ValidEvidenceID reports whether id has the shape of an allowlist id.
 func ValidEvidenceID(id string) bool { return evidenceIDRE.MatchString(id) && id != "verdict" }
 
-func init() {
-	eventTypes[TypeEvidenceCollected] = eventType{decoded((*Folder).applyEvidenceCollected), WriterAppend, false}
-	eventTypes[TypeEvidenceVerdict] = eventType{decoded((*Folder).applyEvidenceVerdict), WriterAppend, false}
-}
-
 // CheckEvidenceReport checks a report's shape; "" when it is well formed.
 func CheckEvidenceReport(r EvidenceReport) string {
 	switch {

@@ -19,10 +19,6 @@ import (
 // The run-log side of shards: the shard.merged row and the audit of a
 // merged run's shard logs against the copies in the run's log.
 
-func init() {
-	eventTypes[TypeShardMerged] = eventType{decoded((*Folder).applyShardMerged), WriterKernel, false}
-}
-
 // shardFold is the replay of shard.merged events.
 type shardFold struct {
 	of      int

@@ -57,6 +57,12 @@ var eventTypes = map[string]eventType{
 	TypeLockBroken:    {recorded, WriterAppend, false},
 	TypeCheckpoint:    {recorded, WriterAppend, false},
 	TypeRecovered:     {recorded, WriterEventLog, false},
+	TypeAuthorization: {decoded((*Folder).applyAuthorization), WriterKernel, false},
+	TypeShardMerged:   {decoded((*Folder).applyShardMerged), WriterKernel, false},
+
+	TypeCleanup:           {decoded((*Folder).applyCleanup), WriterAppend, false},
+	TypeEvidenceCollected: {decoded((*Folder).applyEvidenceCollected), WriterAppend, false},
+	TypeEvidenceVerdict:   {decoded((*Folder).applyEvidenceVerdict), WriterAppend, false},
 
 	TypeSessionStarted: {decoded((*Folder).applySessionStarted), WriterSession, false},
 	TypeSessionResumed: {decoded((*Folder).applySessionResumed), WriterSession, false},

@@ -2,6 +2,8 @@ package replay
 
 import (
 	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -55,6 +57,29 @@ func TestEventTypeTable(t *testing.T) {
 	} {
 		if got := MayWrite(tc.typ, tc.w); got != tc.want {
 			t.Errorf("MayWrite(%s, %d) = %v, want %v", tc.typ, tc.w, got, tc.want)
+		}
+	}
+}
+
+// The table is the one place event types are registered: no other file
+// of the package writes a row (as init functions once did, so the table
+// said "every type" and listed fewer).
+func TestEventTypesOnlyInTheTable(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile(`eventTypes\[[^\]]*\]\s*=`)
+	for _, f := range files {
+		if f == "table.go" || strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if loc := row.FindIndex(b); loc != nil {
+			t.Errorf("%s writes a row of eventTypes (%q): add it to the table in table.go", f, b[loc[0]:loc[1]])
 		}
 	}
 }
