@@ -9,7 +9,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // withRepeatedApproval returns the bundle's files with a second
@@ -33,7 +33,7 @@ func withRepeatedApproval(t *testing.T, fs []archive.File, k *signingKey, mutate
 	inserted := false
 	for _, e := range events {
 		out = append(out, e)
-		if e.Type == run.TypeApproval && !inserted {
+		if e.Type == replay.TypeApproval && !inserted {
 			var d map[string]any
 			json.Unmarshal(e.Data, &d)
 			mutate(d)
@@ -63,14 +63,14 @@ func withRepeatedApproval(t *testing.T, fs []archive.File, k *signingKey, mutate
 		mem[f.Name] = &fstest.MapFile{Data: f.Data}
 	}
 	// The old run.json no longer agrees; the replay's report is the new one.
-	rep, _ := run.AuditFS(mem, run.BlobsVerified())
+	rep, _ := replay.AuditFS(mem, replay.BlobsVerified())
 	if rep == nil {
 		t.Fatal("the replay refused the log")
 	}
 	proj, _ := canon.Marshal(rep)
 	fs = edit(fs, RunFile, func([]byte) []byte { return proj })
 	mem[RunFile] = &fstest.MapFile{Data: proj}
-	if _, err := run.AuditFS(mem, run.BlobsVerified()); err != nil {
+	if _, err := replay.AuditFS(mem, replay.BlobsVerified()); err != nil {
 		t.Fatalf("the kernel refuses the edited run: %v", err)
 	}
 	return resign(t, fs, k, func(s *Statement) {

@@ -13,6 +13,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
@@ -32,7 +33,7 @@ type runOpts struct {
 	profile  string // the contract profile the run is planned with ("" = base)
 	dirty    bool   // plan on a work tree with an uncommitted file (--allow-dirty)
 	// reviews are the GitHub reviews the approvals come from, by actor.
-	reviews map[string]*run.GitHubReview
+	reviews map[string]*replay.GitHubReview
 	// produces are the check's produces: globs (ADR 0039).
 	produces []string
 }

@@ -159,7 +159,7 @@ func makeImplemented(t testing.TB) *implFixture {
 	if err := b.Decide(ctx, run.DecisionOptions{Actor: "alice", Fresh: run.Freshness{RepoDir: repo, StateDir: state}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := b.State(); st != run.Complete {
+	if st := b.State(); st != replay.Complete {
 		t.Fatalf("successor is %s", st)
 	}
 	return &implFixture{fixture: &fixture{repo: repo, state: state, runDir: b.Dir, id: b.ID,

@@ -200,7 +200,7 @@ func TestManifestSessionBundle(t *testing.T) {
 	if err := a.Decide(ctx, run.DecisionOptions{Actor: "bob", Fresh: run.Freshness{RepoDir: r.repo, StateDir: r.state}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := a.State(); st != run.Complete {
+	if st := a.State(); st != replay.Complete {
 		t.Fatalf("run is %s", st)
 	}
 	a.Close()

@@ -12,7 +12,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // TestPolicyOptions: the option form of a policy binds as VerifyOptions
@@ -128,9 +128,9 @@ func TestRefusalsOfUnexpectedErrors(t *testing.T) {
 		"key":            {refuseKey(plain, "r"), Malformed},
 		"key, typed":     {refuseKey(&trust.KeyError{Reason: trust.KeyRevoked, KeyID: "k"}, "r"), KeyRevoked},
 		"audit":          {refuseAudit(plain, "r"), AuditFailed},
-		"audit, wrapped": {refuseAudit(fmt.Errorf("x: %w", &run.AuditError{Reason: run.ReasonChain}), "r"), ChainBroken},
-		"audit, blob":    {refuseAudit(&run.AuditError{Reason: run.ReasonBlob}, "r"), MissingFile},
-		"audit, other":   {refuseAudit(&run.AuditError{Reason: run.ReasonDecision}, "r"), AuditFailed},
+		"audit, wrapped": {refuseAudit(fmt.Errorf("x: %w", &replay.AuditError{Reason: replay.ReasonChain}), "r"), ChainBroken},
+		"audit, blob":    {refuseAudit(&replay.AuditError{Reason: replay.ReasonBlob}, "r"), MissingFile},
+		"audit, other":   {refuseAudit(&replay.AuditError{Reason: replay.ReasonDecision}, "r"), AuditFailed},
 	} {
 		if got := reasonOf(c.err); got != c.want {
 			t.Errorf("%s: %q, want %q", name, got, c.want)

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/kernel/approval"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // TestRequireRule: --require-rule accepts a bundle whose approval was
@@ -15,14 +15,14 @@ import (
 func TestRequireRule(t *testing.T) {
 	k := newKey(t)
 	st := storeWith(t, k)
-	review := func(rules ...approval.Credit) *run.GitHubReview {
-		return &run.GitHubReview{Login: "alice", UserID: 7, ReviewID: 11, Commit: strings.Repeat("a", 40), Permission: "write", Rules: rules}
+	review := func(rules ...approval.Credit) *replay.GitHubReview {
+		return &replay.GitHubReview{Login: "alice", UserID: 7, ReviewID: 11, Commit: strings.Repeat("a", 40), Permission: "write", Rules: rules}
 	}
-	credited := makeRun(t, runOpts{approve: []string{"alice"}, reviews: map[string]*run.GitHubReview{
+	credited := makeRun(t, runOpts{approve: []string{"alice"}, reviews: map[string]*replay.GitHubReview{
 		"alice": review(approval.Credit{Rule: "backend", Via: approval.ViaTeam, Team: "acme/backend"},
 			approval.Credit{Rule: "owners", Via: approval.ViaCodeOwner, Paths: []string{"src/a.go"}}),
 	}})
-	plain := makeRun(t, runOpts{approve: []string{"alice"}, reviews: map[string]*run.GitHubReview{"alice": review()}})
+	plain := makeRun(t, runOpts{approve: []string{"alice"}, reviews: map[string]*replay.GitHubReview{"alice": review()}})
 	for _, c := range []struct {
 		name  string
 		f     *fixture

@@ -14,7 +14,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )
 
@@ -46,12 +46,12 @@ func vectorStatement() Statement {
 		Predicate: Predicate{SignedAt: "2026-01-02T03:04:05Z", KeyID: "", Run: RunSummary{
 			RunID: "20260102T030000.000Z-0123abcd", State: "COMPLETE",
 			Repo:               "acme/widget",
-			Worktree:           run.Worktree{Digest: "sha256:" + strings.Repeat("7", 64)},
+			Worktree:           replay.Worktree{Digest: "sha256:" + strings.Repeat("7", 64)},
 			ContractHash:       "sha256:" + strings.Repeat("4", 64),
 			VerificationDigest: "sha256:" + strings.Repeat("5", 64),
 			Chain:              Chain{Head: "sha256:" + strings.Repeat("6", 64), Length: 10},
 			Checks:             []CheckSummary{{ID: "unit", Outcome: "passed", DurationMS: 1200, Runtime: &RuntimeSummary{Provider: "process"}}},
-			Decisions:          []run.Decision{{Decision: "approved", Actor: "alice", Time: "2026-01-02T03:04:00Z"}},
+			Decisions:          []replay.Decision{{Decision: "approved", Actor: "alice", Time: "2026-01-02T03:04:00Z"}},
 		}},
 	}
 }

@@ -49,6 +49,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/docker"
@@ -124,7 +125,7 @@ type Result struct {
 	// Code is the exit code the job ends with.
 	Code               int
 	RunID              string
-	State              run.State
+	State              replay.State
 	VerificationDigest string
 	ContractOrigin     string
 	ContractChanged    bool
@@ -377,9 +378,9 @@ func (j *job) run(ctx context.Context) (int, error) {
 func (j *job) decide(ctx context.Context) (int, error) {
 	code := ExitOK
 	switch j.s.report.State {
-	case run.AwaitingApproval:
+	case replay.AwaitingApproval:
 		code = j.approve(ctx)
-	case run.Complete:
+	case replay.Complete:
 		j.s.notes = append(j.s.notes, "The contract requires no approval (approval.required: 0).")
 	default:
 		code = ExitRefused
@@ -388,10 +389,10 @@ func (j *job) decide(ctx context.Context) (int, error) {
 	j.s.report = rep
 	j.res.State = rep.State
 	j.f.output("state", string(rep.State))
-	if rep.State == run.AwaitingApproval {
+	if rep.State == replay.AwaitingApproval {
 		j.handoff(ctx)
 	}
-	if rep.State != run.Complete {
+	if rep.State != replay.Complete {
 		return code, nil
 	}
 	j.closeRun()
@@ -649,13 +650,13 @@ func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget)
 	// satisfied, even when approval.required is lower than the approvers.
 	all := dec.Rules != nil
 	for i, a := range dec.Counted {
-		if j.r.State() != run.AwaitingApproval {
+		if j.r.State() != replay.AwaitingApproval {
 			break
 		}
 		err := j.r.Decide(ctx, run.DecisionOptions{
 			Hold:  all && i < len(dec.Counted)-1,
 			Actor: a.Login,
-			GitHub: &run.GitHubReview{
+			GitHub: &replay.GitHubReview{
 				Login: a.Login, UserID: a.UserID, ReviewID: a.ReviewID, Commit: a.Commit, Tree: tree,
 				Permission: a.Permission, SubmittedAt: a.SubmittedAt.UTC().Format("2006-01-02T15:04:05Z"), PullRequest: t.pr,
 				Rules: a.Rules,
@@ -667,7 +668,7 @@ func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget)
 		}
 		j.res.Recorded++
 	}
-	if j.r.State() != run.Complete {
+	if j.r.State() != replay.Complete {
 		return j.pending(fmt.Sprintf("%d approval(s) recorded, the run is %s", j.res.Recorded, j.r.State()))
 	}
 	return ExitOK

@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -34,7 +35,7 @@ func TestPendingApproveVerifyTamper(t *testing.T) {
 
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-	if res.State != run.AwaitingApproval || res.Recorded != 0 || res.BundlePath != "" {
+	if res.State != replay.AwaitingApproval || res.Recorded != 0 || res.BundlePath != "" {
 		t.Fatalf("pending run: %+v", res)
 	}
 	out := fx.outputs()
@@ -62,7 +63,7 @@ func TestPendingApproveVerifyTamper(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete || res.Recorded != 1 || res.ArtifactID == 0 {
+	if res.State != replay.Complete || res.Recorded != 1 || res.ArtifactID == 0 {
 		t.Fatalf("approved run: %+v", res)
 	}
 	out = fx.outputs()
@@ -151,7 +152,7 @@ func TestNeutralPending(t *testing.T) {
 	fx.env["INPUT_ON-PENDING"] = "neutral"
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.AwaitingApproval {
+	if res.State != replay.AwaitingApproval {
 		t.Fatalf("state %s", res.State)
 	}
 	if !strings.Contains(fx.log.String(), "::notice title=ProofGate awaiting approval::") {
@@ -194,7 +195,7 @@ func TestReviewsThatDoNotCount(t *testing.T) {
 			fx.reviewEvent(last)
 			res, err := fx.run()
 			mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-			if res.State != run.AwaitingApproval || res.Recorded != 0 || res.ArtifactID != 0 {
+			if res.State != replay.AwaitingApproval || res.Recorded != 0 || res.ArtifactID != 0 {
 				t.Fatalf("%+v", res)
 			}
 			if _, ok := fx.gh.Uploaded(ArtifactPrefix + fx.head); ok {
@@ -214,7 +215,7 @@ func TestTwoRequiredOnePresent(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-	if res.Recorded != 0 || res.State != run.AwaitingApproval || !strings.Contains(fx.summary(), "Requires 2") {
+	if res.Recorded != 0 || res.State != replay.AwaitingApproval || !strings.Contains(fx.summary(), "Requires 2") {
 		t.Fatalf("%+v\n%s", res, fx.summary())
 	}
 }
@@ -230,7 +231,7 @@ func TestPRDropsCheckBaseContractRuns(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitRefused, err, fx.log.String())
-	if res.State != run.Blocked || !res.ContractChanged || res.ContractOrigin != "git:"+fx.base+":.proofgate/contract.yaml" || res.Recorded != 0 {
+	if res.State != replay.Blocked || !res.ContractChanged || res.ContractOrigin != "git:"+fx.base+":.proofgate/contract.yaml" || res.Recorded != 0 {
 		t.Fatalf("%+v", res)
 	}
 	log := fx.log.String()
@@ -305,7 +306,7 @@ func TestAPIErrors(t *testing.T) {
 		fx.gh.Fail("/reviews", 502, "", -1)
 		res, err := fx.run()
 		mustCode(t, res.Code, ExitEnv, err, fx.log.String())
-		if res.State != run.AwaitingApproval || res.Recorded != 0 || res.ArtifactID != 0 || fx.outputs()["state"] != "AWAITING_APPROVAL" {
+		if res.State != replay.AwaitingApproval || res.Recorded != 0 || res.ArtifactID != 0 || fx.outputs()["state"] != "AWAITING_APPROVAL" {
 			t.Fatalf("%+v %v", res, fx.outputs())
 		}
 	})
@@ -318,7 +319,7 @@ func TestAPIErrors(t *testing.T) {
 		start := time.Now()
 		res, err := fx.run()
 		mustCode(t, res.Code, ExitOK, err, fx.log.String())
-		if res.State != run.Complete || fx.gh.Count("GET", "/reviews") < 2 || time.Since(start) < time.Second {
+		if res.State != replay.Complete || fx.gh.Count("GET", "/reviews") < 2 || time.Since(start) < time.Second {
 			t.Fatalf("%+v reviews requests %d", res, fx.gh.Count("GET", "/reviews"))
 		}
 	})
@@ -329,7 +330,7 @@ func TestAPIErrors(t *testing.T) {
 		fx.env["INPUT_GITHUB-TOKEN"] = "wrong"
 		res, err := fx.run()
 		mustCode(t, res.Code, ExitEnv, err, fx.log.String())
-		if res.State != run.AwaitingApproval {
+		if res.State != replay.AwaitingApproval {
 			t.Fatalf("%+v", res)
 		}
 	})
@@ -340,7 +341,7 @@ func TestAPIErrors(t *testing.T) {
 		fx.gh.Fail("/twirp/", 500, "", -1)
 		res, err := fx.run()
 		mustCode(t, res.Code, ExitEnv, err, fx.log.String())
-		if res.State != run.Complete || res.ArtifactID != 0 || fx.outputs()["artifact-id"] != "" {
+		if res.State != replay.Complete || res.ArtifactID != 0 || fx.outputs()["artifact-id"] != "" {
 			t.Fatalf("%+v", res)
 		}
 	})
@@ -353,7 +354,7 @@ func TestHeadMoved(t *testing.T) {
 	fx.gh.MoveHeadAfter(owner, repo, prNum, 1, strings.Repeat("e", 40))
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-	if res.Recorded != 0 || res.State != run.AwaitingApproval || !strings.Contains(fx.summary(), "head moved") {
+	if res.Recorded != 0 || res.State != replay.AwaitingApproval || !strings.Contains(fx.summary(), "head moved") {
 		t.Fatalf("%+v\n%s", res, fx.summary())
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // The agent-session pin lives in the base contract
@@ -38,7 +38,7 @@ func wantUnproven(t *testing.T, fx *fixture, res *Result, err error, reason bund
 	t.Helper()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
 	a := res.Decision.AgentSession
-	if res.State != run.AwaitingApproval || res.Recorded != 0 || a == nil || a.Proven || a.Reason != string(reason) {
+	if res.State != replay.AwaitingApproval || res.Recorded != 0 || a == nil || a.Proven || a.Reason != string(reason) {
 		t.Fatalf("%+v agent session %+v, want reason %s\n%s", res, a, reason, fx.log.String())
 	}
 }
@@ -76,7 +76,7 @@ func TestAgentPinPullRequestEditsPin(t *testing.T) {
 		fx := keylessAgentFixtureWith(t, svc, pinnedAgentContract, evil)
 		res, err := keylessAgentRun(t, svc, fx, agentClaims("refs/heads/main"))
 		mustCode(t, res.Code, ExitOK, err, fx.log.String())
-		if a := res.Decision.AgentSession; res.State != run.Complete || a == nil || !a.Proven || !res.ContractChanged {
+		if a := res.Decision.AgentSession; res.State != replay.Complete || a == nil || !a.Proven || !res.ContractChanged {
 			t.Fatalf("%+v agent session %+v\n%s", res, a, fx.log.String())
 		}
 	})

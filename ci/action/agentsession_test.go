@@ -219,7 +219,7 @@ func TestAgentSessionRelaxesWhenProven(t *testing.T) {
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
 	a := res.Decision.AgentSession
-	if res.State != run.Complete || a == nil || !a.Proven || a.Sessions != 1 || a.Implementation == "" || a.Artifact != AgentSessionArtifactPrefix+fx.head {
+	if res.State != replay.Complete || a == nil || !a.Proven || a.Sessions != 1 || a.Implementation == "" || a.Artifact != AgentSessionArtifactPrefix+fx.head {
 		t.Fatalf("%+v agent session %+v\n%s", res, a, fx.log.String())
 	}
 	rep, err := run.Audit(filepath.Join(fx.ws, ".proofgate", "runs", res.RunID))
@@ -276,7 +276,7 @@ func TestAgentSessionHostile(t *testing.T) {
 			res, err := fx.run()
 			mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
 			a := res.Decision.AgentSession
-			if res.State != run.AwaitingApproval || res.Recorded != 0 || a == nil || a.Proven || a.Reason != tc.want {
+			if res.State != replay.AwaitingApproval || res.Recorded != 0 || a == nil || a.Proven || a.Reason != tc.want {
 				t.Fatalf("%+v agent session %+v, want reason %s\n%s", res, a, tc.want, fx.log.String())
 			}
 			if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "from_agent_session is not proven ("+tc.want) {
@@ -359,7 +359,7 @@ func TestAgentSessionKeylessIdentity(t *testing.T) {
 			a := res.Decision.AgentSession
 			if tc.want == "" {
 				mustCode(t, res.Code, ExitOK, err, fx.log.String())
-				if res.State != run.Complete || a == nil || !a.Proven {
+				if res.State != replay.Complete || a == nil || !a.Proven {
 					t.Fatalf("%+v agent session %+v\n%s", res, a, fx.log.String())
 				}
 				return
@@ -408,7 +408,7 @@ func TestAgentSessionHiddenEvidenceDoesNotSkipTightening(t *testing.T) {
 	fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: githubtest.User{Login: "dave", ID: 44}, State: "APPROVED", CommitID: fx.head})
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete {
+	if res.State != replay.Complete {
 		t.Fatalf("%+v", res)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/internal/testimage"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -190,10 +191,10 @@ func (fx *fixture) started(t *testing.T) map[string][]runtime.Cache {
 	out := map[string][]runtime.Cache{}
 	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 		var ev struct {
-			Type string               `json:"type"`
-			Data run.CheckStartedData `json:"data"`
+			Type string                  `json:"type"`
+			Data replay.CheckStartedData `json:"data"`
 		}
-		if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Type == run.TypeCheckStarted {
+		if err := json.Unmarshal([]byte(line), &ev); err == nil && ev.Type == replay.TypeCheckStarted {
 			out[ev.Data.Check] = ev.Data.Caches
 		}
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // slowContract's checks take ≥ 5 s and count their executions in a file
@@ -106,7 +106,7 @@ func TestReviewFastPathImportsWithoutRerunning(t *testing.T) {
 	res, err := ff.run()
 	took := time.Since(start)
 	mustCode(t, res.Code, ExitOK, err, ff.log.String())
-	if !res.Imported || res.FastPathRefusal != "" || res.State != run.Complete || res.Recorded != 1 || res.ArtifactID == 0 {
+	if !res.Imported || res.FastPathRefusal != "" || res.State != replay.Complete || res.Recorded != 1 || res.ArtifactID == 0 {
 		t.Fatalf("review job: %+v\n%s", res, ff.log.String())
 	}
 	if ff.runs() != 1 {

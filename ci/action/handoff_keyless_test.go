@@ -10,7 +10,7 @@ import (
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // reviewIdentity is the identity GitHub gives the jobs of workflow
@@ -71,7 +71,7 @@ func TestKeylessHandoffImportsWithoutRerunning(t *testing.T) {
 	}
 	res, err := ff.run()
 	mustCode(t, res.Code, ExitOK, err, ff.log.String())
-	if !res.Imported || res.FastPathRefusal != "" || res.State != run.Complete || res.Recorded != 1 || res.ArtifactID == 0 {
+	if !res.Imported || res.FastPathRefusal != "" || res.State != replay.Complete || res.Recorded != 1 || res.ArtifactID == 0 {
 		t.Fatalf("review job: %+v\n%s", res, ff.log.String())
 	}
 	if ff.runs() != 1 {
@@ -122,7 +122,7 @@ func TestKeylessHandoffHostile(t *testing.T) {
 			if res.Imported || res.FastPathRefusal != string(tc.want) || !strings.Contains(ff.log.String(), tc.detail) {
 				t.Fatalf("refusal %q imported %v, want %q with %q\n%s", res.FastPathRefusal, res.Imported, tc.want, tc.detail, ff.log.String())
 			}
-			if ff.runs() != 2 || res.State != run.Complete {
+			if ff.runs() != 2 || res.State != replay.Complete {
 				t.Fatalf("the review job did not re-run the checks to COMPLETE: %d runs, %s", ff.runs(), res.State)
 			}
 		})

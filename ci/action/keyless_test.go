@@ -30,7 +30,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/githubtest"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // approvedRun runs the fixture's PR to COMPLETE and returns the result and
@@ -179,7 +179,7 @@ func TestKeylessWithoutIDTokenPermission(t *testing.T) {
 	delete(fx.env, "INPUT_SIGNING-KEY")
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitUsage, err, fx.log.String())
-	if !strings.Contains(err.Error(), "permissions: id-token: write") || res.State != run.Complete {
+	if !strings.Contains(err.Error(), "permissions: id-token: write") || res.State != replay.Complete {
 		t.Fatalf("err %v state %s", err, res.State)
 	}
 	if !strings.Contains(fx.log.String(), "::warning title=ProofGate no OIDC token::") {

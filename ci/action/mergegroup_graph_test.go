@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/internal/githubtest"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // queueCommit makes a commit with tree on parents and checks it out as the
@@ -88,7 +88,7 @@ func TestMergeGroupLinkFromGraph(t *testing.T) {
 			fx.mergeGroupEvent(tc.setup(fx, q))
 			res, err := fx.run()
 			mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-			if res.State != run.AwaitingApproval || res.Recorded != 0 || res.QueueRefusal != string(tc.want) {
+			if res.State != replay.AwaitingApproval || res.Recorded != 0 || res.QueueRefusal != string(tc.want) {
 				t.Fatalf("%+v, want refusal %s\n%s", res, tc.want, fx.summary())
 			}
 			if !strings.Contains(strings.ReplaceAll(fx.summary(), `\`, ""), string(tc.want)+":") {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -44,7 +45,7 @@ func TestMergeGroupBundleOnQueueCommit(t *testing.T) {
 	fx.mergeGroupEvent(githubtest.MergeGroup{HeadSHA: q, PR: prNum})
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete || res.Recorded != 1 || res.ArtifactName != ArtifactPrefix+q {
+	if res.State != replay.Complete || res.Recorded != 1 || res.ArtifactName != ArtifactPrefix+q {
 		t.Fatalf("merge group run: %+v\n%s", res, fx.log.String())
 	}
 	rep, err := run.Audit(fx.ws + "/.proofgate/runs/" + res.RunID)
@@ -91,7 +92,7 @@ func TestMergeGroupWithoutLinkStaysPending(t *testing.T) {
 			fx.mergeGroupEvent(tc.g(q))
 			res, err := fx.run()
 			mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-			if res.State != run.AwaitingApproval || res.Recorded != 0 || !strings.Contains(fx.summary(), tc.want) {
+			if res.State != replay.AwaitingApproval || res.Recorded != 0 || !strings.Contains(fx.summary(), tc.want) {
 				t.Fatalf("%+v\n%s", res, fx.summary())
 			}
 			if _, ok := fx.gh.Uploaded(ArtifactPrefix + q); ok {

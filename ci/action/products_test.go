@@ -12,7 +12,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // productContract's build check produces dist/app (ADR 0039).
@@ -41,7 +41,7 @@ func TestActionProducts(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete {
+	if res.State != replay.Complete {
 		t.Fatalf("run %+v", res)
 	}
 	out := fx.outputs()

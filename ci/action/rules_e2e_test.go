@@ -10,6 +10,7 @@ import (
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/testimage"
 	"github.com/proofgate/proofgate/kernel/approval"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -58,7 +59,7 @@ func TestRulesEndToEnd(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-	if res.State != run.AwaitingApproval || res.Recorded != 0 {
+	if res.State != replay.AwaitingApproval || res.Recorded != 0 {
 		t.Fatalf("%+v", res)
 	}
 	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "waiting for: backend (0 of 1; @acme/backend), owners (0 of 1, code owners of feature.txt; @acme/backend)") || !strings.Contains(s, "not_credited") && !strings.Contains(s, "dave") {
@@ -73,7 +74,7 @@ func TestRulesEndToEnd(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete || res.Recorded != 1 {
+	if res.State != replay.Complete || res.Recorded != 1 {
 		t.Fatalf("%+v", res)
 	}
 	rep, err := run.Audit(filepath.Join(fx.ws, ".proofgate", "runs", res.RunID))
@@ -147,7 +148,7 @@ func TestRulesEveryCreditRecorded(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete || res.Recorded != 2 {
+	if res.State != replay.Complete || res.Recorded != 2 {
 		t.Fatalf("want both credited approvals recorded: %+v\n%s", res, fx.log.String())
 	}
 	rep, err := run.Audit(filepath.Join(fx.ws, ".proofgate", "runs", res.RunID))

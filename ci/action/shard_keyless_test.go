@@ -7,7 +7,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/shard"
 )
 
@@ -58,7 +58,7 @@ func TestShardKeyless(t *testing.T) {
 	// identity and the base commit's trusted root.
 	res, err = job(runID, ModeMerge, "", own)
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.State != run.Complete || res.ArtifactID == 0 || !strings.HasSuffix(res.Signer, "/.github/workflows/proofgate.yml@refs/pull/7/merge") {
+	if res.State != replay.Complete || res.ArtifactID == 0 || !strings.HasSuffix(res.Signer, "/.github/workflows/proofgate.yml@refs/pull/7/merge") {
 		t.Fatalf("keyless merge: %+v", res)
 	}
 

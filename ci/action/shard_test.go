@@ -16,7 +16,7 @@ import (
 	"github.com/proofgate/proofgate/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/shard"
 )
 
@@ -325,7 +325,7 @@ func TestShardFlow(t *testing.T) {
 	restore()
 
 	res = merge(ExitOK, "", "")
-	if res.State != run.Complete || res.RunID != planned || res.Recorded != 1 || res.ArtifactID == 0 {
+	if res.State != replay.Complete || res.RunID != planned || res.Recorded != 1 || res.ArtifactID == 0 {
 		t.Fatalf("merge: %+v\n%s", res, fx.log.String())
 	}
 	if s := fx.summary(); !strings.Contains(s, fmt.Sprintf("%d shards of workflow run %d attempt 1 merged (%d checks", n, runID, checks)) || !strings.Contains(s, "| `c08` | ✅ passed") {
@@ -375,7 +375,7 @@ func TestShardFailedCheckBlocks(t *testing.T) {
 	fx.shardEnv(runID, 1, "merge", ModeMerge, "")
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitRefused, err, fx.log.String())
-	if res.State != run.Blocked || res.ArtifactID != 0 {
+	if res.State != replay.Blocked || res.ArtifactID != 0 {
 		t.Fatalf("merge of a failed shard: %+v", res)
 	}
 }
@@ -408,7 +408,7 @@ func TestShardMergeHandoffReview(t *testing.T) {
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
 	merged := res.RunID
-	if res.State != run.AwaitingApproval || fx.outputs()["run-artifact"] != RunArtifactPrefix+fx.head {
+	if res.State != replay.AwaitingApproval || fx.outputs()["run-artifact"] != RunArtifactPrefix+fx.head {
 		t.Fatalf("merge without approval: %+v %v\n%s", res, fx.outputs(), fx.log.String())
 	}
 	id := fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: fx.head})
@@ -416,7 +416,7 @@ func TestShardMergeHandoffReview(t *testing.T) {
 	fx.reviewEvent(id)
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if !res.Imported || res.RunID != merged || res.State != run.Complete || res.ArtifactID == 0 || strings.Contains(fx.log.String(), "passed  c0") {
+	if !res.Imported || res.RunID != merged || res.State != replay.Complete || res.ArtifactID == 0 || strings.Contains(fx.log.String(), "passed  c0") {
 		t.Fatalf("review of a merged run: %+v (refusal %q)\n%s", res, res.FastPathRefusal, fx.log.String())
 	}
 }
@@ -449,7 +449,7 @@ func TestShardAttemptsNotMixed(t *testing.T) {
 	fx.shardEnv(runID, 2, "merge", ModeMerge, "")
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	if res.RunID != plans[2] || res.State != run.Complete {
+	if res.RunID != plans[2] || res.State != replay.Complete {
 		t.Fatalf("attempt 2 merge: %+v", res)
 	}
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/printable"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // Status reporting (input status): the action reports the run's state on
@@ -64,11 +64,11 @@ func WaitingFor(a contract.Approval) string {
 // StatusFor maps a run state to the status reported: COMPLETE succeeds,
 // AWAITING_APPROVAL is pending with waiting, every other settled state
 // fails (BLOCKED, REJECTED, STALE, …).
-func StatusFor(st run.State, waiting string) (state, description string) {
+func StatusFor(st replay.State, waiting string) (state, description string) {
 	switch st {
-	case run.Complete:
+	case replay.Complete:
 		return StatusSuccess, "COMPLETE: checks passed and approval recorded"
-	case run.AwaitingApproval:
+	case replay.AwaitingApproval:
 		return StatusPending, "checks passed; " + waiting
 	case "":
 		return StatusError, "the ProofGate job failed before the run settled"
@@ -228,7 +228,7 @@ func (j *job) reportFinal(ctx context.Context) {
 		}
 	}
 	st, desc := StatusFor(j.res.State, waiting)
-	if j.res.State == run.Complete && j.res.Code != ExitOK {
+	if j.res.State == replay.Complete && j.res.Code != ExitOK {
 		st, desc = StatusError, "COMPLETE, but the bundle was not published: see the job summary"
 	}
 	j.report(ctx, st, desc)

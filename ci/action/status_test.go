@@ -9,7 +9,7 @@ import (
 	"github.com/proofgate/proofgate/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 func TestStatusFlipsPendingToSuccess(t *testing.T) {
@@ -88,7 +88,7 @@ func TestStatusPermissionDenied(t *testing.T) {
 			fx.prEvent()
 			res, err := fx.run()
 			mustCode(t, res.Code, ExitAwaiting, err, fx.log.String())
-			if res.State != run.AwaitingApproval || res.StatusPosted != "" {
+			if res.State != replay.AwaitingApproval || res.StatusPosted != "" {
 				t.Fatalf("result: %+v", res)
 			}
 			if !strings.Contains(fx.log.String(), "::warning title=ProofGate status not posted::") || !strings.Contains(fx.log.String(), tc.perm) {

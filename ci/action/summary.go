@@ -13,6 +13,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -23,7 +24,7 @@ const MaxLogBytes = 64 << 10
 
 // showChecks prints each check's output in a ::group:: and an ::error
 // annotation for each check that did not pass.
-func showChecks(f *workflow, runDir string, rep *run.Report) {
+func showChecks(f *workflow, runDir string, rep *replay.Report) {
 	store := blob.New(filepath.Join(runDir, run.BlobDir))
 	for _, c := range rep.Checks {
 		f.group(fmt.Sprintf("check %s: %s (exit %d, %s)", c.ID, c.Outcome, c.ExitCode, dur(c.DurationMS)))
@@ -86,7 +87,7 @@ type summary struct {
 	event        *event.Context
 	origin       string
 	contract     *contract.Resolved
-	report       *run.Report
+	report       *replay.Report
 	decision     *review.Decision
 	notes        []string
 	pending      string
@@ -224,7 +225,7 @@ func (s *summary) renderRun(b *strings.Builder) {
 // renderApproval writes the approval rule, the review state and the
 // recorded decisions.
 func (s *summary) renderApproval(b *strings.Builder) {
-	if s.contract != nil && s.report != nil && (s.report.State == run.AwaitingApproval || s.decision != nil || len(s.report.Decisions) > 0) {
+	if s.contract != nil && s.report != nil && (s.report.State == replay.AwaitingApproval || s.decision != nil || len(s.report.Decisions) > 0) {
 		a := s.contract.Approval
 		b.WriteString("\n### Approval\n\n")
 		who := "authors of the pull request and of its commits excluded"

@@ -8,7 +8,7 @@ import (
 
 	"github.com/proofgate/proofgate/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -24,10 +24,10 @@ func TestSummaryEscapesUntrustedText(t *testing.T) {
 		contract: &contract.Resolved{Approval: contract.Approval{Required: 1, Roles: []string{"write"}}},
 		failure:  hostile,
 		pending:  hostile,
-		report: &run.Report{RunID: "r", State: run.AwaitingApproval, ContractHash: "sha256:x",
-			Checks: []run.CheckReport{{ID: "unit", Outcome: runtime.Failed, Detail: hostile}},
-			Decisions: []run.Decision{{Decision: "approved", Actor: hostile, Time: hostile,
-				GitHub: &run.GitHubReview{Login: hostile, Commit: hostile, Permission: hostile}}}},
+		report: &replay.Report{RunID: "r", State: replay.AwaitingApproval, ContractHash: "sha256:x",
+			Checks: []replay.CheckReport{{ID: "unit", Outcome: runtime.Failed, Detail: hostile}},
+			Decisions: []replay.Decision{{Decision: "approved", Actor: hostile, Time: hostile,
+				GitHub: &replay.GitHubReview{Login: hostile, Commit: hostile, Permission: hostile}}}},
 		decision: &review.Decision{Summary: hostile,
 			Counted:  []review.Approval{{Login: hostile, Commit: hostile, Permission: hostile}},
 			Ignored:  []review.Ignored{{Login: hostile, State: hostile, Commit: hostile, Why: hostile}},

@@ -13,6 +13,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/docker"
@@ -296,7 +297,7 @@ func planImplementing(ctx context.Context, g *globals, pf *planFlags) (string, e
 }
 
 // implementingReport is what 'plan --implement --json' prints.
-func implementingReport(g *globals, id string) (*run.Report, error) {
+func implementingReport(g *globals, id string) (*replay.Report, error) {
 	rep, err := run.Audit(run.NewStore(g.state).Path(id))
 	if err != nil && !isLag(err) {
 		return nil, classify(err)

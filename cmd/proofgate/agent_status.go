@@ -12,7 +12,7 @@ import (
 // session, every pending approval and every ambiguous action with the
 // command that decides it, and (audit) one line per action. --json
 // carries the same as the report's "sessions".
-func printSessions(w io.Writer, rep *run.Report, audit bool) {
+func printSessions(w io.Writer, rep *replay.Report, audit bool) {
 	for _, s := range rep.Sessions {
 		state := "ended"
 		if s.Open {

@@ -95,8 +95,8 @@ func printAuthorized(w io.Writer, v *bundle.Verdict) {
 
 // printAuthorizationHint says, under a decision that left a run held for
 // its contract's required authorization, how to record one.
-func printAuthorizationHint(w io.Writer, r *run.Run, rep *run.Report) {
-	if rep.State != run.AwaitingApproval || !r.Contract.AuthorizationRequired() {
+func printAuthorizationHint(w io.Writer, r *run.Run, rep *replay.Report) {
+	if rep.State != replay.AwaitingApproval || !r.Contract.AuthorizationRequired() {
 		return
 	}
 	for _, a := range rep.Authorizations {
@@ -109,7 +109,7 @@ func printAuthorizationHint(w io.Writer, r *run.Run, rep *run.Report) {
 
 // printAuthorizations lists a report's tracking authorizations (status,
 // audit).
-func printAuthorizations(w io.Writer, rep *run.Report) {
+func printAuthorizations(w io.Writer, rep *replay.Report) {
 	for _, a := range rep.Authorizations {
 		fmt.Fprintf(w, "authorization %s for %s by %s at %s %s\n", esc(a.Decision), esc(a.Target), esc(a.Actor), esc(a.Time), esc(a.Reason))
 	}

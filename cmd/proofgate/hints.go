@@ -12,6 +12,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/source"
@@ -107,9 +108,9 @@ func approveHint(err error, id string) error {
 	var se *run.StaleError
 	var ste *run.StateError
 	switch {
-	case errors.As(err, &se), errors.As(err, &ste) && ste.State == run.Stale:
+	case errors.As(err, &se), errors.As(err, &ste) && ste.State == replay.Stale:
 		return fmt.Errorf("%w; the code or contract changed since planning, so this run can no longer be approved: 'proofgate retry %s' starts a new run of the current commit and contract (once 'git status' shows nothing to commit: retry refuses uncommitted changes; 'proofgate status %s' names them)", err, id, id)
-	case errors.As(err, &ste) && ste.State == run.Blocked:
+	case errors.As(err, &ste) && ste.State == replay.Blocked:
 		return fmt.Errorf("%w; a check did not pass: 'proofgate status %s' shows which; fix, commit, then 'proofgate retry %s'", err, id, id)
 	}
 	return err
@@ -147,7 +148,7 @@ const (
 // of each stream it wrote (stdout, then stderr: test runners such as
 // pytest, mocha and tape report failures on stdout, compilers and npm on
 // stderr) and the command that prints all of it.
-func printFailures(g *globals, rep *run.Report) {
+func printFailures(g *globals, rep *replay.Report) {
 	blobs := blob.New(filepath.Join(run.NewStore(g.state).Path(rep.RunID), run.BlobDir))
 	for _, c := range rep.Checks {
 		if c.Outcome == runtime.Passed || c.Outcome == runtime.Skipped {

@@ -26,6 +26,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/lock"
 	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -55,7 +56,7 @@ func classify(err error) error {
 		nf  *run.NotFoundError
 		ie  *run.InvalidIDError
 		pe  *fs.PathError
-		ae  *run.AuditError
+		ae  *replay.AuditError
 		che *eventlog.ChainError
 	)
 	switch {
@@ -357,12 +358,12 @@ func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *
 
 // runDoc is run --json: the report and, for a STALE run, why.
 type runDoc struct {
-	*run.Report
+	*replay.Report
 	Stale *run.StaleInfo `json:"stale,omitempty"`
 }
 
 // report prints a run's result and returns the state's exit code.
-func report(g *globals, rep *run.Report, stale *run.StaleInfo, asJSON, quiet bool) error {
+func report(g *globals, rep *replay.Report, stale *run.StaleInfo, asJSON, quiet bool) error {
 	if asJSON {
 		if err := writeJSON(g.stdout, runDoc{rep, stale}); err != nil {
 			return err
@@ -374,19 +375,19 @@ func report(g *globals, rep *run.Report, stale *run.StaleInfo, asJSON, quiet boo
 	return stateExit(rep.State)
 }
 
-func stateExit(s run.State) error {
+func stateExit(s replay.State) error {
 	switch s {
-	case run.Complete:
+	case replay.Complete:
 		return nil
-	case run.AwaitingApproval:
+	case replay.AwaitingApproval:
 		return silent(exit.Awaiting)
-	case run.Planned, run.Implementing:
+	case replay.Planned, replay.Implementing:
 		return nil
 	}
 	return silent(exit.Refused)
 }
 
-func printReport(w io.Writer, rep *run.Report, stale *run.StaleInfo) {
+func printReport(w io.Writer, rep *replay.Report, stale *run.StaleInfo) {
 	fmt.Fprintf(w, "run %s: %s\n", rep.RunID, rep.State)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "CHECK\tOUTCOME\tEXIT\tDURATION\tDETAIL")
@@ -402,11 +403,11 @@ func printReport(w io.Writer, rep *run.Report, stale *run.StaleInfo) {
 	}
 	printAuthorizations(w, rep)
 	switch rep.State {
-	case run.AwaitingApproval:
+	case replay.AwaitingApproval:
 		fmt.Fprintf(w, "next: proofgate approve %s --actor NAME\n", rep.RunID)
-	case run.Blocked:
+	case replay.Blocked:
 		fmt.Fprintf(w, "next: 'proofgate output %s CHECK' shows why (its stderr and stdout); fix, commit, then 'proofgate retry %s'\n", rep.RunID, rep.RunID)
-	case run.Stale:
+	case replay.Stale:
 		printStale(w, rep.RunID, stale)
 	}
 }
@@ -633,10 +634,10 @@ reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 				return nil
 			}
 			type row struct {
-				RunID    string    `json:"run_id"`
-				State    run.State `json:"state,omitempty"`
-				Archived bool      `json:"archived,omitempty"`
-				Error    string    `json:"error,omitempty"`
+				RunID    string       `json:"run_id"`
+				State    replay.State `json:"state,omitempty"`
+				Archived bool         `json:"archived,omitempty"`
+				Error    string       `json:"error,omitempty"`
 			}
 			rows := []row{}
 			bad := false
@@ -1082,26 +1083,26 @@ also holds "stderr", the same members for the stderr stream.`,
 }
 
 // findCheck resolves run id, audits it and returns the result of check.
-func findCheck(g *globals, id, check string) (string, run.CheckReport, error) {
+func findCheck(g *globals, id, check string) (string, replay.CheckReport, error) {
 	store := run.NewStore(g.state)
 	id, err := store.Resolve(id)
 	if err != nil {
-		return "", run.CheckReport{}, classify(err)
+		return "", replay.CheckReport{}, classify(err)
 	}
 	rep, err := run.Audit(store.Path(id))
 	if err != nil && !isLag(err) {
-		return "", run.CheckReport{}, classify(err)
+		return "", replay.CheckReport{}, classify(err)
 	}
 	for _, c := range rep.Checks {
 		if c.ID == check {
 			return id, c, nil
 		}
 	}
-	return "", run.CheckReport{}, usageErr(fmt.Errorf("run %s has no result for check %q", id, check))
+	return "", replay.CheckReport{}, usageErr(fmt.Errorf("run %s has no result for check %q", id, check))
 }
 
 // recordedStream returns check c's stream name (stdout or stderr).
-func recordedStream(c run.CheckReport, name string) (*runtime.Stream, error) {
+func recordedStream(c replay.CheckReport, name string) (*runtime.Stream, error) {
 	s := c.Stdout
 	if name == "stderr" {
 		s = c.Stderr
@@ -1124,7 +1125,7 @@ func copyBlob(w io.Writer, blobs *blob.Store, s *runtime.Stream) error {
 
 // printStreams prints check c's stderr then its stdout, each under a line
 // naming it, or a line saying it is empty.
-func printStreams(w io.Writer, blobs *blob.Store, c run.CheckReport) error {
+func printStreams(w io.Writer, blobs *blob.Store, c replay.CheckReport) error {
 	for _, name := range []string{"stderr", "stdout"} {
 		s, _ := recordedStream(c, name)
 		if s == nil || s.Size == 0 {
@@ -1161,8 +1162,8 @@ func (t *tailWatcher) Write(p []byte) (int, error) {
 }
 
 func isLag(err error) bool {
-	var ae *run.AuditError
-	return errors.As(err, &ae) && ae.Reason == run.ReasonProjectionLag
+	var ae *replay.AuditError
+	return errors.As(err, &ae) && ae.Reason == replay.ReasonProjectionLag
 }
 
 // printProcesses says what became of the process records of a dead harness.

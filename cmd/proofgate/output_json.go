@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/proofgate/proofgate/kernel/blob"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // outputDoc is `proofgate output --json`: a check's captured stream with
@@ -30,7 +30,7 @@ type outputDoc struct {
 
 // outputJSON prints the document for check c's stream (stdout when none
 // is named, then with the stderr document as member "stderr").
-func outputJSON(w io.Writer, blobs *blob.Store, id string, c run.CheckReport, stream string) error {
+func outputJSON(w io.Writer, blobs *blob.Store, id string, c replay.CheckReport, stream string) error {
 	name := stream
 	if name == "" {
 		name = "stdout"
@@ -49,7 +49,7 @@ func outputJSON(w io.Writer, blobs *blob.Store, id string, c run.CheckReport, st
 
 // streamDoc reads check c's stream name (at most its recorded size, one
 // byte more to notice a blob that grew) into a document.
-func streamDoc(blobs *blob.Store, id string, c run.CheckReport, name string) (*outputDoc, error) {
+func streamDoc(blobs *blob.Store, id string, c replay.CheckReport, name string) (*outputDoc, error) {
 	s, err := recordedStream(c, name)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -25,7 +26,7 @@ func printStale(w io.Writer, id string, si *run.StaleInfo) {
 	}
 	fmt.Fprintf(w, "stale: %s\n", esc(si.Reason))
 	fmt.Fprintf(w, "changed: %s\n", boundedList(si.Paths, si.PathsCapped))
-	if si.From == run.Verifying {
+	if si.From == replay.Verifying {
 		tops := topEntries(si.Paths)
 		fmt.Fprintf(w, "hint: the checks wrote %s into the work tree: if that is test or build output, add it to .gitignore and commit that (or delete it and give those checks workspace: copy in the contract, committed)\n", boundedList(tops, si.PathsCapped))
 	} else {

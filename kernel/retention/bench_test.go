@@ -81,7 +81,7 @@ func cloneRuns(tb testing.TB, state, tmplDir string, n int) {
 		}
 		evs := lg.Events()
 		lg.Close()
-		rep, err := run.Fold(c, evs)
+		rep, err := replay.Fold(c, evs)
 		if err != nil {
 			tb.Fatal(err)
 		}

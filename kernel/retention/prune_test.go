@@ -17,6 +17,7 @@ import (
 	"github.com/proofgate/proofgate/internal/fscopy"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/retention"
 	"github.com/proofgate/proofgate/kernel/run"
 )
@@ -72,7 +73,7 @@ func TestApplyArchivesTerminalRunsAndReadersReadThem(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Archived == nil || st.State != run.Complete || st.ChainHead != before.ChainHead || len(st.Checks) != 2 {
+	if st.Archived == nil || st.State != replay.Complete || st.ChainHead != before.ChainHead || len(st.Checks) != 2 {
 		t.Fatalf("status of the archived run: %+v", st)
 	}
 	if _, err := run.Audit(f.dir(done)); err != nil {
@@ -382,7 +383,7 @@ func TestArchiveSegmentedRun(t *testing.T) {
 			t.Errorf("segment %s not in the archive: %v", filepath.Base(s), err)
 		}
 	}
-	if st, err := run.Inspect(context.Background(), f.state, id, run.Freshness{}); err != nil || st.State != run.Complete {
+	if st, err := run.Inspect(context.Background(), f.state, id, run.Freshness{}); err != nil || st.State != replay.Complete {
 		t.Fatalf("status: %v", err)
 	}
 }

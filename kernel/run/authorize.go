@@ -49,7 +49,7 @@ func (r *Run) Authorize(ctx context.Context, o AuthorizeOptions) error {
 		return err
 	}
 	st := r.State()
-	if st != AwaitingApproval && st != Complete {
+	if st != replay.AwaitingApproval && st != replay.Complete {
 		return &StateError{State: st, Action: "authorize"}
 	}
 	if err := r.reconcileOnDisk(); err != nil {
@@ -58,7 +58,7 @@ func (r *Run) Authorize(ctx context.Context, o AuthorizeOptions) error {
 	if err := r.MarkStaleIfChanged(ctx, o.Fresh); err != nil {
 		return err
 	}
-	if st == Complete {
+	if st == replay.Complete {
 		// Terminal: it cannot move to STALE, so a change refuses.
 		if err := r.CheckFresh(ctx, o.Fresh); err != nil {
 			return err
@@ -122,17 +122,17 @@ func (r *Run) recordAuthorization(o AuthorizeOptions) error {
 	d := AuthorizationData{
 		Decision: string(decision), Target: o.Target, Actor: o.Actor, Reason: o.Reason, State: cur,
 		VerificationDigest: f.VerificationDigest(),
-		Source:             Source{Commit: f.Source().Commit, Tree: f.Source().Tree},
+		Source:             replay.Source{Commit: f.Source().Commit, Tree: f.Source().Tree},
 		Contract:           f.ContractHash(),
 	}
-	if cur == AwaitingApproval && !o.Reject && r.completesWith(o.Target) {
-		d.State = Complete
+	if cur == replay.AwaitingApproval && !o.Reject && r.completesWith(o.Target) {
+		d.State = replay.Complete
 	}
 	if err := r.appendLocked(TypeAuthorization, d); err != nil {
 		return err
 	}
 	if d.State != cur {
-		return r.transitionLocked(d.State, StateData{Actor: o.Actor, Reason: o.Reason})
+		return r.transitionLocked(d.State, replay.StateData{Actor: o.Actor, Reason: o.Reason})
 	}
 	return nil
 }

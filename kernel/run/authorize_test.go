@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"errors"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,7 @@ func (f *fixture) authorize(t *testing.T, id string, o AuthorizeOptions) error {
 	return r.Authorize(context.Background(), o)
 }
 
-func (f *fixture) stateOf(t *testing.T, id string) State {
+func (f *fixture) stateOf(t *testing.T, id string) replay.State {
 	t.Helper()
 	rep, err := Audit(NewStore(f.state).Path(id))
 	if err != nil {
@@ -42,20 +43,20 @@ func TestAuthorizeRequiredComposesWithApproval(t *testing.T) {
 			t.Fatal(err)
 		}
 		r.Close()
-		if st := f.stateOf(t, id); st != AwaitingApproval {
+		if st := f.stateOf(t, id); st != replay.AwaitingApproval {
 			t.Fatalf("after the approval: %s, want AWAITING_APPROVAL (authorization required)", st)
 		}
 		if err := f.authorize(t, id, AuthorizeOptions{Target: "jira:OPS-1", Actor: "bob", Reject: true, Reason: "not yet"}); err != nil {
 			t.Fatal(err)
 		}
-		if st := f.stateOf(t, id); st != AwaitingApproval {
+		if st := f.stateOf(t, id); st != replay.AwaitingApproval {
 			t.Fatalf("after a rejected authorization: %s, want AWAITING_APPROVAL", st)
 		}
 		// Another actor approving the rejected target does not authorize it.
 		if err := f.authorize(t, id, AuthorizeOptions{Target: "jira:OPS-1", Actor: "carol"}); err != nil {
 			t.Fatal(err)
 		}
-		if st := f.stateOf(t, id); st != AwaitingApproval {
+		if st := f.stateOf(t, id); st != replay.AwaitingApproval {
 			t.Fatalf("a rejected target authorized again: %s", st)
 		}
 		if err := f.authorize(t, id, AuthorizeOptions{Target: "deploy/prod", Actor: "carol"}); err != nil {
@@ -65,7 +66,7 @@ func TestAuthorizeRequiredComposesWithApproval(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if rep.State != Complete || len(rep.Authorizations) != 3 {
+		if rep.State != replay.Complete || len(rep.Authorizations) != 3 {
 			t.Fatalf("state %s with %d authorizations, want COMPLETE with 3", rep.State, len(rep.Authorizations))
 		}
 	})
@@ -75,7 +76,7 @@ func TestAuthorizeRequiredComposesWithApproval(t *testing.T) {
 		if err := f.authorize(t, id, AuthorizeOptions{Target: "deploy/prod", Actor: "carol"}); err != nil {
 			t.Fatal(err)
 		}
-		if st := f.stateOf(t, id); st != AwaitingApproval {
+		if st := f.stateOf(t, id); st != replay.AwaitingApproval {
 			t.Fatalf("an authorization without approvals: %s", st)
 		}
 		r := f.open(t, id)
@@ -83,7 +84,7 @@ func TestAuthorizeRequiredComposesWithApproval(t *testing.T) {
 		if err := r.Decide(ctx, DecisionOptions{Actor: "alice", Fresh: f.fresh()}); err != nil {
 			t.Fatal(err)
 		}
-		if st := r.State(); st != Complete {
+		if st := r.State(); st != replay.Complete {
 			t.Fatalf("approval after the authorization: %s, want COMPLETE", st)
 		}
 	})
@@ -106,7 +107,7 @@ func TestAuthorizeNotRequired(t *testing.T) {
 	if err := f.authorize(t, id, AuthorizeOptions{Target: "deploy/prod", Actor: "carol", Reject: true, Reason: "x"}); !errors.As(err, &re) {
 		t.Fatalf("reversal: %v, want *RefusedError", err)
 	}
-	if st := f.stateOf(t, id); st != Complete {
+	if st := f.stateOf(t, id); st != replay.Complete {
 		t.Fatalf("state %s", st)
 	}
 }
@@ -142,12 +143,12 @@ func TestAuthorizeRefuses(t *testing.T) {
 	if r, err := Open(f.state, id); err == nil {
 		err = r.Authorize(context.Background(), AuthorizeOptions{Target: "x", Actor: "a", Fresh: f.fresh()})
 		r.Close()
-		var ae *AuditError
+		var ae *replay.AuditError
 		if !errors.As(err, &ae) {
 			t.Fatalf("tampered run.json: %v, want *AuditError", err)
 		}
 	} else {
-		var ae *AuditError
+		var ae *replay.AuditError
 		if !errors.As(err, &ae) {
 			t.Fatalf("tampered run.json: open: %v, want *AuditError", err)
 		}
@@ -164,7 +165,7 @@ func TestAuthorizeRefuses(t *testing.T) {
 	if err := f.authorize(t, id, AuthorizeOptions{Target: "x", Actor: "a"}); !errors.As(err, &se) {
 		t.Fatalf("stale: %v, want *StaleError", err)
 	}
-	if st := f.stateOf(t, id); st != Stale {
+	if st := f.stateOf(t, id); st != replay.Stale {
 		t.Fatalf("state %s, want STALE", st)
 	}
 	var ste *StateError
@@ -184,7 +185,7 @@ func TestAuthorizeCompleteStale(t *testing.T) {
 	if err := f.authorize(t, id, AuthorizeOptions{Target: "x", Actor: "a"}); !errors.As(err, &se) {
 		t.Fatalf("stale COMPLETE: %v, want *StaleError", err)
 	}
-	if st := f.stateOf(t, id); st != Complete {
+	if st := f.stateOf(t, id); st != replay.Complete {
 		t.Fatalf("state %s", st)
 	}
 }
@@ -200,11 +201,11 @@ func TestAuthorizeReplayRefusesForgedComplete(t *testing.T) {
 	// authorized: the kernel's own replay refuses to append it.
 	r.mu.Lock()
 	fd := r.fold
-	err := r.appendLocked(TypeApproval, ApprovalData{Decision: "approved", Actor: "alice", State: Complete,
-		VerificationDigest: fd.VerificationDigest(), Source: Source{Commit: fd.Source().Commit, Tree: fd.Source().Tree}, Contract: fd.ContractHash()})
+	err := r.appendLocked(replay.TypeApproval, replay.ApprovalData{Decision: "approved", Actor: "alice", State: replay.Complete,
+		VerificationDigest: fd.VerificationDigest(), Source: replay.Source{Commit: fd.Source().Commit, Tree: fd.Source().Tree}, Contract: fd.ContractHash()})
 	r.mu.Unlock()
-	var ae *AuditError
-	if !errors.As(err, &ae) || ae.Reason != ReasonDecision {
+	var ae *replay.AuditError
+	if !errors.As(err, &ae) || ae.Reason != replay.ReasonDecision {
 		t.Fatalf("forged COMPLETE: %v, want an AuditError with reason decision", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -94,8 +95,8 @@ func (l *cacheLease) release() error {
 }
 
 // startedData is a check's check.started: its id and its caches.
-func startedData(c contract.Check, l *cacheLease) CheckStartedData {
-	return CheckStartedData{Check: c.ID, Caches: l.mounts()}
+func startedData(c contract.Check, l *cacheLease) replay.CheckStartedData {
+	return replay.CheckStartedData{Check: c.ID, Caches: l.mounts()}
 }
 
 // releaseCaches ends the lease after the check: a read-only cache that

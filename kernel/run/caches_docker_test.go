@@ -13,6 +13,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/testimage"
 	"github.com/proofgate/proofgate/kernel/cache"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/docker"
 )
@@ -73,10 +74,10 @@ func startedCaches(t *testing.T, r *Run) map[string][]runtime.Cache {
 		if err := json.Unmarshal([]byte(line), &ev); err != nil {
 			t.Fatal(err)
 		}
-		if ev.Type != TypeCheckStarted {
+		if ev.Type != replay.TypeCheckStarted {
 			continue
 		}
-		var d CheckStartedData
+		var d replay.CheckStartedData
 		if err := json.Unmarshal(ev.Data, &d); err != nil {
 			t.Fatal(err)
 		}
@@ -119,7 +120,7 @@ approval: {required: 0}
 		t.Fatal(err)
 	}
 	rep := r.Report()
-	got := map[string]CheckReport{}
+	got := map[string]replay.CheckReport{}
 	for _, c := range rep.Checks {
 		got[c.ID] = c
 	}

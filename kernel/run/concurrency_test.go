@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
@@ -52,7 +53,7 @@ func TestAuditDuringLiveWriterNeverTampered(t *testing.T) {
 		audits++
 		switch {
 		case err == nil:
-		case isReason(err, ReasonProjectionLag), isTorn(err):
+		case replay.IsReason(err, replay.ReasonProjectionLag), isTorn(err):
 			lags++
 		case bad == nil:
 			bad = fmt.Errorf("audit %d during a live run: %w", audits, err)
@@ -101,7 +102,7 @@ func TestBudgetExpiryMidChain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.State != Blocked || len(rep.Checks) != 6 || len(rep.Pending) != 0 {
+	if rep.State != replay.Blocked || len(rep.Checks) != 6 || len(rep.Pending) != 0 {
 		t.Fatalf("state %s, %d checks, pending %v", rep.State, len(rep.Checks), rep.Pending)
 	}
 	want := map[string]runtime.Outcome{"quick": runtime.Passed, "independent": runtime.Passed,
@@ -138,7 +139,7 @@ func TestInterruptedExecEndsCancelled(t *testing.T) {
 	if aerr != nil {
 		t.Fatal(aerr)
 	}
-	if rep.State != Cancelled {
+	if rep.State != replay.Cancelled {
 		t.Fatalf("state %s after an interrupt, want CANCELLED", rep.State)
 	}
 	for _, c := range rep.Checks {

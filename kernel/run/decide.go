@@ -50,7 +50,7 @@ func (r *Run) CheckFresh(ctx context.Context, f Freshness) error {
 	return checkFresh(ctx, r.Planned, f)
 }
 
-func checkFresh(ctx context.Context, planned PlannedData, f Freshness) error {
+func checkFresh(ctx context.Context, planned replay.PlannedData, f Freshness) error {
 	st, err := inspect(ctx, f.RepoDir, f.StateDir)
 	if err != nil {
 		return err
@@ -84,7 +84,7 @@ func checkFresh(ctx context.Context, planned PlannedData, f Freshness) error {
 // finds a change, and returns that *StaleError (nil when fresh).
 func (r *Run) MarkStaleIfChanged(ctx context.Context, f Freshness) error {
 	st := r.State()
-	if st.Terminal() || st == Stale || st == Blocked || st == Implementing {
+	if st.Terminal() || st == replay.Stale || st == replay.Blocked || st == replay.Implementing {
 		return nil
 	}
 	err := r.CheckFresh(ctx, f)
@@ -97,7 +97,7 @@ func (r *Run) MarkStaleIfChanged(ctx context.Context, f Freshness) error {
 		return ierr
 	}
 	w := replay.WorktreeState(now)
-	if terr := r.transition(Stale, StateData{Reason: listShort(se.Reasons), Worktree: &w}); terr != nil {
+	if terr := r.transition(replay.Stale, replay.StateData{Reason: listShort(se.Reasons), Worktree: &w}); terr != nil {
 		return terr
 	}
 	return se
@@ -108,7 +108,7 @@ type DecisionOptions struct {
 	Actor  string
 	Reject bool
 	Reason string
-	GitHub *GitHubReview
+	GitHub *replay.GitHubReview
 	Fresh  Freshness
 	// Hold records an approval without completing the run even when it
 	// reaches approval.required: more approvals of the same evaluation
@@ -130,7 +130,7 @@ func (e *RefusedError) Error() string { return "decision refused: " + e.Why }
 type DecidedError struct {
 	Actor    string
 	Decision approval.Decision
-	State    State
+	State    replay.State
 }
 
 func (e *DecidedError) Error() string {
@@ -160,7 +160,7 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	if err := r.decided(o); err != nil {
 		return err
 	}
-	if st := r.State(); st != AwaitingApproval {
+	if st := r.State(); st != replay.AwaitingApproval {
 		return &StateError{State: st, Action: "decide on"}
 	}
 	if err := r.reconcileOnDisk(); err != nil {
@@ -175,27 +175,27 @@ func (r *Run) Decide(ctx context.Context, o DecisionOptions) error {
 	if !o.Reject && f.ApprovedBy(o.Actor, o.GitHub) {
 		return &RefusedError{Why: fmt.Sprintf("%s already approved this run", o.Actor)}
 	}
-	next := AwaitingApproval
+	next := replay.AwaitingApproval
 	decision := approval.Approved
 	req := approval.Requirement{Required: r.Contract.Approval.Required}
 	if o.Reject {
-		next, decision = Rejected, approval.Rejected
+		next, decision = replay.Rejected, approval.Rejected
 	} else if !o.Hold && req.Verdict(f.Approvers()+1, false).Decision == approval.Approved && f.AuthorizationSatisfied() {
 		// A contract that requires an authorization holds the run here
 		// until one is recorded (Authorize completes it then).
-		next = Complete
+		next = replay.Complete
 	}
-	d := ApprovalData{
+	d := replay.ApprovalData{
 		Decision: string(decision), Actor: o.Actor, Reason: o.Reason, State: next,
 		VerificationDigest: f.VerificationDigest(),
-		Source:             Source{Commit: f.Source().Commit, Tree: f.Source().Tree},
+		Source:             replay.Source{Commit: f.Source().Commit, Tree: f.Source().Tree},
 		Contract:           f.ContractHash(), GitHub: o.GitHub,
 	}
-	if err := r.appendLocked(TypeApproval, d); err != nil {
+	if err := r.appendLocked(replay.TypeApproval, d); err != nil {
 		return err
 	}
-	if next != AwaitingApproval {
-		return r.transitionLocked(next, StateData{Actor: o.Actor, Reason: o.Reason})
+	if next != replay.AwaitingApproval {
+		return r.transitionLocked(next, replay.StateData{Actor: o.Actor, Reason: o.Reason})
 	}
 	return nil
 }
@@ -206,12 +206,12 @@ func (r *Run) decided(o DecisionOptions) error {
 	defer r.mu.Unlock()
 	f := r.fold
 	switch {
-	case f.State() == Complete && !o.Reject && f.ApprovedBy(o.Actor, o.GitHub):
-		return &DecidedError{Actor: o.Actor, Decision: approval.Approved, State: Complete}
-	case f.State() == Rejected && o.Reject:
+	case f.State() == replay.Complete && !o.Reject && f.ApprovedBy(o.Actor, o.GitHub):
+		return &DecidedError{Actor: o.Actor, Decision: approval.Approved, State: replay.Complete}
+	case f.State() == replay.Rejected && o.Reject:
 		for _, d := range f.Decisions() {
 			if approval.Decision(d.Decision) == approval.Rejected && actor.Same(d.Actor, o.Actor) {
-				return &DecidedError{Actor: o.Actor, Decision: approval.Rejected, State: Rejected}
+				return &DecidedError{Actor: o.Actor, Decision: approval.Rejected, State: replay.Rejected}
 			}
 		}
 	}
@@ -232,23 +232,23 @@ func (r *Run) reconcileOnDisk() error {
 		return err
 	}
 	if rep.ChainLength != r.log.Len() || rep.ChainHead != r.log.Head() {
-		return &AuditError{Reason: ReasonChain, Detail: fmt.Sprintf("the log on disk (%d events) is not the one this writer holds (%d)", rep.ChainLength, r.log.Len())}
+		return &replay.AuditError{Reason: replay.ReasonChain, Detail: fmt.Sprintf("the log on disk (%d events) is not the one this writer holds (%d)", rep.ChainLength, r.log.Len())}
 	}
 	// Recompute the digest from run.json itself, not from the replay.
 	b, err := os.ReadFile(filepath.Join(r.Dir, RunFile))
 	if err != nil {
-		return &AuditError{Reason: ReasonMissing, Detail: err.Error()}
+		return &replay.AuditError{Reason: replay.ReasonMissing, Detail: err.Error()}
 	}
-	var proj Report
+	var proj replay.Report
 	if err := strictjson.Decode(b, &proj); err != nil {
-		return &AuditError{Reason: ReasonProjection, Detail: err.Error()}
+		return &replay.AuditError{Reason: replay.ReasonProjection, Detail: err.Error()}
 	}
-	got, err := VerificationDigest(&proj)
+	got, err := replay.VerificationDigest(&proj)
 	if err != nil {
 		return err
 	}
 	if got != rep.VerificationDigest {
-		return &AuditError{Reason: ReasonDigest, Detail: fmt.Sprintf("run.json's checks digest to %s, the log recorded %s", got, rep.VerificationDigest)}
+		return &replay.AuditError{Reason: replay.ReasonDigest, Detail: fmt.Sprintf("run.json's checks digest to %s, the log recorded %s", got, rep.VerificationDigest)}
 	}
 	return nil
 }
@@ -275,10 +275,10 @@ func (r *Run) Cancel(actor, reason string) error {
 		return err
 	}
 	st := r.State()
-	if !CanTransition(st, Cancelled) {
+	if !replay.CanTransition(st, replay.Cancelled) {
 		return &StateError{State: st, Action: "cancel"}
 	}
-	return r.transition(Cancelled, StateData{Actor: actor, Reason: reason})
+	return r.transition(replay.Cancelled, replay.StateData{Actor: actor, Reason: reason})
 }
 
 // Supersede marks the run SUPERSEDED by run id by.
@@ -287,13 +287,15 @@ func (r *Run) Supersede(by, actor string) error {
 	if !Retryable(st) {
 		return &StateError{State: st, Action: "supersede"}
 	}
-	return r.transition(Superseded, StateData{By: by, Actor: actor, Reason: "retried as " + by})
+	return r.transition(replay.Superseded, replay.StateData{By: by, Actor: actor, Reason: "retried as " + by})
 }
 
 // Retryable reports whether retry may supersede a run in state st.
 // An IMPLEMENTING run is superseded only by its successor (planned with
 // PlanOptions.ImplementedBy), never by a retry.
-func Retryable(st State) bool { return st != Implementing && CanTransition(st, Superseded) }
+func Retryable(st replay.State) bool {
+	return st != replay.Implementing && replay.CanTransition(st, replay.Superseded)
+}
 
 // RetryOptions describe a retry of run ID.
 type RetryOptions struct {
@@ -306,7 +308,7 @@ type RetryOptions struct {
 // which has since moved on to State.
 type RetriedError struct {
 	ID, By string
-	State  State
+	State  replay.State
 }
 
 func (e *RetriedError) Error() string {
@@ -335,7 +337,7 @@ func Retry(ctx context.Context, o RetryOptions) (*Run, error) {
 	case Retryable(st):
 		p.publish = func(id string) error { return old.Supersede(id, o.Actor) }
 		return Plan(ctx, p)
-	case st != Superseded:
+	case st != replay.Superseded:
 		return nil, &StateError{State: st, Action: "retry"}
 	}
 	old.mu.Lock()
@@ -348,13 +350,13 @@ func Retry(ctx context.Context, o RetryOptions) (*Run, error) {
 		return Plan(ctx, p)
 	}
 	if err != nil {
-		return nil, &StateError{State: Superseded, Action: "retry"}
+		return nil, &StateError{State: replay.Superseded, Action: "retry"}
 	}
 	next, err := Open(p.StateDir, by)
 	if err != nil {
 		return nil, err
 	}
-	if st := next.State(); st != Planned || next.Planned.Supersedes != old.ID {
+	if st := next.State(); st != replay.Planned || next.Planned.Supersedes != old.ID {
 		next.Close()
 		return nil, &RetriedError{ID: old.ID, By: by, State: st}
 	}

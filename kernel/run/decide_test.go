@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // awaiting returns a closed run AWAITING_APPROVAL.
@@ -16,7 +17,7 @@ func (f *fixture) awaiting(t *testing.T) string {
 	r := f.plan(t)
 	defer r.Close()
 	f.exec(t, r)
-	if st := r.State(); st != AwaitingApproval {
+	if st := r.State(); st != replay.AwaitingApproval {
 		t.Fatalf("state %s, want AWAITING_APPROVAL", st)
 	}
 	return r.ID
@@ -34,13 +35,13 @@ func (f *fixture) open(t *testing.T, id string) *Run {
 // decisionOnly records a decision the way a writer killed between its two
 // appends left it (what 'approve' on earlier versions wrote before its
 // state.changed): approval.recorded, and no state change.
-func decisionOnly(t *testing.T, r *Run, decision, actor, reason string, next State) {
+func decisionOnly(t *testing.T, r *Run, decision, actor, reason string, next replay.State) {
 	t.Helper()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	f := r.fold
-	err := r.appendLocked(TypeApproval, ApprovalData{Decision: decision, Actor: actor, Reason: reason, State: next,
-		VerificationDigest: f.VerificationDigest(), Source: Source{Commit: f.Source().Commit, Tree: f.Source().Tree}, Contract: f.ContractHash()})
+	err := r.appendLocked(replay.TypeApproval, replay.ApprovalData{Decision: decision, Actor: actor, Reason: reason, State: next,
+		VerificationDigest: f.VerificationDigest(), Source: replay.Source{Commit: f.Source().Commit, Tree: f.Source().Tree}, Contract: f.ContractHash()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +68,11 @@ func countTypes(t *testing.T, dir string) map[string]int {
 func TestHalfDecisionIsCompletedByTheNextWriter(t *testing.T) {
 	for _, tc := range []struct {
 		decision, actor, reason string
-		next                    State
+		next                    replay.State
 		again                   DecisionOptions
 	}{
-		{"approved", "alice", "", Complete, DecisionOptions{Actor: "alice"}},
-		{"rejected", "carol", "no", Rejected, DecisionOptions{Actor: "carol", Reject: true, Reason: "no"}},
+		{"approved", "alice", "", replay.Complete, DecisionOptions{Actor: "alice"}},
+		{"rejected", "carol", "no", replay.Rejected, DecisionOptions{Actor: "carol", Reject: true, Reason: "no"}},
 	} {
 		t.Run(tc.decision, func(t *testing.T) {
 			f := newFixture(t, twoChecks)
@@ -82,7 +83,7 @@ func TestHalfDecisionIsCompletedByTheNextWriter(t *testing.T) {
 			dir := NewStore(f.state).Path(id)
 
 			rep, err := Audit(dir)
-			if err != nil || rep.State != AwaitingApproval {
+			if err != nil || rep.State != replay.AwaitingApproval {
 				t.Fatalf("replay of the half decision: %v, %v; want AWAITING_APPROVAL as before", rep, err)
 			}
 			r = f.open(t, id)
@@ -103,7 +104,7 @@ func TestHalfDecisionIsCompletedByTheNextWriter(t *testing.T) {
 			if err != nil || rep.State != tc.next || len(rep.Decisions) != 1 {
 				t.Fatalf("audit: %+v, %v", rep, err)
 			}
-			if n := countTypes(t, dir); n[TypeApproval] != 1 || n[TypeState] != 3 {
+			if n := countTypes(t, dir); n[replay.TypeApproval] != 1 || n[replay.TypeState] != 3 {
 				t.Fatalf("events %v: want one decision and three state changes (VERIFYING, AWAITING_APPROVAL, the decision's)", n)
 			}
 		})
@@ -116,14 +117,14 @@ func TestStatusCompletesAHalfDecision(t *testing.T) {
 	f := newFixture(t, twoChecks)
 	id := f.awaiting(t)
 	r := f.open(t, id)
-	decisionOnly(t, r, "approved", "alice", "", Complete)
+	decisionOnly(t, r, "approved", "alice", "", replay.Complete)
 	st, err := Inspect(context.Background(), f.state, id, f.fresh())
-	if err != nil || st.State != AwaitingApproval || st.DecisionPending == nil || st.DecisionPending.To != Complete {
+	if err != nil || st.State != replay.AwaitingApproval || st.DecisionPending == nil || st.DecisionPending.To != replay.Complete {
 		t.Fatalf("status while the writer lives: %+v, %v; want AWAITING_APPROVAL with the decision pending", st, err)
 	}
 	r.Close()
 	st, err = Inspect(context.Background(), f.state, id, f.fresh())
-	if err != nil || st.State != Complete || st.DecisionPending != nil {
+	if err != nil || st.State != replay.Complete || st.DecisionPending != nil {
 		t.Fatalf("status with no writer: %+v, %v; want COMPLETE", st, err)
 	}
 }
@@ -136,13 +137,13 @@ func TestOldLogsReplayAsBefore(t *testing.T) {
 	id := f.awaiting(t)
 	r := f.open(t, id)
 	defer r.Close()
-	decisionOnly(t, r, "approved", "alice", "", Complete)
-	decisionOnly(t, r, "approved", "bob", "", Complete)
-	if err := r.transition(Cancelled, StateData{Actor: "ops", Reason: "stuck"}); err != nil {
+	decisionOnly(t, r, "approved", "alice", "", replay.Complete)
+	decisionOnly(t, r, "approved", "bob", "", replay.Complete)
+	if err := r.transition(replay.Cancelled, replay.StateData{Actor: "ops", Reason: "stuck"}); err != nil {
 		t.Fatal(err)
 	}
 	rep, err := Audit(r.Dir)
-	if err != nil || rep.State != Cancelled || len(rep.Decisions) != 2 {
+	if err != nil || rep.State != replay.Cancelled || len(rep.Decisions) != 2 {
 		t.Fatalf("audit: %+v, %v", rep, err)
 	}
 }
@@ -168,7 +169,7 @@ func TestDamagedTailDoesNotBlockApprove(t *testing.T) {
 			}
 			ev.Close()
 			st, err := Inspect(context.Background(), f.state, id, f.fresh())
-			if err != nil || !st.TornTail || st.State != AwaitingApproval {
+			if err != nil || !st.TornTail || st.State != replay.AwaitingApproval {
 				t.Fatalf("status: %+v, %v", st, err)
 			}
 			r := f.open(t, id)
@@ -177,10 +178,10 @@ func TestDamagedTailDoesNotBlockApprove(t *testing.T) {
 				t.Fatalf("approve after a damaged tail: %v", err)
 			}
 			rep, err := Audit(dir)
-			if err != nil || rep.State != Complete {
+			if err != nil || rep.State != replay.Complete {
 				t.Fatalf("audit: %+v, %v", rep, err)
 			}
-			if n := countTypes(t, dir); n[eventlog.TypeRecovered] != 1 || n[TypeApproval] != 1 {
+			if n := countTypes(t, dir); n[eventlog.TypeRecovered] != 1 || n[replay.TypeApproval] != 1 {
 				t.Fatalf("events %v: want one log.recovered and one decision", n)
 			}
 		})
@@ -211,7 +212,7 @@ func TestDecisionRefusesUnprintableText(t *testing.T) {
 	if err := r.Cancel("mallory\x07", "r"); !errors.As(err, &re) {
 		t.Errorf("cancel: %v", err)
 	}
-	if got := r.Report().ChainLength; got != before || r.State() != AwaitingApproval {
+	if got := r.Report().ChainLength; got != before || r.State() != replay.AwaitingApproval {
 		t.Fatalf("something was recorded: %d events (was %d), %s", got, before, r.State())
 	}
 }

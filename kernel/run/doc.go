@@ -11,9 +11,9 @@
 //
 // Everything that decides what a log means lives in kernel/replay, which
 // verifiers import without this package: the lifecycle, the event-type
-// table, the replay, the audit and the verification digest. This package
-// re-exports those types (Report, State, the event data) as aliases for its
-// callers. Its own rules are the ones only a writer needs: planning refuses
+// table, the replay, the audit and the verification digest; callers name
+// those types (replay.Report, replay.State, the event data) there. Its own
+// rules are the ones only a writer needs: planning refuses
 // a dirty work tree unless allowed (DirtyError); a decision reconciles the
 // run on disk, refuses a stale one and appends one approval.recorded (a
 // writer killed before its state.changed leaves it for the next writer,

@@ -11,19 +11,20 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // foundReport is a check's structured report as found on its stdout (see
 // Structured), and why the line was refused, which is never recorded.
 type foundReport struct {
-	Structured
+	replay.Structured
 	refused string
 }
 
 // recorded is what check.finished records of the report: its Structured
 // part (a refused line records an empty report, which never passes).
-func (s *foundReport) recorded() *Structured {
+func (s *foundReport) recorded() *replay.Structured {
 	if s == nil {
 		return nil
 	}
@@ -63,11 +64,11 @@ func findReport(out []byte) (*foundReport, bool) {
 		if probe.Status == nil {
 			continue
 		}
-		var s Structured
+		var s replay.Structured
 		if err := strictjson.DecodeOpen(l, &s); err != nil {
 			// A status line whose other fields are malformed is still the
 			// report; keep the status so the failure names it.
-			return &foundReport{Structured: Structured{Status: *probe.Status}}, true
+			return &foundReport{Structured: replay.Structured{Status: *probe.Status}}, true
 		}
 		return &foundReport{Structured: s}, true
 	}
@@ -107,7 +108,7 @@ func judgeReport(s *foundReport, found bool, want []string, repo string) string 
 	return ""
 }
 
-func checkArtifact(a Artifact, repo string) string {
+func checkArtifact(a replay.Artifact, repo string) string {
 	want := strings.TrimPrefix(a.SHA256, "sha256:")
 	if len(want) != 64 {
 		return "sha256 is not a hex SHA-256"

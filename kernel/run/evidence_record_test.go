@@ -91,8 +91,8 @@ func TestReplayRefusesForgedEvidence(t *testing.T) {
 		"unknown member":               withEvent(t, base, replay.TypeEvidenceCollected, map[string]any{"digest": td, "report": timeout, "extra": 1}),
 	} {
 		_, err := replay.Fold(c, events)
-		var ae *AuditError
-		if !errors.As(err, &ae) || ae.Reason != ReasonBadEvent || !strings.Contains(ae.Error(), "evidence") {
+		var ae *replay.AuditError
+		if !errors.As(err, &ae) || ae.Reason != replay.ReasonBadEvent || !strings.Contains(ae.Error(), "evidence") {
 			t.Errorf("%s: %v, want a bad-event AuditError", name, err)
 		}
 	}

@@ -43,10 +43,10 @@ type ExecOptions struct {
 // the contract requires no approval), BLOCKED, or STALE when the work tree
 // changed while the checks ran.
 func (r *Run) Exec(ctx context.Context, opts ExecOptions) error {
-	if st := r.State(); st != Planned && st != Implementing {
+	if st := r.State(); st != replay.Planned && st != replay.Implementing {
 		return &StateError{State: st, Action: "execute"}
 	}
-	if err := r.transition(Verifying, StateData{}); err != nil {
+	if err := r.transition(replay.Verifying, replay.StateData{}); err != nil {
 		return err
 	}
 	jobs := opts.Jobs
@@ -67,21 +67,21 @@ func (r *Run) Exec(ctx context.Context, opts ExecOptions) error {
 	// (best effort: the log itself may be what failed), rather than stay
 	// VERIFYING with the reason only on a terminal that is gone.
 	if err := s.firstErr(); err != nil {
-		if terr := r.transition(Blocked, StateData{Reason: "harness error: " + err.Error()}); terr != nil {
+		if terr := r.transition(replay.Blocked, replay.StateData{Reason: "harness error: " + err.Error()}); terr != nil {
 			return errors.Join(err, terr)
 		}
 		return err
 	}
 	if ctx.Err() != nil {
 		err := fmt.Errorf("run %s interrupted: %w", r.ID, ctx.Err())
-		if terr := r.transition(Cancelled, StateData{Reason: "interrupted: " + ctx.Err().Error()}); terr != nil {
+		if terr := r.transition(replay.Cancelled, replay.StateData{Reason: "interrupted: " + ctx.Err().Error()}); terr != nil {
 			return errors.Join(err, terr)
 		}
 		return err
 	}
 	budgetHit := budget > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded)
 	if budgetHit {
-		if err := r.append(TypeBudget, BudgetData{MaxDurationMS: budget.Milliseconds()}); err != nil {
+		if err := r.append(replay.TypeBudget, replay.BudgetData{MaxDurationMS: budget.Milliseconds()}); err != nil {
 			return err
 		}
 	}
@@ -104,16 +104,16 @@ func (r *Run) finishVerification(ctx context.Context, opts ExecOptions, budgetHi
 	for _, c := range checks {
 		passed = passed && c.Outcome == runtime.Passed
 	}
-	if err := r.appendLocked(TypeVerification, VerificationData{Digest: digest, Passed: passed, Worktree: st.Digest}); err != nil {
+	if err := r.appendLocked(replay.TypeVerification, replay.VerificationData{Digest: digest, Passed: passed, Worktree: st.Digest}); err != nil {
 		return err
 	}
 	if reasons := staleReasons(r.Planned.Worktree, st); len(reasons) > 0 {
 		w := replay.WorktreeState(st)
-		return r.transitionLocked(Stale, StateData{Reason: "changed while verifying: " + listShort(reasons), Worktree: &w})
+		return r.transitionLocked(replay.Stale, replay.StateData{Reason: "changed while verifying: " + listShort(reasons), Worktree: &w})
 	}
 	switch {
 	case budgetHit:
-		return r.transitionLocked(Blocked, StateData{Reason: "budget.max_duration exceeded"})
+		return r.transitionLocked(replay.Blocked, replay.StateData{Reason: "budget.max_duration exceeded"})
 	case !passed:
 		var failed []string
 		for _, c := range checks {
@@ -121,13 +121,13 @@ func (r *Run) finishVerification(ctx context.Context, opts ExecOptions, budgetHi
 				failed = append(failed, fmt.Sprintf("%s %s", c.ID, c.Outcome))
 			}
 		}
-		return r.transitionLocked(Blocked, StateData{Reason: "checks did not pass: " + listShort(failed)})
+		return r.transitionLocked(replay.Blocked, replay.StateData{Reason: "checks did not pass: " + listShort(failed)})
 	}
-	if err := r.transitionLocked(AwaitingApproval, StateData{}); err != nil {
+	if err := r.transitionLocked(replay.AwaitingApproval, replay.StateData{}); err != nil {
 		return err
 	}
 	if r.Contract.Approval.Required == 0 {
-		return r.transitionLocked(Complete, StateData{Reason: "the contract requires no approval"})
+		return r.transitionLocked(replay.Complete, replay.StateData{Reason: "the contract requires no approval"})
 	}
 	return nil
 }
@@ -244,7 +244,7 @@ func (s *scheduler) skip(c contract.Check, why string) {
 	s.mu.Lock()
 	s.outcome[c.ID] = runtime.Skipped
 	s.mu.Unlock()
-	if err := s.record(TypeCheckFinished, CheckFinishedData{Check: c.ID, Outcome: runtime.Skipped, ExitCode: -1, Detail: why}); err != nil {
+	if err := s.record(replay.TypeCheckFinished, replay.CheckFinishedData{Check: c.ID, Outcome: runtime.Skipped, ExitCode: -1, Detail: why}); err != nil {
 		s.setErr(err)
 	}
 	if p := s.opts.Progress; p != nil {
@@ -283,7 +283,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 	}
 	defer errW.Abort()
 	lease, cacheErr := s.acquireCaches(c)
-	if err := s.record(TypeCheckStarted, startedData(c, lease)); err != nil {
+	if err := s.record(replay.TypeCheckStarted, startedData(c, lease)); err != nil {
 		lease.release()
 		return runtime.Error, err
 	}
@@ -309,7 +309,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 		return runtime.Error, err
 	}
 	so, se := stdout.Stream(), stderr.Stream()
-	d := CheckFinishedData{
+	d := replay.CheckFinishedData{
 		Check: c.ID, Outcome: res.Outcome, ExitCode: res.ExitCode,
 		DurationMS: res.Finished.Sub(res.Started).Milliseconds(),
 		Started:    res.Started.UTC().Format(time.RFC3339Nano), Finished: res.Finished.UTC().Format(time.RFC3339Nano),
@@ -331,7 +331,7 @@ func (s *scheduler) execute(c contract.Check) (runtime.Outcome, error) {
 			d.Outcome, d.ExitCode, d.Detail = runtime.Error, -1, "produces: "+err.Error()
 		}
 	}
-	if err := s.record(TypeCheckFinished, d); err != nil {
+	if err := s.record(replay.TypeCheckFinished, d); err != nil {
 		return runtime.Error, err
 	}
 	if p := s.opts.Progress; p != nil {

@@ -2,6 +2,7 @@ package run
 
 import (
 	"context"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"testing"
 )
 
@@ -17,16 +18,16 @@ func TestHeldApprovalsCompleteWithTheLast(t *testing.T) {
 	if err := r.Decide(context.Background(), DecisionOptions{Actor: "alice", Hold: true, Fresh: f.fresh()}); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.State(); st != AwaitingApproval {
+	if st := r.State(); st != replay.AwaitingApproval {
 		t.Fatalf("after a held approval: %s, want AWAITING_APPROVAL", st)
 	}
 	r.Close()
 	dir := NewStore(f.state).Path(id)
-	if rep, err := Audit(dir); err != nil || rep.State != AwaitingApproval || len(rep.Decisions) != 1 {
+	if rep, err := Audit(dir); err != nil || rep.State != replay.AwaitingApproval || len(rep.Decisions) != 1 {
 		t.Fatalf("replay of a held approval: %+v, %v", rep, err)
 	}
 	r = f.open(t, id) // a new writer records no state change for it
-	if st := r.State(); st != AwaitingApproval {
+	if st := r.State(); st != replay.AwaitingApproval {
 		t.Fatalf("after reopening: %s", st)
 	}
 	if err := r.Decide(context.Background(), DecisionOptions{Actor: "alice", Fresh: f.fresh()}); err == nil {
@@ -35,15 +36,15 @@ func TestHeldApprovalsCompleteWithTheLast(t *testing.T) {
 	if err := r.Decide(context.Background(), DecisionOptions{Actor: "bob", Fresh: f.fresh()}); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.State(); st != Complete {
+	if st := r.State(); st != replay.Complete {
 		t.Fatalf("after the last approval: %s, want COMPLETE", st)
 	}
 	r.Close()
 	rep, err := Audit(dir)
-	if err != nil || rep.State != Complete || len(rep.Decisions) != 2 {
+	if err != nil || rep.State != replay.Complete || len(rep.Decisions) != 2 {
 		t.Fatalf("audit: %+v, %v", rep, err)
 	}
-	if n := countTypes(t, dir); n[TypeApproval] != 2 || n[TypeState] != 3 {
+	if n := countTypes(t, dir); n[replay.TypeApproval] != 2 || n[replay.TypeState] != 3 {
 		t.Fatalf("events %v: want two decisions and one completing state change", n)
 	}
 }
@@ -57,7 +58,7 @@ func TestHoldDoesNotHoldARejection(t *testing.T) {
 	if err := r.Decide(context.Background(), DecisionOptions{Actor: "carol", Reject: true, Reason: "no", Hold: true, Fresh: f.fresh()}); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.State(); st != Rejected {
+	if st := r.State(); st != replay.Rejected {
 		t.Fatalf("a held rejection: %s, want REJECTED", st)
 	}
 }

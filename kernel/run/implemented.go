@@ -74,14 +74,14 @@ func planImplemented(ctx context.Context, o PlanOptions) (*Run, error) {
 		return nil, err
 	}
 	switch st := impl.State(); st {
-	case Implementing:
+	case replay.Implementing:
 		if open := impl.openSessions(); len(open) > 0 {
 			return nil, &ImplementedByError{Run: impl.ID, Reason: ImplSessionOpen, Detail: fmt.Sprintf("session %s is open; end every session first ('proofgate session end %s')", joinComma(open), impl.ID)}
 		}
 		o.implemented = impl.implementation(0)
 		o.publish = func(id string) error { return impl.supersedeImplementation(id) }
 		return Plan(ctx, o)
-	case Superseded:
+	case replay.Superseded:
 		return impl.resumeSuccessor(ctx, o)
 	default:
 		return nil, &ImplementedByError{Run: impl.ID, Reason: ImplNotImplementing, Detail: fmt.Sprintf("the run is %s; only an IMPLEMENTING run is verified by a successor", st)}
@@ -113,20 +113,20 @@ func (r *Run) implementation(drop int) *ImplementedBy {
 	events = events[:len(events)-drop]
 	src := r.fold.Source()
 	return &ImplementedBy{Run: r.ID, Head: replay.HeadOf(events), Length: len(events),
-		Source: Source{Commit: src.Commit, Tree: src.Tree}, Contract: r.fold.ContractHash()}
+		Source: replay.Source{Commit: src.Commit, Tree: src.Tree}, Contract: r.fold.ContractHash()}
 }
 
 // supersedeImplementation moves the IMPLEMENTING run to SUPERSEDED by its
 // successor by.
 func (r *Run) supersedeImplementation(by string) error {
-	return r.transition(Superseded, StateData{By: by, Reason: "implementation verified by " + by})
+	return r.transition(replay.Superseded, replay.StateData{By: by, Reason: "implementation verified by " + by})
 }
 
 // resumeSuccessor finishes a successor whose planning was interrupted
 // after the implementation run recorded its supersession.
 func (r *Run) resumeSuccessor(ctx context.Context, o PlanOptions) (*Run, error) {
 	last, ok := r.lastState()
-	if !ok || last.From != Implementing {
+	if !ok || last.From != replay.Implementing {
 		return nil, &ImplementedByError{Run: r.ID, Reason: ImplNotImplementing, Detail: "the run is SUPERSEDED, and not as an implementation run"}
 	}
 	_, err := NewStore(o.StateDir).Resolve(last.By)
@@ -142,7 +142,7 @@ func (r *Run) resumeSuccessor(ctx context.Context, o PlanOptions) (*Run, error) 
 	if err != nil {
 		return nil, err
 	}
-	if st := next.State(); st != Planned || next.Planned.ImplementedBy == nil || next.Planned.ImplementedBy.Run != r.ID {
+	if st := next.State(); st != replay.Planned || next.Planned.ImplementedBy == nil || next.Planned.ImplementedBy.Run != r.ID {
 		next.Close()
 		return nil, &ImplementedByError{Run: r.ID, Reason: ImplSucceeded, Detail: fmt.Sprintf("its successor %s is %s", last.By, st)}
 	}
@@ -151,14 +151,14 @@ func (r *Run) resumeSuccessor(ctx context.Context, o PlanOptions) (*Run, error) 
 
 // lastState is the data of the log's last event when it is a
 // state.changed.
-func (r *Run) lastState() (StateData, bool) {
+func (r *Run) lastState() (replay.StateData, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	events := r.log.Events()
 	e := events[len(events)-1]
-	var d StateData
-	if e.Type != TypeState || strictjson.Decode(e.Data, &d) != nil {
-		return StateData{}, false
+	var d replay.StateData
+	if e.Type != replay.TypeState || strictjson.Decode(e.Data, &d) != nil {
+		return replay.StateData{}, false
 	}
 	return d, true
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // implementing plans a run and moves it to IMPLEMENTING, as a session's
@@ -18,7 +19,7 @@ func (f *fixture) implementing(t *testing.T) *Run {
 	t.Helper()
 	r := f.plan(t)
 	defer r.Close()
-	if err := r.transition(Implementing, StateData{Reason: "agent session"}); err != nil {
+	if err := r.transition(replay.Implementing, replay.StateData{Reason: "agent session"}); err != nil {
 		t.Fatal(err)
 	}
 	return r
@@ -59,7 +60,7 @@ func TestImplementedBySuccessor(t *testing.T) {
 	f.agentCommit(t)
 	// The agent changed the tree: status does not mark an IMPLEMENTING run STALE.
 	st, err := Inspect(context.Background(), f.state, a.ID, f.fresh())
-	if err != nil || st.State != Implementing {
+	if err != nil || st.State != replay.Implementing {
 		t.Fatalf("status of the implementation run: %v %v", st, err)
 	}
 	b, err := f.planSuccessor(a.ID)
@@ -69,7 +70,7 @@ func TestImplementedBySuccessor(t *testing.T) {
 	defer b.Close()
 	ib := b.Planned.ImplementedBy
 	want := ImplementedBy{Run: a.ID, Head: aRep.ChainHead, Length: aRep.ChainLength,
-		Source: Source{Commit: aRep.Source.Commit, Tree: aRep.Source.Tree}, Contract: aRep.ContractHash}
+		Source: replay.Source{Commit: aRep.Source.Commit, Tree: aRep.Source.Tree}, Contract: aRep.ContractHash}
 	if ib == nil || *ib != want {
 		t.Fatalf("implemented_by %+v, want %+v", ib, want)
 	}
@@ -80,7 +81,7 @@ func TestImplementedBySuccessor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.State != Superseded || after.ChainLength != aRep.ChainLength+1 {
+	if after.State != replay.Superseded || after.ChainLength != aRep.ChainLength+1 {
 		t.Fatalf("implementation run: %s with %d events", after.State, after.ChainLength)
 	}
 	f.exec(t, b)
@@ -88,7 +89,7 @@ func TestImplementedBySuccessor(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Audit(b.Dir)
-	if err != nil || rep.State != Complete || rep.ImplementedBy == nil || *rep.ImplementedBy != want {
+	if err != nil || rep.State != replay.Complete || rep.ImplementedBy == nil || *rep.ImplementedBy != want {
 		t.Fatalf("successor audit: %+v %v", rep, err)
 	}
 }
@@ -116,7 +117,7 @@ func TestImplementedByRefusals(t *testing.T) {
 		if r := implReason(t, err); r != ImplContract {
 			t.Fatalf("reason %s", r)
 		}
-		if rep, _ := Audit(a.Dir); rep.State != Implementing {
+		if rep, _ := Audit(a.Dir); rep.State != replay.Implementing {
 			t.Fatalf("a refused successor moved the implementation run to %s", rep.State)
 		}
 	})
@@ -147,7 +148,7 @@ func TestImplementedByRefusals(t *testing.T) {
 		a := f.implementing(t)
 		_, err := Retry(context.Background(), RetryOptions{ID: a.ID, Actor: "x", Plan: PlanOptions{RepoDir: f.repo, StateDir: f.state, Contract: f.c}})
 		var se *StateError
-		if !errors.As(err, &se) || se.State != Implementing {
+		if !errors.As(err, &se) || se.State != replay.Implementing {
 			t.Fatalf("retry: %v, want a StateError", err)
 		}
 	})
@@ -189,28 +190,30 @@ func TestImplementedByInterrupted(t *testing.T) {
 // SUPERSEDED transition.
 func TestImplementedByReplayRefusals(t *testing.T) {
 	one := "version: 1\nname: t\ndefaults: {runtime: process}\nchecks:\n  - {id: a, run: ['true']}\n"
-	good := func(p PlannedData) *ImplementedBy {
+	good := func(p replay.PlannedData) *ImplementedBy {
 		return &ImplementedBy{Run: "20261201T120000.000Z-00000001", Head: "sha256:" + strings.Repeat("a", 64), Length: 2,
-			Source: Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree}, Contract: p.Contract.Hash}
+			Source: replay.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree}, Contract: p.Contract.Hash}
 	}
 	for _, tc := range []struct {
 		name   string
-		reason AuditReason
-		edit   func(ib *ImplementedBy, p *PlannedData, run string)
+		reason replay.AuditReason
+		edit   func(ib *ImplementedBy, p *replay.PlannedData, run string)
 		after  func(t *testing.T, l *eventlog.Log)
 	}{
-		{"own run", ReasonBadEvent, func(ib *ImplementedBy, _ *PlannedData, run string) { ib.Run = run }, nil},
-		{"run not an id", ReasonBadEvent, func(ib *ImplementedBy, _ *PlannedData, _ string) { ib.Run = "../x" }, nil},
-		{"head not a digest", ReasonBadEvent, func(ib *ImplementedBy, _ *PlannedData, _ string) { ib.Head = "sha256:zz" }, nil},
-		{"length 1", ReasonBadEvent, func(ib *ImplementedBy, _ *PlannedData, _ string) { ib.Length = 1 }, nil},
-		{"source not a commit", ReasonBadEvent, func(ib *ImplementedBy, _ *PlannedData, _ string) { ib.Source.Commit = "HEAD" }, nil},
-		{"another contract", ReasonContract, func(ib *ImplementedBy, _ *PlannedData, _ string) {
+		{"own run", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, run string) { ib.Run = run }, nil},
+		{"run not an id", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Run = "../x" }, nil},
+		{"head not a digest", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Head = "sha256:zz" }, nil},
+		{"length 1", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Length = 1 }, nil},
+		{"source not a commit", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Source.Commit = "HEAD" }, nil},
+		{"another contract", replay.ReasonContract, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) {
 			ib.Contract = "sha256:" + strings.Repeat("b", 64)
 		}, nil},
-		{"with supersedes", ReasonBadEvent, func(_ *ImplementedBy, p *PlannedData, _ string) { p.Supersedes = "20261201T120000.000Z-00000002" }, nil},
-		{"superseded without successor", ReasonIllegalTransition, func(ib *ImplementedBy, p *PlannedData, _ string) { p.ImplementedBy = nil }, func(t *testing.T, l *eventlog.Log) {
-			mustAppend(t, l, TypeState, StateData{From: Planned, To: Implementing})
-			mustAppend(t, l, TypeState, StateData{From: Implementing, To: Superseded})
+		{"with supersedes", replay.ReasonBadEvent, func(_ *ImplementedBy, p *replay.PlannedData, _ string) {
+			p.Supersedes = "20261201T120000.000Z-00000002"
+		}, nil},
+		{"superseded without successor", replay.ReasonIllegalTransition, func(ib *ImplementedBy, p *replay.PlannedData, _ string) { p.ImplementedBy = nil }, func(t *testing.T, l *eventlog.Log) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Implementing})
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Implementing, To: replay.Superseded})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,7 +222,7 @@ func TestImplementedByReplayRefusals(t *testing.T) {
 			ib := good(planned)
 			planned.ImplementedBy = ib
 			tc.edit(ib, &planned, lg.Binding().Run)
-			mustAppend(t, lg, TypePlanned, planned)
+			mustAppend(t, lg, replay.TypePlanned, planned)
 			if tc.after != nil {
 				tc.after(t, lg)
 			}

@@ -32,7 +32,7 @@ type Run struct {
 	ID       string
 	Dir      string
 	Contract *contract.Resolved
-	Planned  PlannedData
+	Planned  replay.PlannedData
 
 	mu    sync.Mutex
 	log   *eventlog.Log
@@ -62,7 +62,7 @@ func (e *StaleError) Error() string { return "run is STALE: " + listShort(e.Reas
 
 // StateError refuses an action the run's state does not allow.
 type StateError struct {
-	State  State
+	State  replay.State
 	Action string
 }
 
@@ -189,7 +189,7 @@ func Plan(ctx context.Context, opts PlanOptions) (r *Run, err error) {
 		return r, err
 	}
 	if opts.Implement {
-		if err := r.transition(Implementing, StateData{Reason: "planned for an agent session"}); err != nil {
+		if err := r.transition(replay.Implementing, replay.StateData{Reason: "planned for an agent session"}); err != nil {
 			return r, err
 		}
 	}
@@ -243,7 +243,7 @@ func (r *Run) moved(dir string) error {
 	}
 	r.log = lg
 	if lg.Len() != n || lg.Head() != head {
-		return &AuditError{Reason: ReasonChain, Detail: fmt.Sprintf("the log changed while its run was published (%d events, planned %d)", lg.Len(), n)}
+		return &replay.AuditError{Reason: replay.ReasonChain, Detail: fmt.Sprintf("the log changed while its run was published (%d events, planned %d)", lg.Len(), n)}
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 	}
 	events := lg.Events()
 	if len(events) == 0 || events[0].Contract != hash || events[0].Run != id {
-		return nil, &AuditError{Reason: ReasonContract, Line: 1, Detail: "the log is not bound to this run's contract.json and id"}
+		return nil, &replay.AuditError{Reason: replay.ReasonContract, Line: 1, Detail: "the log is not bound to this run's contract.json and id"}
 	}
 	r = &Run{ID: id, Dir: dir, Contract: c, lk: lk, log: lg, fold: replay.NewFolder(c), blobs: blob.New(filepath.Join(dir, BlobDir)), now: time.Now}
 	for i, e := range events {
@@ -341,7 +341,7 @@ func openLocked(dir, id string, lk *lock.Lock) (r *Run, err error) {
 	rep := r.fold.Report(len(events), replay.HeadOf(events))
 	switch err := replay.CompareProjection(os.DirFS(dir), c, events, rep); {
 	case err == nil:
-	case isReason(err, ReasonProjectionLag):
+	case replay.IsReason(err, replay.ReasonProjectionLag):
 		// While a session is open its events are not projected (ADR
 		// 0019): the lag is expected, and repaired when it ends.
 		if !r.fold.SessionOpen() {
@@ -369,7 +369,7 @@ func (r *Run) completeDecision() error {
 	if d == nil || r.fold.State() != d.From {
 		return nil
 	}
-	return r.transitionLocked(d.To, StateData{Actor: d.Actor, Reason: d.Reason})
+	return r.transitionLocked(d.To, replay.StateData{Actor: d.Actor, Reason: d.Reason})
 }
 
 // Close writes the staged session events (one write, one fsync), the
@@ -395,14 +395,14 @@ func (r *Run) Close() error {
 }
 
 // State returns the current state.
-func (r *Run) State() State {
+func (r *Run) State() replay.State {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.fold.State()
 }
 
 // Report returns the current projection.
-func (r *Run) Report() *Report {
+func (r *Run) Report() *replay.Report {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.fold.Report(r.log.Len(), r.log.Head())
@@ -426,22 +426,22 @@ func (r *Run) appendLocked(typ string, data any) error {
 	return r.writeProjectionLocked()
 }
 
-func (r *Run) transition(to State, d StateData) error {
+func (r *Run) transition(to replay.State, d replay.StateData) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.transitionLocked(to, d)
 }
 
-func (r *Run) transitionLocked(to State, d StateData) error {
+func (r *Run) transitionLocked(to replay.State, d replay.StateData) error {
 	from := r.fold.State()
-	if !CanTransition(from, to) {
-		return &TransitionError{From: from, To: to}
+	if !replay.CanTransition(from, to) {
+		return &replay.TransitionError{From: from, To: to}
 	}
-	if s, open := r.fold.OpenSession(); open && from == Implementing {
+	if s, open := r.fold.OpenSession(); open && from == replay.Implementing {
 		return &SessionOpenError{Run: r.ID, Session: s.ID, To: to}
 	}
 	d.From, d.To = from, to
-	return r.appendLocked(TypeState, d)
+	return r.appendLocked(replay.TypeState, d)
 }
 
 func (r *Run) writeProjection() error {
@@ -468,8 +468,8 @@ func (r *Run) recordPlan(opts PlanOptions, st source.State, hash string) error {
 	for i, c := range opts.Contract.Checks {
 		ids[i] = c.ID
 	}
-	r.Planned = PlannedData{
-		Contract:      ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
+	r.Planned = replay.PlannedData{
+		Contract:      replay.ContractRef{Hash: hash, Origin: opts.Origin, Profile: opts.Contract.Profile},
 		Worktree:      replay.WorktreeState(st),
 		AllowDirty:    opts.AllowDirty,
 		Checks:        ids,
@@ -478,7 +478,7 @@ func (r *Run) recordPlan(opts PlanOptions, st source.State, hash string) error {
 		Planner:       Version,
 		ImplementedBy: opts.implemented,
 	}
-	if err := r.append(TypePlanned, r.Planned); err != nil {
+	if err := r.append(replay.TypePlanned, r.Planned); err != nil {
 		return err
 	}
 	for i, s := range opts.Context {
@@ -486,7 +486,7 @@ func (r *Run) recordPlan(opts PlanOptions, st source.State, hash string) error {
 		if err != nil {
 			return err
 		}
-		if err := r.append(TypeContext, ContextData{Index: i, SnapshotHash: s.Hash, Blob: d, Query: s.Query}); err != nil {
+		if err := r.append(replay.TypeContext, replay.ContextData{Index: i, SnapshotHash: s.Hash, Blob: d, Query: s.Query}); err != nil {
 			return err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
@@ -100,13 +101,13 @@ func (f *fixture) complete(t *testing.T) string {
 	r := f.plan(t)
 	defer r.Close()
 	f.exec(t, r)
-	if st := r.State(); st != AwaitingApproval {
+	if st := r.State(); st != replay.AwaitingApproval {
 		t.Fatalf("state %s, want AWAITING_APPROVAL", st)
 	}
 	if err := r.Decide(context.Background(), DecisionOptions{Actor: "alice", Fresh: f.fresh()}); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.State(); st != Complete {
+	if st := r.State(); st != replay.Complete {
 		t.Fatalf("state %s, want COMPLETE", st)
 	}
 	return r.Dir
@@ -119,7 +120,7 @@ func TestLifecycleHappyPath(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.State != Complete || len(rep.Checks) != 2 || len(rep.Decisions) != 1 || rep.Decisions[0].Actor != "alice" {
+	if rep.State != replay.Complete || len(rep.Checks) != 2 || len(rep.Decisions) != 1 || rep.Decisions[0].Actor != "alice" {
 		t.Fatalf("report %+v", rep)
 	}
 	for _, c := range rep.Checks {
@@ -130,7 +131,7 @@ func TestLifecycleHappyPath(t *testing.T) {
 	if len(rep.Blobs) < 2 {
 		t.Fatalf("blobs %v", rep.Blobs)
 	}
-	d, err := VerificationDigest(rep)
+	d, err := replay.VerificationDigest(rep)
 	if err != nil || d != rep.VerificationDigest {
 		t.Fatalf("digest %s vs %s (%v)", d, rep.VerificationDigest, err)
 	}
@@ -141,10 +142,10 @@ func TestLifecycleHappyPath(t *testing.T) {
 	}
 }
 
-func auditReason(t *testing.T, dir string) AuditReason {
+func auditReason(t *testing.T, dir string) replay.AuditReason {
 	t.Helper()
 	_, err := Audit(dir)
-	var ae *AuditError
+	var ae *replay.AuditError
 	if !errors.As(err, &ae) {
 		t.Fatalf("audit: %v, want *AuditError", err)
 	}
@@ -173,8 +174,8 @@ func TestRemovedDecisionRefused(t *testing.T) {
 	p := filepath.Join(dir, EventsFile)
 	lines := readLines(t, p)
 	writeLines(t, p, lines[:len(lines)-2])
-	if r := auditReason(t, dir); r != ReasonProjection {
-		t.Fatalf("reason %s, want %s", r, ReasonProjection)
+	if r := auditReason(t, dir); r != replay.ReasonProjection {
+		t.Fatalf("reason %s, want %s", r, replay.ReasonProjection)
 	}
 }
 
@@ -188,8 +189,8 @@ func TestTamperedProjectionRefused(t *testing.T) {
 	b, _ := os.ReadFile(p)
 	os.WriteFile(p, []byte(strings.Replace(string(b), `"exit_code": 0`, `"exit_code": 7`, 1)), 0o644)
 	err := r.Decide(context.Background(), DecisionOptions{Actor: "alice", Fresh: f.fresh()})
-	var ae *AuditError
-	if !errors.As(err, &ae) || ae.Reason != ReasonProjection {
+	var ae *replay.AuditError
+	if !errors.As(err, &ae) || ae.Reason != replay.ReasonProjection {
 		t.Fatalf("decide: %v, want projection-tampered", err)
 	}
 	r.Close()
@@ -208,8 +209,8 @@ func TestProjectionLagRepaired(t *testing.T) {
 	f.exec(t, r)
 	r.Close()
 	os.WriteFile(p, old, 0o644)
-	if reason := auditReason(t, r.Dir); reason != ReasonProjectionLag {
-		t.Fatalf("reason %s, want %s", reason, ReasonProjectionLag)
+	if reason := auditReason(t, r.Dir); reason != replay.ReasonProjectionLag {
+		t.Fatalf("reason %s, want %s", reason, replay.ReasonProjectionLag)
 	}
 	r2, err := Open(f.state, r.ID)
 	if err != nil {
@@ -253,7 +254,7 @@ func TestStaleness(t *testing.T) {
 			if !errors.As(err, &se) {
 				t.Fatalf("decide: %v, want *StaleError", err)
 			}
-			if r.State() != Stale {
+			if r.State() != replay.Stale {
 				t.Fatalf("state %s", r.State())
 			}
 			// the state dir itself never makes a run stale
@@ -275,7 +276,7 @@ func TestStateDirDoesNotMakeStale(t *testing.T) {
 
 // emptyLog plans a run and replaces its log with an empty one under the
 // same binding, for tests that write histories by hand.
-func emptyLog(t *testing.T, f *fixture) (dir string, planned PlannedData, lg *eventlog.Log) {
+func emptyLog(t *testing.T, f *fixture) (dir string, planned replay.PlannedData, lg *eventlog.Log) {
 	t.Helper()
 	r := f.plan(t)
 	planned = r.Planned
@@ -290,10 +291,10 @@ func emptyLog(t *testing.T, f *fixture) (dir string, planned PlannedData, lg *ev
 }
 
 // handLog writes a hand-made log for the fold tests.
-func handLog(t *testing.T, f *fixture, events func(l *eventlog.Log, planned PlannedData)) string {
+func handLog(t *testing.T, f *fixture, events func(l *eventlog.Log, planned replay.PlannedData)) string {
 	t.Helper()
 	dir, planned, lg := emptyLog(t, f)
-	if _, err := lg.Append(TypePlanned, planned); err != nil {
+	if _, err := lg.Append(replay.TypePlanned, planned); err != nil {
 		t.Fatal(err)
 	}
 	events(lg, planned)
@@ -312,54 +313,54 @@ func TestFoldRefusesIllegalHistories(t *testing.T) {
 	one := "version: 1\nname: t\ndefaults: {runtime: process}\nchecks:\n  - {id: a, run: ['true']}\n"
 	for _, tc := range []struct {
 		name   string
-		reason AuditReason
-		write  func(t *testing.T, l *eventlog.Log, p PlannedData)
+		reason replay.AuditReason
+		write  func(t *testing.T, l *eventlog.Log, p replay.PlannedData)
 	}{
-		{"complete without approval", ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p PlannedData) {
-			mustAppend(t, l, TypeState, StateData{From: Planned, To: Complete})
+		{"complete without approval", replay.ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Complete})
 		}},
-		{"unknown event type", ReasonUnknownEvent, func(t *testing.T, l *eventlog.Log, p PlannedData) {
+		{"unknown event type", replay.ReasonUnknownEvent, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
 			mustAppend(t, l, "check.faked", map[string]string{"x": "y"})
 		}},
-		{"check not in contract", ReasonBadEvent, func(t *testing.T, l *eventlog.Log, p PlannedData) {
-			mustAppend(t, l, TypeState, StateData{From: Planned, To: Verifying})
-			mustAppend(t, l, TypeCheckStarted, CheckStartedData{Check: "zzz"})
+		{"check not in contract", replay.ReasonBadEvent, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Verifying})
+			mustAppend(t, l, replay.TypeCheckStarted, replay.CheckStartedData{Check: "zzz"})
 		}},
-		{"state from the wrong state", ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p PlannedData) {
-			mustAppend(t, l, TypeState, StateData{From: Verifying, To: AwaitingApproval})
+		{"state from the wrong state", replay.ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Verifying, To: replay.AwaitingApproval})
 		}},
-		{"verification digest forged", ReasonDigest, func(t *testing.T, l *eventlog.Log, p PlannedData) {
-			mustAppend(t, l, TypeState, StateData{From: Planned, To: Verifying})
-			mustAppend(t, l, TypeCheckStarted, CheckStartedData{Check: "a"})
-			mustAppend(t, l, TypeCheckFinished, CheckFinishedData{Check: "a", Outcome: runtime.Failed, ExitCode: 1})
-			mustAppend(t, l, TypeVerification, VerificationData{Digest: "sha256:" + strings.Repeat("0", 64), Passed: true})
+		{"verification digest forged", replay.ReasonDigest, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Verifying})
+			mustAppend(t, l, replay.TypeCheckStarted, replay.CheckStartedData{Check: "a"})
+			mustAppend(t, l, replay.TypeCheckFinished, replay.CheckFinishedData{Check: "a", Outcome: runtime.Failed, ExitCode: 1})
+			mustAppend(t, l, replay.TypeVerification, replay.VerificationData{Digest: "sha256:" + strings.Repeat("0", 64), Passed: true})
 		}},
-		{"awaiting approval after a failure", ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p PlannedData) {
-			mustAppend(t, l, TypeState, StateData{From: Planned, To: Verifying})
-			mustAppend(t, l, TypeCheckStarted, CheckStartedData{Check: "a"})
-			mustAppend(t, l, TypeCheckFinished, CheckFinishedData{Check: "a", Outcome: runtime.Failed, ExitCode: 1})
-			rep := &Report{RunID: l.Binding().Run, ContractHash: p.Contract.Hash, Source: eventlog.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree},
-				Checks: []CheckReport{{ID: "a", Outcome: runtime.Failed, ExitCode: 1}}}
-			d, _ := VerificationDigest(rep)
-			mustAppend(t, l, TypeVerification, VerificationData{Digest: d, Passed: false})
-			mustAppend(t, l, TypeState, StateData{From: Verifying, To: AwaitingApproval})
+		{"awaiting approval after a failure", replay.ReasonIllegalTransition, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Verifying})
+			mustAppend(t, l, replay.TypeCheckStarted, replay.CheckStartedData{Check: "a"})
+			mustAppend(t, l, replay.TypeCheckFinished, replay.CheckFinishedData{Check: "a", Outcome: runtime.Failed, ExitCode: 1})
+			rep := &replay.Report{RunID: l.Binding().Run, ContractHash: p.Contract.Hash, Source: eventlog.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree},
+				Checks: []replay.CheckReport{{ID: "a", Outcome: runtime.Failed, ExitCode: 1}}}
+			d, _ := replay.VerificationDigest(rep)
+			mustAppend(t, l, replay.TypeVerification, replay.VerificationData{Digest: d, Passed: false})
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Verifying, To: replay.AwaitingApproval})
 		}},
-		{"approval bound to another verification", ReasonDecision, func(t *testing.T, l *eventlog.Log, p PlannedData) {
-			mustAppend(t, l, TypeState, StateData{From: Planned, To: Verifying})
-			mustAppend(t, l, TypeCheckStarted, CheckStartedData{Check: "a"})
-			mustAppend(t, l, TypeCheckFinished, CheckFinishedData{Check: "a", Outcome: runtime.Passed, Attestation: &runtime.Attestation{Provider: "process"}})
-			rep := &Report{RunID: l.Binding().Run, ContractHash: p.Contract.Hash, Source: eventlog.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree},
-				Checks: []CheckReport{{ID: "a", Outcome: runtime.Passed, Attestation: &runtime.Attestation{Provider: "process"}}}}
-			d, _ := VerificationDigest(rep)
-			mustAppend(t, l, TypeVerification, VerificationData{Digest: d, Passed: true, Worktree: p.Worktree.Digest})
-			mustAppend(t, l, TypeState, StateData{From: Verifying, To: AwaitingApproval})
-			mustAppend(t, l, TypeApproval, ApprovalData{Decision: "approved", Actor: "x", State: Complete, VerificationDigest: "sha256:" + strings.Repeat("1", 64),
-				Contract: p.Contract.Hash, Source: Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree}})
+		{"approval bound to another verification", replay.ReasonDecision, func(t *testing.T, l *eventlog.Log, p replay.PlannedData) {
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Verifying})
+			mustAppend(t, l, replay.TypeCheckStarted, replay.CheckStartedData{Check: "a"})
+			mustAppend(t, l, replay.TypeCheckFinished, replay.CheckFinishedData{Check: "a", Outcome: runtime.Passed, Attestation: &runtime.Attestation{Provider: "process"}})
+			rep := &replay.Report{RunID: l.Binding().Run, ContractHash: p.Contract.Hash, Source: eventlog.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree},
+				Checks: []replay.CheckReport{{ID: "a", Outcome: runtime.Passed, Attestation: &runtime.Attestation{Provider: "process"}}}}
+			d, _ := replay.VerificationDigest(rep)
+			mustAppend(t, l, replay.TypeVerification, replay.VerificationData{Digest: d, Passed: true, Worktree: p.Worktree.Digest})
+			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Verifying, To: replay.AwaitingApproval})
+			mustAppend(t, l, replay.TypeApproval, replay.ApprovalData{Decision: "approved", Actor: "x", State: replay.Complete, VerificationDigest: "sha256:" + strings.Repeat("1", 64),
+				Contract: p.Contract.Hash, Source: replay.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree}})
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture(t, one)
-			dir := handLog(t, f, func(l *eventlog.Log, p PlannedData) { tc.write(t, l, p) })
+			dir := handLog(t, f, func(l *eventlog.Log, p replay.PlannedData) { tc.write(t, l, p) })
 			if r := auditReason(t, dir); r != tc.reason {
 				_, err := Audit(dir)
 				t.Fatalf("reason %s (%v), want %s", r, err, tc.reason)

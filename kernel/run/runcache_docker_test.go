@@ -11,6 +11,7 @@ import (
 
 	"github.com/proofgate/proofgate/kernel/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
@@ -61,8 +62,8 @@ func runDirs(t *testing.T, root string) []string {
 	return out
 }
 
-func outcomes(r *Run) map[string]CheckReport {
-	got := map[string]CheckReport{}
+func outcomes(r *Run) map[string]replay.CheckReport {
+	got := map[string]replay.CheckReport{}
 	for _, c := range r.Report().Checks {
 		got[c.ID] = c
 	}
@@ -169,7 +170,7 @@ func execDocker(r *Run, f *fixture, d runtime.Runtime, store *cache.Store, jobs 
 }
 
 // stdoutOf is a check's stdout ("" when it has none: skipped).
-func stdoutOf(r *Run, c CheckReport) string {
+func stdoutOf(r *Run, c replay.CheckReport) string {
 	if c.Stdout == nil {
 		return ""
 	}

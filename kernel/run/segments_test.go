@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 const fiveChecks = `version: 1
@@ -33,7 +34,7 @@ func TestSegmentedRunReadsWhole(t *testing.T) {
 		t.Fatalf("files %v %v", files, err)
 	}
 	rep, err := Audit(dir)
-	if err != nil || rep.State != Complete || len(rep.Checks) != 5 {
+	if err != nil || rep.State != replay.Complete || len(rep.Checks) != 5 {
 		t.Fatalf("audit %+v %v", rep, err)
 	}
 	sum, err := VerifyLog(dir)

@@ -17,7 +17,7 @@ import (
 // while an agent session is open: end it first (or resume and end it).
 type SessionOpenError struct {
 	Run, Session string
-	To           State
+	To           replay.State
 }
 
 func (e *SessionOpenError) Error() string {
@@ -112,10 +112,10 @@ func retryHeld(wait time.Duration, open func() (*Run, error)) (*Run, error) {
 
 // Implement moves a PLANNED run to IMPLEMENTING.
 func (r *Run) Implement() error {
-	if st := r.State(); st != Planned {
+	if st := r.State(); st != replay.Planned {
 		return &StateError{State: st, Action: "start implementing"}
 	}
-	return r.transition(Implementing, StateData{Reason: "agent session"})
+	return r.transition(replay.Implementing, replay.StateData{Reason: "agent session"})
 }
 
 // WorkspaceExclude is what a workspace copy of repo leaves out: the state

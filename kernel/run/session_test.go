@@ -21,20 +21,20 @@ func TestPlanImplement(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer r.Close()
-	if st := r.State(); st != Implementing {
+	if st := r.State(); st != replay.Implementing {
 		t.Fatalf("state %s", st)
 	}
 	ev := r.log.Events()
-	if len(ev) != 2 || ev[1].Type != TypeState {
+	if len(ev) != 2 || ev[1].Type != replay.TypeState {
 		t.Fatalf("events %d, last %s", len(ev), ev[len(ev)-1].Type)
 	}
-	if _, err := r.AppendSession(TypeState, StateData{From: Implementing, To: Verifying}); err == nil {
+	if _, err := r.AppendSession(replay.TypeState, replay.StateData{From: replay.Implementing, To: replay.Verifying}); err == nil {
 		t.Fatal("AppendSession wrote a state change")
 	}
 	if err := r.Exec(context.Background(), ExecOptions{RepoDir: f.repo, StateDir: f.state, Runtimes: map[string]runtime.Runtime{"process": process.New()}}); err != nil {
 		t.Fatal(err)
 	}
-	if st := r.State(); st != AwaitingApproval {
+	if st := r.State(); st != replay.AwaitingApproval {
 		t.Fatalf("after exec: %s", st)
 	}
 }

@@ -45,7 +45,7 @@ type SubsetOptions struct {
 // budget ran out, then budgetHit) through so.Record. The run itself, its
 // log and its state, are not changed.
 func (r *Run) ExecSubset(ctx context.Context, opts ExecOptions, so SubsetOptions) (budgetHit bool, err error) {
-	if st := r.State(); st != Planned {
+	if st := r.State(); st != replay.Planned {
 		return false, &StateError{State: st, Action: "execute a shard of"}
 	}
 	checks, err := subset(r.Contract, so.Checks)
@@ -70,7 +70,7 @@ func (r *Run) ExecSubset(ctx context.Context, opts ExecOptions, so SubsetOptions
 		return false, fmt.Errorf("run %s interrupted: %w", r.ID, ctx.Err())
 	}
 	if budget > 0 && errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return true, so.Record(TypeBudget, BudgetData{MaxDurationMS: budget.Milliseconds()})
+		return true, so.Record(replay.TypeBudget, replay.BudgetData{MaxDurationMS: budget.Milliseconds()})
 	}
 	return false, nil
 }
@@ -180,7 +180,7 @@ func (r *Run) MergeShards(shards []MergedShard) error {
 		return err
 	}
 	if !resume {
-		if err := r.transition(Verifying, StateData{}); err != nil {
+		if err := r.transition(replay.Verifying, replay.StateData{}); err != nil {
 			return err
 		}
 	}
@@ -192,7 +192,7 @@ func (r *Run) MergeShards(shards []MergedShard) error {
 		budgetHit = budgetHit || sh.BudgetExceeded
 	}
 	if budgetHit {
-		if err := r.append(TypeBudget, BudgetData{MaxDurationMS: time.Duration(r.Contract.Budget.MaxDuration).Milliseconds()}); err != nil {
+		if err := r.append(replay.TypeBudget, replay.BudgetData{MaxDurationMS: time.Duration(r.Contract.Budget.MaxDuration).Milliseconds()}); err != nil {
 			return err
 		}
 	}
@@ -234,13 +234,13 @@ func (r *Run) mergedEvents(shards []MergedShard, resume bool) ([]pending, error)
 	scratch := func(typ string, data []byte) eventlog.Event {
 		return eventlog.Event{V: 1, Run: b.Run, Source: b.Source, Contract: b.Contract, Type: typ, Data: data}
 	}
-	sd, err := canon.Marshal(StateData{From: Planned, To: Verifying})
+	sd, err := canon.Marshal(replay.StateData{From: replay.Planned, To: replay.Verifying})
 	if err != nil {
 		return nil, err
 	}
 	line := len(events) + 1
 	if !resume {
-		if err := f.Apply(line, scratch(TypeState, sd)); err != nil {
+		if err := f.Apply(line, scratch(replay.TypeState, sd)); err != nil {
 			return nil, err
 		}
 		line++
@@ -281,7 +281,7 @@ func (r *Run) CanMerge() (resume bool, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	switch st := r.fold.State(); {
-	case st == Planned:
+	case st == replay.Planned:
 		return false, nil
 	case r.fold.Untouched():
 		return true, nil
@@ -409,22 +409,22 @@ func (r *Run) concludeMerged(shards []MergedShard, budgetHit bool) error {
 			break
 		}
 	}
-	if err := r.appendLocked(TypeVerification, VerificationData{Digest: digest, Passed: passed, Worktree: w.Digest}); err != nil {
+	if err := r.appendLocked(replay.TypeVerification, replay.VerificationData{Digest: digest, Passed: passed, Worktree: w.Digest}); err != nil {
 		return err
 	}
 	switch {
 	case stale != "":
-		return r.transitionLocked(Stale, StateData{Reason: "changed while verifying: " + stale, Worktree: &w})
+		return r.transitionLocked(replay.Stale, replay.StateData{Reason: "changed while verifying: " + stale, Worktree: &w})
 	case budgetHit:
-		return r.transitionLocked(Blocked, StateData{Reason: "budget.max_duration exceeded"})
+		return r.transitionLocked(replay.Blocked, replay.StateData{Reason: "budget.max_duration exceeded"})
 	case !passed:
-		return r.transitionLocked(Blocked, StateData{Reason: "checks did not pass: " + listShort(failed)})
+		return r.transitionLocked(replay.Blocked, replay.StateData{Reason: "checks did not pass: " + listShort(failed)})
 	}
-	if err := r.transitionLocked(AwaitingApproval, StateData{}); err != nil {
+	if err := r.transitionLocked(replay.AwaitingApproval, replay.StateData{}); err != nil {
 		return err
 	}
 	if r.Contract.Approval.Required == 0 {
-		return r.transitionLocked(Complete, StateData{Reason: "the contract requires no approval"})
+		return r.transitionLocked(replay.Complete, replay.StateData{Reason: "the contract requires no approval"})
 	}
 	return nil
 }

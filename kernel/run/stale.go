@@ -13,8 +13,8 @@ const maxChanges = 20
 // `status` and their --json report as "stale"; it is never part of
 // run.json.
 type StaleInfo struct {
-	Reason string `json:"reason"`
-	From   State  `json:"from"`
+	Reason string       `json:"reason"`
+	From   replay.State `json:"from"`
 	// Paths are the work tree's changed paths as recorded (at most 20);
 	// PathsCapped is set when the list reached that cap, so more may have
 	// changed ('git status' lists them all).
@@ -39,7 +39,7 @@ func staleInfo(d *replay.StateData) *StaleInfo {
 func (r *Run) Stale() *StaleInfo {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.fold.State() != Stale {
+	if r.fold.State() != replay.Stale {
 		return nil
 	}
 	return staleInfo(r.fold.StaleChange())

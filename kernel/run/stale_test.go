@@ -3,6 +3,7 @@ package run
 import (
 	"context"
 	"fmt"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,7 +26,7 @@ checks:
 	if si == nil {
 		t.Fatalf("state %s, no stale info", r.State())
 	}
-	if si.From != Verifying || !slices.Equal(si.Paths, []string{".nyc_output/out.json"}) || si.PathsCapped {
+	if si.From != replay.Verifying || !slices.Equal(si.Paths, []string{".nyc_output/out.json"}) || si.PathsCapped {
 		t.Fatalf("stale info %+v, want from VERIFYING, paths [.nyc_output/out.json]", si)
 	}
 	if si.Reason != "changed while verifying: the work tree changed (.nyc_output/out.json)" {
@@ -55,10 +56,10 @@ func TestStaleFoundByStatusIsCapped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != Stale || st.Stale == nil {
+	if st.State != replay.Stale || st.Stale == nil {
 		t.Fatalf("state %s, stale %+v", st.State, st.Stale)
 	}
-	if len(st.Stale.Paths) != maxChanges || !st.Stale.PathsCapped || st.Stale.From != AwaitingApproval {
+	if len(st.Stale.Paths) != maxChanges || !st.Stale.PathsCapped || st.Stale.From != replay.AwaitingApproval {
 		t.Fatalf("stale %+v, want %d paths, capped, from AWAITING_APPROVAL", st.Stale, maxChanges)
 	}
 	if st.Stale.Paths[0] != "gen00.txt" {

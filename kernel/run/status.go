@@ -15,7 +15,7 @@ import (
 // Status is a reconciled report plus what only the live directory shows:
 // the writer lock, interrupted checks and staleness.
 type Status struct {
-	*Report
+	*replay.Report
 	// Writer is the lock holder, if a lock file exists.
 	Writer *Writer `json:"writer,omitempty"`
 	// Interrupted lists checks that started and never finished while no
@@ -36,7 +36,7 @@ type Status struct {
 	// DecisionPending is the state change of a recorded decision whose
 	// writer died before recording it (the run still reads
 	// AWAITING_APPROVAL); the next writer records it.
-	DecisionPending *StateData `json:"decision_pending,omitempty"`
+	DecisionPending *replay.StateData `json:"decision_pending,omitempty"`
 	// Archived is set for a run read from its archive (kernel/retention).
 	Archived *ArchiveInfo `json:"archived,omitempty"`
 }
@@ -70,7 +70,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	rep, f, err := replay.AuditReplay(dir)
 	switch {
 	case err == nil:
-	case isReason(err, ReasonProjectionLag):
+	case replay.IsReason(err, replay.ReasonProjectionLag):
 		st.ProjectionLag = true
 	default:
 		// A damaged tail (a writer killed mid-append): replay the intact
@@ -81,7 +81,7 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 		if !ok {
 			return nil, err
 		}
-		if ierr != nil && !isReason(ierr, ReasonProjectionLag) {
+		if ierr != nil && !replay.IsReason(ierr, replay.ReasonProjectionLag) {
 			return nil, ierr
 		}
 		st.TornTail, st.ProjectionLag = true, ierr != nil
@@ -103,10 +103,10 @@ func Inspect(ctx context.Context, stateDir, id string, fresh Freshness) (*Status
 	}
 	// IMPLEMENTING: an agent is changing the work tree by design; the
 	// verification that follows binds what it leaves.
-	if st.State == Stale {
+	if st.State == replay.Stale {
 		st.Stale = staleInfo(f.StaleChange())
 	}
-	if st.State.Terminal() || st.State == Stale || st.State == Blocked || st.State == Implementing || st.DecisionPending != nil {
+	if st.State.Terminal() || st.State == replay.Stale || st.State == replay.Blocked || st.State == replay.Implementing || st.DecisionPending != nil {
 		return st, nil
 	}
 	ferr := checkFresh(ctx, f.Planned(), fresh)

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // withMember returns d's JSON object with one more member: the hostile
@@ -36,43 +37,43 @@ func TestReplayRefusesCaseVariantEventData(t *testing.T) {
 		body       func(h *hist)
 	}{
 		{"check.finished Outcome beside outcome", "Outcome", func(h *hist) {
-			h.state(Planned, Verifying)
-			h.add(TypeCheckStarted, CheckStartedData{Check: "a"})
-			h.add(TypeCheckFinished, withMember(h.t, passA(), "Outcome", "failed"))
-			h.results = append(h.results, CheckReport{ID: "a", Outcome: passA().Outcome, Attestation: procAtt})
+			h.state(replay.Planned, replay.Verifying)
+			h.add(replay.TypeCheckStarted, replay.CheckStartedData{Check: "a"})
+			h.add(replay.TypeCheckFinished, withMember(h.t, passA(), "Outcome", "failed"))
+			h.results = append(h.results, replay.CheckReport{ID: "a", Outcome: passA().Outcome, Attestation: procAtt})
 			h.check(passB())
 			h.verify(h.p.Worktree.Digest)
-			h.state(Verifying, AwaitingApproval)
+			h.state(replay.Verifying, replay.AwaitingApproval)
 		}},
 		{"nested structured.Status", "structured.Status", func(h *hist) {
-			h.state(Planned, Verifying)
+			h.state(replay.Planned, replay.Verifying)
 			h.check(passA())
-			h.add(TypeCheckStarted, CheckStartedData{Check: "b"})
+			h.add(replay.TypeCheckStarted, replay.CheckStartedData{Check: "b"})
 			d := withMember(h.t, passB(), "x", nil)
 			delete(d, "x")
 			d["structured"].(map[string]any)["Status"] = "failed"
-			h.add(TypeCheckFinished, d)
+			h.add(replay.TypeCheckFinished, d)
 			b := passB()
-			h.results = append(h.results, CheckReport{ID: "b", Outcome: b.Outcome, Attestation: procAtt})
+			h.results = append(h.results, replay.CheckReport{ID: "b", Outcome: b.Outcome, Attestation: procAtt})
 			h.verify(h.p.Worktree.Digest)
-			h.state(Verifying, AwaitingApproval)
+			h.state(replay.Verifying, replay.AwaitingApproval)
 		}},
 		{"state.changed To beside to", "To", func(h *hist) {
-			h.add(TypeState, withMember(h.t, StateData{From: Planned, To: Verifying}, "To", string(Complete)))
+			h.add(replay.TypeState, withMember(h.t, replay.StateData{From: replay.Planned, To: replay.Verifying}, "To", string(replay.Complete)))
 		}},
 		{"approval Actor beside actor", "Actor", func(h *hist) {
 			h.verified()
-			rep := &Report{RunID: h.l.Binding().Run, ContractHash: h.p.Contract.Hash, Source: h.l.Binding().Source, Checks: h.results}
-			d, _ := VerificationDigest(rep)
-			h.add(TypeApproval, withMember(h.t, ApprovalData{Decision: "approved", Actor: "alice", State: AwaitingApproval,
-				VerificationDigest: d, Contract: h.p.Contract.Hash, Source: Source{Commit: h.p.Worktree.Commit, Tree: h.p.Worktree.Tree}}, "Actor", "bob"))
+			rep := &replay.Report{RunID: h.l.Binding().Run, ContractHash: h.p.Contract.Hash, Source: h.l.Binding().Source, Checks: h.results}
+			d, _ := replay.VerificationDigest(rep)
+			h.add(replay.TypeApproval, withMember(h.t, replay.ApprovalData{Decision: "approved", Actor: "alice", State: replay.AwaitingApproval,
+				VerificationDigest: d, Contract: h.p.Contract.Hash, Source: replay.Source{Commit: h.p.Worktree.Commit, Tree: h.p.Worktree.Tree}}, "Actor", "bob"))
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeHostile(t, nil, tc.body)
 			_, err := Audit(dir)
-			var ae *AuditError
-			if !errors.As(err, &ae) || ae.Reason != ReasonBadEvent {
+			var ae *replay.AuditError
+			if !errors.As(err, &ae) || ae.Reason != replay.ReasonBadEvent {
 				t.Fatalf("Audit accepted the case-variant member (err %v)", err)
 			}
 			if !strings.Contains(ae.Detail, tc.path+": ") || !strings.Contains(ae.Detail, "only by case") {
@@ -92,9 +93,9 @@ func TestProjectionRefusesDuplicateAndCaseVariantMembers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := writeHostile(t, nil, func(h *hist) {
 				h.verified()
-				h.decide("approved", "alice", AwaitingApproval, nil)
-				h.decide("approved", "bob", Complete, nil)
-				h.state(AwaitingApproval, Complete)
+				h.decide("approved", "alice", replay.AwaitingApproval, nil)
+				h.decide("approved", "bob", replay.Complete, nil)
+				h.state(replay.AwaitingApproval, replay.Complete)
 			})
 			p := filepath.Join(dir, RunFile)
 			b, err := os.ReadFile(p)
@@ -110,8 +111,8 @@ func TestProjectionRefusesDuplicateAndCaseVariantMembers(t *testing.T) {
 				t.Fatal(err)
 			}
 			_, err = Audit(dir)
-			var ae *AuditError
-			if !errors.As(err, &ae) || ae.Reason != ReasonProjection {
+			var ae *replay.AuditError
+			if !errors.As(err, &ae) || ae.Reason != replay.ReasonProjection {
 				t.Fatalf("Audit accepted run.json with %s (err %v)", tc.insert, err)
 			}
 			if !strings.Contains(ae.Detail, "run.json: "+tc.path+": ") {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // ErrNoLock is returned by Unlock for a run without a writer lock.
@@ -59,12 +60,12 @@ func Unlock(stateDir, id, actor string, olderThan time.Duration, now time.Time) 
 		return u, errors.Join(reapErr, err)
 	}
 	defer r.Close()
-	data := LockBrokenData{Actor: actor, OwnerPID: u.Owner.PID, Host: u.Owner.Host,
+	data := replay.LockBrokenData{Actor: actor, OwnerPID: u.Owner.PID, Host: u.Owner.Host,
 		Created: u.Owner.Created.UTC().Format(time.RFC3339Nano), Processes: processData(u.Processes)}
 	if reapErr != nil {
 		data.ProcessError = reapErr.Error()
 	}
-	if _, err := r.Append(TypeLockBroken, data); err != nil {
+	if _, err := r.Append(replay.TypeLockBroken, data); err != nil {
 		return u, errors.Join(reapErr, err)
 	}
 	if reapErr == nil {
@@ -84,10 +85,10 @@ const (
 	ReapedByGC     = "gc"
 )
 
-func processData(ks []lock.Killed) []ProcessKilled {
-	var out []ProcessKilled
+func processData(ks []lock.Killed) []replay.ProcessKilled {
+	var out []replay.ProcessKilled
 	for _, k := range ks {
-		p := ProcessKilled{Check: k.Check, PGID: k.PGID, Cgroup: k.Cgroup, Result: k.Result, By: k.By}
+		p := replay.ProcessKilled{Check: k.Check, PGID: k.PGID, Cgroup: k.Cgroup, Result: k.Result, By: k.By}
 		if !k.At.IsZero() {
 			p.At = k.At.UTC().Format(time.RFC3339Nano)
 		}

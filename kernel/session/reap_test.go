@@ -544,7 +544,7 @@ func TestResumeAfterADeathHoldingTheLock(t *testing.T) {
 	}
 	var broken bool
 	for _, e := range f.events(t) {
-		broken = broken || e.Type == run.TypeLockBroken
+		broken = broken || e.Type == replay.TypeLockBroken
 	}
 	if !broken || groupRuns(t, c.group) {
 		t.Fatalf("lock broken %v; the call's processes still run %v", broken, groupRuns(t, c.group))

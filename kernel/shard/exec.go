@@ -63,7 +63,7 @@ func Exec(ctx context.Context, stateDir, id string, opts ExecOptions) (*Result, 
 		return nil, err
 	}
 	defer r.Close()
-	if st := r.State(); st != run.Planned {
+	if st := r.State(); st != replay.Planned {
 		return nil, &run.StateError{State: st, Action: "execute a shard of"}
 	}
 	assigned, err := Assign(r.Contract.Checks, opts.Spec.Count)
@@ -166,7 +166,7 @@ func (x *executor) run(ctx context.Context) error {
 
 // record appends a check event to the shard log, noting outcomes.
 func (x *executor) record(typ string, data any) error {
-	if d, ok := data.(run.CheckFinishedData); ok {
+	if d, ok := data.(replay.CheckFinishedData); ok {
 		x.mu.Lock()
 		x.outcomes[d.Check] = d.Outcome
 		x.mu.Unlock()

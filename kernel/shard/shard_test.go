@@ -205,7 +205,7 @@ func TestMergeShardsCountsEveryCheckOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Shards != 3 || res.Checks != len(f.c.Checks) || res.State != string(run.AwaitingApproval) {
+	if res.Shards != 3 || res.Checks != len(f.c.Checks) || res.State != string(replay.AwaitingApproval) {
 		t.Fatalf("merge: %+v", res)
 	}
 	dir := filepath.Join(f.state, "runs", f.id)
@@ -641,12 +641,12 @@ func TestMergeResumesAfterAKilledMerge(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := lg.Append(replay.TypeState, run.StateData{From: run.Planned, To: run.Verifying}); err != nil {
+	if _, err := lg.Append(replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Verifying}); err != nil {
 		t.Fatal(err)
 	}
 	lg.Close()
 	res, err := f.merge(dirs, unsigned)
-	if err != nil || res.State != string(run.AwaitingApproval) {
+	if err != nil || res.State != string(replay.AwaitingApproval) {
 		t.Fatalf("resumed merge: %v %+v", err, res)
 	}
 	if _, err := replay.Audit(filepath.Join(f.state, "runs", f.id)); err != nil {
@@ -664,7 +664,7 @@ func TestMergedRunConcludesAsExec(t *testing.T) {
 	f := newFixture(t, contractYAML(2, "")+"  - {id: bad, run: [sh, -c, 'exit 3']}\n")
 	dirs := f.execAll(t, 2)
 	res, err := f.merge(dirs, unsigned)
-	if err != nil || res.State != string(run.Blocked) {
+	if err != nil || res.State != string(replay.Blocked) {
 		t.Fatalf("merge with a failing check: %v %+v", err, res)
 	}
 
@@ -682,7 +682,7 @@ func TestMergedRunConcludesAsExec(t *testing.T) {
 		return events
 	}, true)
 	res, err = g.merge(gd, unsigned)
-	if err != nil || res.State != string(run.Stale) {
+	if err != nil || res.State != string(replay.Stale) {
 		t.Fatalf("merge of a shard that saw another work tree: %v %+v", err, res)
 	}
 	if _, err := replay.Audit(filepath.Join(g.state, "runs", g.id)); err != nil {
@@ -700,7 +700,7 @@ func TestMergeWithEmptyShards(t *testing.T) {
 	}
 	dirs := f.execAll(t, 4)
 	res, err := f.merge(dirs, unsigned)
-	if err != nil || res.Shards != 4 || res.Checks != 5 || res.State != string(run.AwaitingApproval) {
+	if err != nil || res.Shards != 4 || res.Checks != 5 || res.State != string(replay.AwaitingApproval) {
 		t.Fatalf("merge: %v %+v", err, res)
 	}
 	if _, err := replay.Audit(filepath.Join(f.state, "runs", f.id)); err != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
@@ -45,7 +46,7 @@ func Checkpoint(stateDir, id string, s envelope.Signer, now time.Time) (*Recorde
 	if err := writeAtomic(p, env); err != nil {
 		return nil, err
 	}
-	if _, err := r.Append(run.TypeCheckpoint, checkpoint.SignedData{Length: c.Length, Head: c.Head, KeyID: s.KeyID(), Time: c.Time, File: rel}); err != nil {
+	if _, err := r.Append(replay.TypeCheckpoint, checkpoint.SignedData{Length: c.Length, Head: c.Head, KeyID: s.KeyID(), Time: c.Time, File: rel}); err != nil {
 		return nil, err
 	}
 	return &Recorded{Checkpoint: c, KeyID: s.KeyID(), Path: p, Envelope: env}, nil
