@@ -88,19 +88,19 @@ func (w *sessionWriter) call(sess, turn, tool, effect string, rule int, ruleID s
 		w.t.Fatal(err)
 	}
 	action := w.id("a")
-	w.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sess, Turn: turn, Action: action, Tool: tool,
+	w.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sess, Turn: turn, Call: action, Tool: tool,
 		InputHash: st.Hash, InputRef: st.Ref, Manifest: st.Manifest})
-	w.add(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByPolicy, Decision: effect, Rule: &rule, RuleID: ruleID})
+	w.add(replay.TypeToolDecided, replay.ToolDecidedData{Call: action, By: replay.ByPolicy, Decision: effect, Rule: &rule, RuleID: ruleID})
 	allowed := replay.DecisionAllow
 	switch effect {
 	case replay.DecisionBlock:
 		return
 	case replay.DecisionRequireApproval:
-		w.add(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: replay.DecisionApprove, InputHash: st.Hash, Actor: approver})
+		w.add(replay.TypeToolDecided, replay.ToolDecidedData{Call: action, By: replay.ByHuman, Decision: replay.DecisionApprove, InputHash: st.Hash, Actor: approver})
 		allowed = replay.DecisionApprove
 	}
 	receipt := w.id("r")
-	w.add(replay.TypeToolStarted, replay.ToolStartedData{Action: action, Receipt: receipt, Session: sess, Tool: tool,
+	w.add(replay.TypeToolStarted, replay.ToolStartedData{Call: action, Receipt: receipt, Session: sess, Tool: tool,
 		InputHash: st.Hash, InputRef: st.Ref, Decision: allowed, Owner: w.owner})
 	out := []byte("ran " + tool + "\n")
 	d, err := w.bs.Put(out)
@@ -109,7 +109,7 @@ func (w *sessionWriter) call(sess, turn, tool, effect string, rule int, ruleID s
 	}
 	stdout := &runtime.Stream{Digest: d, Size: int64(len(out))}
 	oh, _ := replay.OutputHash(0, runtime.Passed, stdout, nil)
-	w.add(replay.TypeToolFinished, replay.ToolFinishedData{Action: action, Receipt: receipt, Result: replay.ResultSuccess,
+	w.add(replay.TypeToolFinished, replay.ToolFinishedData{Call: action, Receipt: receipt, Result: replay.ResultSuccess,
 		Outcome: runtime.Passed, DurationMS: 3, OutputHash: oh, Stdout: stdout, Attestation: &runtime.Attestation{Provider: "process"}})
 }
 

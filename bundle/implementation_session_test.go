@@ -139,7 +139,7 @@ func TestImplementationRealSession(t *testing.T) {
 	bDir := b.Dir
 	b.Close()
 	a, err := run.Audit(run.NewStore(s.state).Path(s.implID))
-	if err != nil || a.State != replay.Superseded || len(a.Sessions) != 1 || len(a.Sessions[0].Actions) != 3 {
+	if err != nil || a.State != replay.Superseded || len(a.Sessions) != 1 || len(a.Sessions[0].Calls) != 3 {
 		t.Fatalf("implementation run: %+v %v", a, err)
 	}
 

@@ -7,7 +7,7 @@ import "github.com/proofgate/proofgate/kernel/replay"
 // they made.
 func sessionCounts(r *replay.Report) (sessions, toolCalls int) {
 	for _, s := range r.Sessions {
-		toolCalls += len(s.Actions)
+		toolCalls += len(s.Calls)
 	}
 	return len(r.Sessions), toolCalls
 }

@@ -18,28 +18,28 @@ func printSessions(w io.Writer, rep *replay.Report, audit bool) {
 		if s.Open {
 			state = "open"
 		}
-		fmt.Fprintf(w, "session %s (%s): %s, %d turns, %d actions\n", esc(s.ID), esc(s.Agent), state, s.Turns, len(s.Actions))
-		for _, a := range s.Actions {
+		fmt.Fprintf(w, "session %s (%s): %s, %d turns, %d actions\n", esc(s.ID), esc(s.Agent), state, s.Turns, len(s.Calls))
+		for _, a := range s.Calls {
 			printAction(w, rep.RunID, a, s.Open, audit)
 		}
 	}
 }
 
-func printAction(w io.Writer, runID string, a replay.ActionView, open, audit bool) {
+func printAction(w io.Writer, runID string, a replay.CallView, open, audit bool) {
 	id, tool := esc(a.ID), esc(a.Tool)
 	switch {
-	case a.Status == replay.ActionPending && !open:
+	case a.Status == replay.CallPending && !open:
 		fmt.Fprintf(w, "never approved: action %s (%s) waited for approval when its session ended; it never ran\n", id, tool)
 		return
-	case a.Status == replay.ActionPending:
+	case a.Status == replay.CallPending:
 		fmt.Fprintf(w, "pending approval: action %s (%s) input %s; a person decides: 'proofgate tool approve %s %s --actor NAME' or 'proofgate tool reject %s %s --actor NAME --reason TEXT'\n",
 			id, tool, a.InputHash, runID, id, runID, id)
 		return
-	case a.Status == replay.ActionAmbiguous:
+	case a.Status == replay.CallAmbiguous:
 		fmt.Fprintf(w, "ambiguous: action %s (%s) started and never finished (it may have had effects); a person decides: 'proofgate tool retry %s %s --actor NAME' or 'proofgate tool abandon %s %s --actor NAME --reason TEXT'\n",
 			id, tool, runID, id, runID, id)
 		return
-	case a.Status == replay.ActionStarted:
+	case a.Status == replay.CallStarted:
 		fmt.Fprintf(w, "running: action %s (%s) started and has not finished\n", id, tool)
 		return
 	}
@@ -85,12 +85,12 @@ func withAgentNotes(st *run.Status) statusDoc {
 		return d
 	}
 	for _, s := range st.Sessions {
-		for _, a := range s.Actions {
+		for _, a := range s.Calls {
 			ref := actionRef{Session: s.ID, Action: a.ID, Tool: a.Tool, InputHash: a.InputHash}
 			switch {
-			case a.Status == replay.ActionPending && s.Open:
+			case a.Status == replay.CallPending && s.Open:
 				d.PendingApprovals = append(d.PendingApprovals, ref)
-			case a.Status == replay.ActionAmbiguous:
+			case a.Status == replay.CallAmbiguous:
 				d.Ambiguous = append(d.Ambiguous, ref)
 			}
 		}

@@ -83,7 +83,7 @@ type TurnData struct {
 type ToolRequestedData struct {
 	Session   string `json:"session"`
 	Turn      string `json:"turn,omitempty"`
-	Action    string `json:"action"`
+	Call      string `json:"action"`
 	Tool      string `json:"tool"`
 	InputHash string `json:"input_hash"`
 	InputRef  string `json:"input_ref"`
@@ -108,7 +108,7 @@ const (
 
 // ToolDecidedData is the data of tool.decided.
 type ToolDecidedData struct {
-	Action    string `json:"action"`
+	Call      string `json:"action"`
 	By        string `json:"by"`
 	Decision  string `json:"decision"`
 	Rule      *int   `json:"rule,omitempty"`       // policy only
@@ -121,7 +121,7 @@ type ToolDecidedData struct {
 // ToolStartedData is the data of tool.started: the receipt written before
 // the tool runs.
 type ToolStartedData struct {
-	Action    string `json:"action"`
+	Call      string `json:"action"`
 	Receipt   string `json:"receipt"`
 	Session   string `json:"session"`
 	Tool      string `json:"tool"`
@@ -134,7 +134,7 @@ type ToolStartedData struct {
 
 // ToolProgressData is the data of tool.progress.
 type ToolProgressData struct {
-	Action   string `json:"action"`
+	Call     string `json:"action"`
 	Receipt  string `json:"receipt"`
 	Seq      int    `json:"seq"`
 	Snapshot string `json:"snapshot"`
@@ -152,7 +152,7 @@ const (
 
 // ToolFinishedData is the data of tool.finished.
 type ToolFinishedData struct {
-	Action      string               `json:"action"`
+	Call        string               `json:"action"`
 	Receipt     string               `json:"receipt"`
 	Result      string               `json:"result"`
 	Outcome     runtime.Outcome      `json:"outcome,omitempty"`
@@ -185,31 +185,31 @@ func OutputHash(exitCode int, outcome runtime.Outcome, stdout, stderr *runtime.S
 
 // SessionView is one session as the replay reconstructs it (Report.Sessions).
 type SessionView struct {
-	ID      string       `json:"id"`
-	Agent   string       `json:"agent"`
-	Open    bool         `json:"open"`
-	Owner   Owner        `json:"owner"`
-	Turns   int          `json:"turns"`
-	Actions []ActionView `json:"actions"`
+	ID    string     `json:"id"`
+	Agent string     `json:"agent"`
+	Open  bool       `json:"open"`
+	Owner Owner      `json:"owner"`
+	Turns int        `json:"turns"`
+	Calls []CallView `json:"actions"`
 }
 
-// Action statuses of ActionView.
+// Call statuses of CallView.
 const (
-	ActionRequested = "requested"        // no decision yet
-	ActionBlocked   = "blocked"          // policy block
-	ActionPending   = "pending-approval" // require-approval, no human decision
-	ActionAllowed   = "allowed"          // policy allow, not started
-	ActionApproved  = "approved"         // human approve, not started
-	ActionRejected  = "rejected"
-	ActionStarted   = "started"   // started, not finished (running, or its recorder died)
-	ActionFinished  = "finished"  // finished success | failure | denied
-	ActionAmbiguous = "ambiguous" // closed crashed by recovery, awaiting retry or abandon
-	ActionRetried   = "retry"     // ambiguous, decided retry
-	ActionAbandoned = "abandoned" // ambiguous, decided abandon
+	CallRequested = "requested"        // no decision yet
+	CallBlocked   = "blocked"          // policy block
+	CallPending   = "pending-approval" // require-approval, no human decision
+	CallAllowed   = "allowed"          // policy allow, not started
+	CallApproved  = "approved"         // human approve, not started
+	CallRejected  = "rejected"
+	CallStarted   = "started"   // started, not finished (running, or its recorder died)
+	CallFinished  = "finished"  // finished success | failure | denied
+	CallAmbiguous = "ambiguous" // closed crashed by recovery, awaiting retry or abandon
+	CallRetried   = "retry"     // ambiguous, decided retry
+	CallAbandoned = "abandoned" // ambiguous, decided abandon
 )
 
-// ActionView is one tool call of a session.
-type ActionView struct {
+// CallView is one tool call of a session.
+type CallView struct {
 	ID        string `json:"id"`
 	Tool      string `json:"tool"`
 	Turn      string `json:"turn,omitempty"`

@@ -56,7 +56,7 @@ type sessionState struct {
 }
 
 type actionState struct {
-	v         ActionView
+	v         CallView
 	session   string
 	policy    string // the policy's effect
 	human     string // approve | reject

@@ -41,7 +41,7 @@ func FuzzSessionReceipts(f *testing.F) {
 			if s.Open && rep.State != replay.Implementing {
 				t.Fatalf("session %s open while %s", s.ID, rep.State)
 			}
-			for _, a := range s.Actions {
+			for _, a := range s.Calls {
 				if a.Receipt != "" && a.Decision != "allow" && !(a.Decision == "require-approval" && a.Approval == "approve") {
 					t.Fatalf("action %+v has a receipt without an allowing decision", a)
 				}

@@ -121,19 +121,19 @@ func (b *logb) started() *logb {
 }
 
 func (b *logb) request(action, tool, hash string) *logb {
-	return b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Action: action, Tool: tool, InputHash: hash, InputRef: hash})
+	return b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Call: action, Tool: tool, InputHash: hash, InputRef: hash})
 }
 
 func (b *logb) policy(action, decision string, r int, id string) *logb {
-	return b.add(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByPolicy, Decision: decision, Rule: rule(r), RuleID: id})
+	return b.add(replay.TypeToolDecided, replay.ToolDecidedData{Call: action, By: replay.ByPolicy, Decision: decision, Rule: rule(r), RuleID: id})
 }
 
 func (b *logb) human(action, decision, actor, hash string) *logb {
-	return b.add(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: decision, Actor: actor, InputHash: hash})
+	return b.add(replay.TypeToolDecided, replay.ToolDecidedData{Call: action, By: replay.ByHuman, Decision: decision, Actor: actor, InputHash: hash})
 }
 
 func (b *logb) start(action, receipt, tool, hash, by string, o replay.Owner) *logb {
-	return b.add(replay.TypeToolStarted, replay.ToolStartedData{Action: action, Receipt: receipt, Session: sid, Tool: tool, InputHash: hash, InputRef: hash, Decision: by, Owner: o})
+	return b.add(replay.TypeToolStarted, replay.ToolStartedData{Call: action, Receipt: receipt, Session: sid, Tool: tool, InputHash: hash, InputRef: hash, Decision: by, Owner: o})
 }
 
 func finished(t *testing.T, action, receipt string, exit int, outcome runtime.Outcome, result string) replay.ToolFinishedData {
@@ -142,7 +142,7 @@ func finished(t *testing.T, action, receipt string, exit int, outcome runtime.Ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	return replay.ToolFinishedData{Action: action, Receipt: receipt, Result: result, Outcome: outcome, ExitCode: exit, OutputHash: oh,
+	return replay.ToolFinishedData{Call: action, Receipt: receipt, Result: result, Outcome: outcome, ExitCode: exit, OutputHash: oh,
 		Stdout: so, Stderr: so, Attestation: &runtime.Attestation{Provider: "process"}}
 }
 
@@ -162,11 +162,11 @@ func TestSessionReplayValid(t *testing.T) {
 	b.add(replay.TypeSessionEnded, replay.SessionEndedData{Session: sid})
 	b.add(replay.TypeState, replay.StateData{From: replay.Implementing, To: replay.Verifying})
 	rep := b.fold("")
-	if len(rep.Sessions) != 1 || len(rep.Sessions[0].Actions) != 2 || rep.Sessions[0].Open {
+	if len(rep.Sessions) != 1 || len(rep.Sessions[0].Calls) != 2 || rep.Sessions[0].Open {
 		t.Fatalf("sessions = %+v", rep.Sessions)
 	}
-	a := rep.Sessions[0].Actions[1]
-	if a.Status != replay.ActionFinished || a.Approval != "approve" || a.Approver != "alice" || a.Result != "success" {
+	a := rep.Sessions[0].Calls[1]
+	if a.Status != replay.CallFinished || a.Approval != "approve" || a.Approver != "alice" || a.Result != "success" {
 		t.Fatalf("action = %+v", a)
 	}
 	want := []string{inHash, inHash2, outBlob}
@@ -214,7 +214,7 @@ func TestSessionReplayHostile(t *testing.T) {
 			b.add(replay.TypeTurnStarted, replay.TurnData{Session: sid, Turn: "t-2"})
 		}, replay.ReasonTurn},
 		{"call in an unstarted turn", func(b *logb) {
-			b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Turn: "t-1", Action: act2, Tool: "greet", InputHash: inHash, InputRef: inHash})
+			b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Turn: "t-1", Call: act2, Tool: "greet", InputHash: inHash, InputRef: inHash})
 		}, replay.ReasonTurn},
 		{"tool in a closed session", func(b *logb) {
 			b.add(replay.TypeSessionEnded, replay.SessionEndedData{Session: sid})
@@ -317,10 +317,10 @@ func TestSessionReplayHostile(t *testing.T) {
 		{"retry_of with another input", func(b *logb) {
 			b.crashed()
 			b.human(act2, "retry", "alice", "")
-			b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Action: "a-000000000003", Tool: "greet", InputHash: inHash, InputRef: inHash, RetryOf: act2})
+			b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Call: "a-000000000003", Tool: "greet", InputHash: inHash, InputRef: inHash, RetryOf: act2})
 		}, replay.ReasonApprovalBinding},
 		{"single-blob input ref that is not its hash", func(b *logb) {
-			b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Action: act2, Tool: "greet", InputHash: inHash, InputRef: inHash2})
+			b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Call: act2, Tool: "greet", InputHash: inHash, InputRef: inHash2})
 		}, replay.ReasonSessionBadFields},
 		{"agent that is not printable", func(b *logb) {
 			b.ev = b.ev[:2]
@@ -352,13 +352,13 @@ func TestSessionReplayRecovery(t *testing.T) {
 	b := newLog(t, true).started().greet().crashed()
 	b.fold("")
 	b.human(act2, "retry", "alice", "")
-	b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Action: "a-000000000003", Tool: "greet", InputHash: inHash2, InputRef: inHash2, RetryOf: act2})
+	b.add(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Call: "a-000000000003", Tool: "greet", InputHash: inHash2, InputRef: inHash2, RetryOf: act2})
 	b.policy("a-000000000003", "allow", 1, "rule-1").start("a-000000000003", "r-000000000003", "greet", inHash2, "allow", owner2)
 	b.add(replay.TypeToolFinished, finished(t, "a-000000000003", "r-000000000003", 0, runtime.Passed, replay.ResultSuccess))
 	b.add(replay.TypeSessionEnded, replay.SessionEndedData{Session: sid})
 	rep := b.fold("")
-	acts := rep.Sessions[0].Actions
-	if acts[1].Status != replay.ActionRetried || acts[1].RetriedBy != "a-000000000003" || acts[2].RetryOf != act2 {
+	acts := rep.Sessions[0].Calls
+	if acts[1].Status != replay.CallRetried || acts[1].RetriedBy != "a-000000000003" || acts[2].RetryOf != act2 {
 		t.Fatalf("actions = %+v", acts)
 	}
 	// a second retry of the same action is refused

@@ -45,13 +45,13 @@ func (f *Folder) OpenHead() (SessionHead, bool) {
 
 // Latest is the latest action session id requested with tool and input
 // hash, if any.
-func (f *Folder) Latest(id, tool, inputHash string) (ActionView, bool) {
+func (f *Folder) Latest(id, tool, inputHash string) (CallView, bool) {
 	if f.s == nil || f.s.sessions[id] == nil {
-		return ActionView{}, false
+		return CallView{}, false
 	}
 	a, ok := f.s.sessions[id].latest[latestKey(tool, inputHash)]
 	if !ok {
-		return ActionView{}, false
+		return CallView{}, false
 	}
 	return f.s.actions[a].v, true
 }

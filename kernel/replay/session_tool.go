@@ -34,10 +34,10 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 	}
 	sf := f.sess()
 	switch {
-	case !actionRE.MatchString(d.Action):
-		return bad(line, ReasonSessionBadFields, "action id %q is not a-<12 hex>", d.Action)
-	case sf.actions[d.Action] != nil:
-		return bad(line, ReasonSessionBadFields, "action %s requested twice", d.Action)
+	case !actionRE.MatchString(d.Call):
+		return bad(line, ReasonSessionBadFields, "action id %q is not a-<12 hex>", d.Call)
+	case sf.actions[d.Call] != nil:
+		return bad(line, ReasonSessionBadFields, "action %s requested twice", d.Call)
 	case !toolRE.MatchString(d.Tool):
 		return bad(line, ReasonSessionBadFields, "tool name %q", d.Tool)
 	case !digestRE.MatchString(d.InputHash) || !digestRE.MatchString(d.InputRef):
@@ -66,17 +66,17 @@ func (f *Folder) applyToolRequested(line int, e eventlog.Event, d ToolRequestedD
 			return bad(line, ReasonApprovalBinding, "retry_of %s names another tool or input hash", d.RetryOf)
 		}
 		if !f.dry {
-			o.retriedBy, o.v.RetriedBy = d.Action, d.Action
+			o.retriedBy, o.v.RetriedBy = d.Call, d.Call
 		}
 	}
 	if f.dry {
 		return nil
 	}
-	a := &actionState{session: d.Session, trace: d.Trace, v: ActionView{ID: d.Action, Tool: d.Tool, Turn: d.Turn,
-		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Trace: d.Trace, Status: ActionRequested, RetryOf: d.RetryOf}}
-	sf.actions[d.Action] = a
-	s.actions = append(s.actions, d.Action)
-	s.latest[latestKey(d.Tool, d.InputHash)] = d.Action
+	a := &actionState{session: d.Session, trace: d.Trace, v: CallView{ID: d.Call, Tool: d.Tool, Turn: d.Turn,
+		InputHash: d.InputHash, InputRef: d.InputRef, Manifest: d.Manifest, Trace: d.Trace, Status: CallRequested, RetryOf: d.RetryOf}}
+	sf.actions[d.Call] = a
+	s.actions = append(s.actions, d.Call)
+	s.latest[latestKey(d.Tool, d.InputHash)] = d.Call
 	f.blobs[d.InputRef] = true
 	if d.Manifest {
 		sf.manifests[d.InputRef] = d.InputHash
@@ -123,7 +123,7 @@ func (f *Folder) applyToolDecided(line int, e eventlog.Event, d ToolDecidedData)
 	if err := f.inSession(line, e.Type); err != nil {
 		return err
 	}
-	a, s, err := f.action(line, d.Action)
+	a, s, err := f.action(line, d.Call)
 	if err != nil {
 		return err
 	}
@@ -143,17 +143,17 @@ func (f *Folder) policyDecided(line int, a *actionState, d ToolDecidedData) erro
 	effect, rule, id := f.policyDecision(a.v.Tool)
 	switch {
 	case a.policy != "":
-		return bad(line, ReasonPolicyMismatch, "action %s decided by policy twice", d.Action)
+		return bad(line, ReasonPolicyMismatch, "action %s decided by policy twice", d.Call)
 	case d.Actor != "" || d.InputHash != "" || d.Rule == nil:
 		return bad(line, ReasonSessionBadFields, "a policy decision names rule and rule_id, no actor or input_hash")
 	case d.Decision != effect || *d.Rule != rule || d.RuleID != id:
-		return bad(line, ReasonPolicyMismatch, "action %s: recorded %s by rule %d (%s), the contract's policy gives %s by rule %d (%s)", d.Action, d.Decision, *d.Rule, d.RuleID, effect, rule, id)
+		return bad(line, ReasonPolicyMismatch, "action %s: recorded %s by rule %d (%s), the contract's policy gives %s by rule %d (%s)", d.Call, d.Decision, *d.Rule, d.RuleID, effect, rule, id)
 	}
 	if f.dry {
 		return nil
 	}
 	a.policy, a.v.Decision, a.v.RuleID = effect, effect, id
-	a.v.Status = map[string]string{DecisionAllow: ActionAllowed, DecisionBlock: ActionBlocked, DecisionRequireApproval: ActionPending}[effect]
+	a.v.Status = map[string]string{DecisionAllow: CallAllowed, DecisionBlock: CallBlocked, DecisionRequireApproval: CallPending}[effect]
 	return nil
 }
 
@@ -164,37 +164,37 @@ func (f *Folder) humanDecided(line int, a *actionState, s *sessionState, d ToolD
 	case printable.Check("actor", d.Actor) != nil:
 		return bad(line, ReasonSessionBadFields, "a human decision needs a printable actor")
 	case actor.Same(d.Actor, s.agent):
-		return bad(line, ReasonSelfApproval, "action %s decided by the session's own agent %q", d.Action, d.Actor)
+		return bad(line, ReasonSelfApproval, "action %s decided by the session's own agent %q", d.Call, d.Actor)
 	}
 	switch d.Decision {
 	case DecisionApprove, DecisionReject:
 		switch {
 		case a.policy != DecisionRequireApproval:
-			return bad(line, ReasonApprovalBinding, "action %s: %s of an action the policy did not send for approval (%q)", d.Action, d.Decision, a.policy)
+			return bad(line, ReasonApprovalBinding, "action %s: %s of an action the policy did not send for approval (%q)", d.Call, d.Decision, a.policy)
 		case a.human != "":
-			return bad(line, ReasonApprovalBinding, "action %s decided by a human twice", d.Action)
+			return bad(line, ReasonApprovalBinding, "action %s decided by a human twice", d.Call)
 		case d.InputHash != a.v.InputHash:
-			return bad(line, ReasonApprovalBinding, "action %s: %s binds input %s, the request's input is %s", d.Action, d.Decision, d.InputHash, a.v.InputHash)
+			return bad(line, ReasonApprovalBinding, "action %s: %s binds input %s, the request's input is %s", d.Call, d.Decision, d.InputHash, a.v.InputHash)
 		}
 		if f.dry {
 			return nil
 		}
 		a.human, a.v.Approval, a.v.Approver = d.Decision, d.Decision, d.Actor
-		a.v.Status = map[string]string{DecisionApprove: ActionApproved, DecisionReject: ActionRejected}[d.Decision]
+		a.v.Status = map[string]string{DecisionApprove: CallApproved, DecisionReject: CallRejected}[d.Decision]
 		return nil
 	case DecisionRetry, DecisionAbandon:
 		switch {
 		case d.InputHash != "":
 			return bad(line, ReasonSessionBadFields, "a %s decision binds no input_hash", d.Decision)
 		case !a.finished || a.v.Result != ResultCrashed || a.resolved != "":
-			return bad(line, ReasonApprovalBinding, "action %s: %s of an action that is not ambiguous", d.Action, d.Decision)
+			return bad(line, ReasonApprovalBinding, "action %s: %s of an action that is not ambiguous", d.Call, d.Decision)
 		}
 		if f.dry {
 			return nil
 		}
 		a.resolved = d.Decision
-		delete(s.crashed, d.Action)
-		a.v.Status = map[string]string{DecisionRetry: ActionRetried, DecisionAbandon: ActionAbandoned}[d.Decision]
+		delete(s.crashed, d.Call)
+		a.v.Status = map[string]string{DecisionRetry: CallRetried, DecisionAbandon: CallAbandoned}[d.Decision]
 		return nil
 	}
 	return bad(line, ReasonSessionBadFields, "human decision %q", d.Decision)
@@ -204,7 +204,7 @@ func (f *Folder) applyToolStarted(line int, e eventlog.Event, d ToolStartedData)
 	if err := f.inSession(line, e.Type); err != nil {
 		return err
 	}
-	a, s, err := f.action(line, d.Action)
+	a, s, err := f.action(line, d.Call)
 	if err != nil {
 		return err
 	}
@@ -215,13 +215,13 @@ func (f *Folder) applyToolStarted(line int, e eventlog.Event, d ToolStartedData)
 	case a.policy == DecisionRequireApproval && a.human == DecisionApprove:
 		allowedBy = DecisionApprove
 	case a.policy == DecisionBlock || a.human == DecisionReject:
-		return bad(line, ReasonDenied, "action %s started after %s", d.Action, a.v.Status)
+		return bad(line, ReasonDenied, "action %s started after %s", d.Call, a.v.Status)
 	default:
-		return bad(line, ReasonUndecided, "action %s started without a decision that allows it (%s)", d.Action, a.v.Status)
+		return bad(line, ReasonUndecided, "action %s started without a decision that allows it (%s)", d.Call, a.v.Status)
 	}
 	switch {
 	case a.started:
-		return bad(line, ReasonReceipt, "action %s started twice", d.Action)
+		return bad(line, ReasonReceipt, "action %s started twice", d.Call)
 	case !receiptRE.MatchString(d.Receipt) || f.s.receipts[d.Receipt]:
 		return bad(line, ReasonReceipt, "receipt %q is not a new r-<12 hex>", d.Receipt)
 	case d.Session != a.session || d.Tool != a.v.Tool || d.InputHash != a.v.InputHash || d.InputRef != a.v.InputRef || !sameSpan(d.Trace, a.trace):
@@ -232,14 +232,14 @@ func (f *Folder) applyToolStarted(line int, e eventlog.Event, d ToolStartedData)
 		return bad(line, ReasonSessionOwner, "receipt %s by pid %d, the session is owned by pid %d", d.Receipt, d.Owner.PID, s.owner.PID)
 	}
 	if _, ok := f.c.Tool(a.v.Tool); !ok {
-		return bad(line, ReasonPolicyMismatch, "action %s: tool %q is not in the contract", d.Action, a.v.Tool)
+		return bad(line, ReasonPolicyMismatch, "action %s: tool %q is not in the contract", d.Call, a.v.Tool)
 	}
 	if f.dry {
 		return nil
 	}
 	f.s.receipts[d.Receipt] = true
-	a.started, a.v.Receipt, a.v.Status = true, d.Receipt, ActionStarted
-	s.running[d.Action] = true
+	a.started, a.v.Receipt, a.v.Status = true, d.Receipt, CallStarted
+	s.running[d.Call] = true
 	return nil
 }
 
@@ -265,7 +265,7 @@ func (f *Folder) applyToolProgress(line int, e eventlog.Event, d ToolProgressDat
 	if err := f.inSession(line, e.Type); err != nil {
 		return err
 	}
-	a, err := f.runningAction(line, d.Action, d.Receipt)
+	a, err := f.runningAction(line, d.Call, d.Receipt)
 	if err != nil {
 		return err
 	}
@@ -287,7 +287,7 @@ func (f *Folder) applyToolFinished(line int, e eventlog.Event, d ToolFinishedDat
 	if err := f.inSession(line, e.Type); err != nil {
 		return err
 	}
-	a, err := f.runningAction(line, d.Action, d.Receipt)
+	a, err := f.runningAction(line, d.Call, d.Receipt)
 	if err != nil {
 		return err
 	}
@@ -309,12 +309,12 @@ func (f *Folder) applyToolFinished(line int, e eventlog.Event, d ToolFinishedDat
 	}
 	a.finished = true
 	a.v.Result, a.v.ExitCode, a.v.Output = d.Result, d.ExitCode, d.OutputHash
-	a.v.Status = ActionFinished
+	a.v.Status = CallFinished
 	s := f.s.sessions[a.session]
-	delete(s.running, d.Action)
+	delete(s.running, d.Call)
 	if d.Result == ResultCrashed {
-		a.v.Status = ActionAmbiguous
-		s.crashed[d.Action] = true
+		a.v.Status = CallAmbiguous
+		s.crashed[d.Call] = true
 	}
 	return nil
 }
@@ -328,11 +328,11 @@ func (f *Folder) checkFinish(line int, a *actionState, d ToolFinishedData) error
 	switch d.Result {
 	case ResultCrashed:
 		if !a.recover {
-			return bad(line, ReasonReceipt, "action %s closed by recovery, but no session.resumed listed it ambiguous", d.Action)
+			return bad(line, ReasonReceipt, "action %s closed by recovery, but no session.resumed listed it ambiguous", d.Call)
 		}
 	case ResultSuccess, ResultFailure, ResultDenied:
 		if d.Attestation == nil {
-			return bad(line, ReasonReceipt, "action %s finished %s without a runtime attestation", d.Action, d.Result)
+			return bad(line, ReasonReceipt, "action %s finished %s without a runtime attestation", d.Call, d.Result)
 		}
 		if t, _ := f.c.Tool(a.v.Tool); d.Attestation.Provider != t.Runtime {
 			return bad(line, ReasonReceipt, "the attestation names runtime %q, the tool %q", d.Attestation.Provider, t.Runtime)

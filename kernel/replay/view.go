@@ -77,9 +77,9 @@ func (f *Folder) Sessions() []SessionView {
 
 func (f *Folder) sessionView(id string) SessionView {
 	s := f.s.sessions[id]
-	v := SessionView{ID: s.id, Agent: s.agent, Open: s.open, Owner: s.owner, Turns: s.nturns, Actions: []ActionView{}}
+	v := SessionView{ID: s.id, Agent: s.agent, Open: s.open, Owner: s.owner, Turns: s.nturns, Calls: []CallView{}}
 	for _, a := range s.actions {
-		v.Actions = append(v.Actions, f.s.actions[a].v)
+		v.Calls = append(v.Calls, f.s.actions[a].v)
 	}
 	return v
 }
@@ -102,9 +102,9 @@ func (f *Folder) OpenSession() (SessionView, bool) {
 }
 
 // Action is the replayed state of action id and the id of its session.
-func (f *Folder) Action(id string) (ActionView, string, bool) {
+func (f *Folder) Action(id string) (CallView, string, bool) {
 	if f.s == nil || f.s.actions[id] == nil {
-		return ActionView{}, "", false
+		return CallView{}, "", false
 	}
 	a := f.s.actions[id]
 	return a.v, a.session, true

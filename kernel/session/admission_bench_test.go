@@ -34,11 +34,11 @@ func (f *fixture) priorCalls(tb testing.TB, sid string, n int) {
 	rule := 0 // no-wipe
 	for i := range n {
 		action := fmt.Sprintf("a-%012x", i)
-		if _, err := r.AppendSession(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Action: action, Tool: "wipe",
+		if _, err := r.AppendSession(replay.TypeToolRequested, replay.ToolRequestedData{Session: sid, Call: action, Tool: "wipe",
 			InputHash: st.Hash, InputRef: st.Ref}); err != nil {
 			tb.Fatal(err)
 		}
-		if _, err := r.AppendSession(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByPolicy,
+		if _, err := r.AppendSession(replay.TypeToolDecided, replay.ToolDecidedData{Call: action, By: replay.ByPolicy,
 			Decision: replay.DecisionBlock, Rule: &rule, RuleID: "no-wipe", Reason: "never delete the tree"}); err != nil {
 			tb.Fatal(err)
 		}

@@ -125,7 +125,7 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	if err := implementing(r); err != nil {
 		return nil, Result{}, err
 	}
-	var prev *replay.ActionView
+	var prev *replay.CallView
 	var amb []string
 	var open bool
 	// The replay's admission index: map reads, no walk over the
@@ -145,13 +145,13 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 		return nil, Result{}, &AmbiguousError{Actions: amb}
 	}
 	res := Result{InputHash: p.hash}
-	if prev != nil && prev.Status != replay.ActionRetried {
+	if prev != nil && prev.Status != replay.CallRetried {
 		res.Action, res.Decision = prev.ID, s.gate.Decide(prev.Tool)
 		switch prev.Status {
-		case replay.ActionPending:
+		case replay.CallPending:
 			res.Status = PendingApproval
 			return nil, res, nil
-		case replay.ActionRejected:
+		case replay.CallRejected:
 			res.Status = Rejected
 			return nil, res, nil
 		}
@@ -175,11 +175,11 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 // repeated is a, the session's latest action with this call's tool and
 // input hash, when the call repeats it: pending, approved and not started,
 // rejected, or decided retry and not retried yet.
-func repeated(a replay.ActionView) *replay.ActionView {
+func repeated(a replay.CallView) *replay.CallView {
 	switch {
-	case a.Status == replay.ActionPending, a.Status == replay.ActionApproved, a.Status == replay.ActionRejected:
+	case a.Status == replay.CallPending, a.Status == replay.CallApproved, a.Status == replay.CallRejected:
 		return &a
-	case a.Status == replay.ActionRetried && a.RetriedBy == "":
+	case a.Status == replay.CallRetried && a.RetriedBy == "":
 		return &a
 	}
 	return nil
@@ -194,14 +194,14 @@ func (s *Session) request(r *run.Run, p *prepared, res Result, retryOf string) (
 	}
 	action := newID("a-")
 	res.Action = action
-	if _, err := r.AppendSession(replay.TypeToolRequested, replay.ToolRequestedData{Session: s.id, Turn: p.c.Turn, Action: action,
+	if _, err := r.AppendSession(replay.TypeToolRequested, replay.ToolRequestedData{Session: s.id, Turn: p.c.Turn, Call: action,
 		Tool: p.c.Tool, InputHash: st.Hash, InputRef: st.Ref, Manifest: st.Manifest, Trace: p.span, RetryOf: retryOf}); err != nil {
 		return nil, res, err
 	}
 	d := s.gate.Decide(p.c.Tool)
 	res.Decision = d
 	rule := d.Rule
-	if _, err := r.AppendSession(replay.TypeToolDecided, replay.ToolDecidedData{Action: action, By: replay.ByPolicy,
+	if _, err := r.AppendSession(replay.TypeToolDecided, replay.ToolDecidedData{Call: action, By: replay.ByPolicy,
 		Decision: string(d.Effect), Rule: &rule, RuleID: d.RuleID, Reason: d.Reason}); err != nil {
 		return nil, res, err
 	}
@@ -237,7 +237,7 @@ func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by s
 		}
 	})
 	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: s.putter(r), repo: s.o.RepoDir, state: s.o.StateDir, paths: paths}
-	if _, err := r.AppendSession(replay.TypeToolStarted, replay.ToolStartedData{Action: action, Receipt: j.receipt, Session: s.id,
+	if _, err := r.AppendSession(replay.TypeToolStarted, replay.ToolStartedData{Call: action, Receipt: j.receipt, Session: s.id,
 		Tool: t.Name, InputHash: p.hash, InputRef: ref, Decision: by, Owner: s.owner, Trace: p.span}); err != nil {
 		return nil, res, err
 	}
@@ -259,7 +259,7 @@ func (j *job) execute(ctx context.Context, s *Session) (finish, error) {
 		return finish{result: res}, fmt.Errorf("action %s: %w", j.action, err)
 	}
 	res.Status = Finished
-	d := replay.ToolFinishedData{Action: j.action, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
+	d := replay.ToolFinishedData{Call: j.action, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
 		DurationMS: rr.res.Finished.Sub(rr.res.Started).Milliseconds(), Attestation: &rr.res.Attestation,
 		Stdout: rr.stdout, Stderr: rr.stderr}
 	switch d.Outcome {

@@ -145,9 +145,9 @@ func (f *fixture) recoverAfterKill(t *testing.T, n int) {
 	sv := rep.Sessions[0]
 	var want []string
 	args := map[string]string{}
-	for i, a := range sv.Actions {
+	for i, a := range sv.Calls {
 		args[a.ID] = []string{`{"name":"Ada"}`, `{"name":"Bob"}`}[i]
-		if a.Status == replay.ActionStarted {
+		if a.Status == replay.CallStarted {
 			want = append(want, a.ID)
 		}
 	}
@@ -191,8 +191,8 @@ func (f *fixture) recoverAfterKill(t *testing.T, n int) {
 		if res.Result != "success" {
 			t.Fatalf("after the decision: %+v", res)
 		}
-		var nv replay.ActionView
-		for _, x := range f.audit(t).Sessions[0].Actions {
+		var nv replay.CallView
+		for _, x := range f.audit(t).Sessions[0].Calls {
 			if x.ID == res.Action {
 				nv = x
 			}

@@ -36,10 +36,10 @@ func Abandon(o Options, action, actor, reason string) error {
 
 // applicable is the action status each human decision applies to.
 var applicable = map[string]string{
-	replay.DecisionApprove: replay.ActionPending,
-	replay.DecisionReject:  replay.ActionPending,
-	replay.DecisionRetry:   replay.ActionAmbiguous,
-	replay.DecisionAbandon: replay.ActionAmbiguous,
+	replay.DecisionApprove: replay.CallPending,
+	replay.DecisionReject:  replay.CallPending,
+	replay.DecisionRetry:   replay.CallAmbiguous,
+	replay.DecisionAbandon: replay.CallAmbiguous,
 }
 
 func decide(o Options, action, name, reason, decision string) error {
@@ -53,7 +53,7 @@ func decide(o Options, action, name, reason, decision string) error {
 		if err := implementing(r); err != nil {
 			return err
 		}
-		var a replay.ActionView
+		var a replay.CallView
 		var agent string
 		var ok bool
 		r.Session(func(f *replay.Folder) {
@@ -76,7 +76,7 @@ func decide(o Options, action, name, reason, decision string) error {
 				return err
 			}
 		}
-		d := replay.ToolDecidedData{Action: action, By: replay.ByHuman, Decision: decision, Actor: name, Reason: reason}
+		d := replay.ToolDecidedData{Call: action, By: replay.ByHuman, Decision: decision, Actor: name, Reason: reason}
 		if decision == replay.DecisionApprove || decision == replay.DecisionReject {
 			d.InputHash = a.InputHash
 		}

@@ -25,7 +25,7 @@ func TestManifestInputRebuilt(t *testing.T) {
 		t.Fatal("no action recorded")
 	}
 	rep := f.audit(t)
-	a := rep.Sessions[0].Actions[0]
+	a := rep.Sessions[0].Calls[0]
 	if !a.Manifest || a.InputRef == a.InputHash {
 		t.Fatalf("action %+v: want a manifest input", a)
 	}

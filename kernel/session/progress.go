@@ -97,7 +97,7 @@ func (j *job) checkpoint(s *Session, seq int, snap Snapshot) error {
 		return err
 	}
 	return s.hold(func(r *run.Run) error {
-		_, err := r.AppendSession(replay.TypeToolProgress, replay.ToolProgressData{Action: j.action, Receipt: j.receipt, Seq: seq, Snapshot: d})
+		_, err := r.AppendSession(replay.TypeToolProgress, replay.ToolProgressData{Call: j.action, Receipt: j.receipt, Seq: seq, Snapshot: d})
 		return err
 	})
 }

@@ -30,11 +30,11 @@ func TestStatusMidSession(t *testing.T) {
 	if !st.ProjectionLag || st.ChainLength != len(events) || st.State != replay.Implementing {
 		t.Fatalf("mid-session status: lag %v, chain %d of %d, state %s", st.ProjectionLag, st.ChainLength, len(events), st.State)
 	}
-	if len(st.Sessions) != 1 || !st.Sessions[0].Open || len(st.Sessions[0].Actions) != 2 {
+	if len(st.Sessions) != 1 || !st.Sessions[0].Open || len(st.Sessions[0].Calls) != 2 {
 		t.Fatalf("mid-session sessions: %+v", st.Sessions)
 	}
-	for _, a := range st.Sessions[0].Actions {
-		if a.Status != replay.ActionFinished {
+	for _, a := range st.Sessions[0].Calls {
+		if a.Status != replay.CallFinished {
 			t.Fatalf("action %s is %s, want finished", a.ID, a.Status)
 		}
 	}

@@ -80,16 +80,16 @@ func (e *StillRunningError) Error() string {
 // the run (lock.Reap, as 'gc' does) and the containers of those actions
 // whose tool runs in Docker.
 func reap(ctx context.Context, o Options, r *run.Run, v replay.SessionView) []Stopped {
-	var orphans []replay.ActionView
-	for _, a := range v.Actions {
-		if a.Status == replay.ActionStarted {
+	var orphans []replay.CallView
+	for _, a := range v.Calls {
+		if a.Status == replay.CallStarted {
 			orphans = append(orphans, a)
 		}
 	}
 	if len(orphans) == 0 {
 		return nil
 	}
-	var procs, boxed []replay.ActionView
+	var procs, boxed []replay.CallView
 	for _, a := range orphans {
 		if t, ok := r.Contract.Tool(a.Tool); ok && t.Runtime == "docker" {
 			boxed = append(boxed, a)
@@ -107,7 +107,7 @@ func reap(ctx context.Context, o Options, r *run.Run, v replay.SessionView) []St
 // reapProcesses kills every recorded group of a provably dead harness in
 // dir and reports each, with an entry for every process-runtime orphan
 // that had none (it left nothing) or whose record could not be handled.
-func reapProcesses(dir string, orphans []replay.ActionView) []Stopped {
+func reapProcesses(dir string, orphans []replay.CallView) []Stopped {
 	ks, err := lock.Reap(dir, ReapedByResume, time.Now(), true)
 	var out []Stopped
 	seen := map[string]bool{}
@@ -188,7 +188,7 @@ func containersOf(o Options) (containers, error) {
 // stillRuns refuses (*StillRunningError) while anything action a's call
 // left still runs: a process of a recorded group naming it, a container
 // of it; and while that cannot be told (an unreadable record, no daemon).
-func stillRuns(o Options, r *run.Run, a replay.ActionView) error {
+func stillRuns(o Options, r *run.Run, a replay.CallView) error {
 	running := runningGroups(filepath.Join(r.Dir, run.ProcDir), a.ID)
 	if t, ok := r.Contract.Tool(a.Tool); ok && t.Runtime == "docker" {
 		running = append(running, runningContainers(o, r.ID, a.ID)...)

@@ -138,13 +138,13 @@ func crashMidCall(t *testing.T, f *fixture, dir, mode string, env ...string) cra
 	}
 	sv := f.replayed(t).Sessions[0]
 	c.session = sv.ID
-	for _, a := range sv.Actions {
-		if a.Status == replay.ActionStarted {
+	for _, a := range sv.Calls {
+		if a.Status == replay.CallStarted {
 			c.action = a.ID
 		}
 	}
 	if c.action == "" {
-		t.Fatalf("no started action after the kill: %+v", sv.Actions)
+		t.Fatalf("no started action after the kill: %+v", sv.Calls)
 	}
 	return c
 }
@@ -317,12 +317,12 @@ func resumeWithoutStopping(t *testing.T, f *fixture, c crashed) {
 	}
 	oh, _ := replay.OutputHash(-1, "", nil, nil)
 	var receipt string
-	for _, a := range v.Actions {
+	for _, a := range v.Calls {
 		if a.ID == c.action {
 			receipt = a.Receipt
 		}
 	}
-	if _, err := r.AppendSession(replay.TypeToolFinished, replay.ToolFinishedData{Action: c.action, Receipt: receipt, Result: replay.ResultCrashed,
+	if _, err := r.AppendSession(replay.TypeToolFinished, replay.ToolFinishedData{Call: c.action, Receipt: receipt, Result: replay.ResultCrashed,
 		ExitCode: -1, OutputHash: oh, ClosedBy: replay.ClosedByRecovery}); err != nil {
 		t.Fatal(err)
 	}

@@ -228,15 +228,15 @@ func resume(ctx context.Context, o Options, id string) (*Session, []string, erro
 // closeOrphans records tool.finished crashed (closed_by recovery) for each
 // action of v that started and never finished.
 func closeOrphans(r *run.Run, v replay.SessionView) error {
-	for _, a := range v.Actions {
-		if a.Status != replay.ActionStarted {
+	for _, a := range v.Calls {
+		if a.Status != replay.CallStarted {
 			continue
 		}
 		oh, err := replay.OutputHash(-1, "", nil, nil)
 		if err != nil {
 			return err
 		}
-		d := replay.ToolFinishedData{Action: a.ID, Receipt: a.Receipt, Result: replay.ResultCrashed, ExitCode: -1, OutputHash: oh, ClosedBy: replay.ClosedByRecovery}
+		d := replay.ToolFinishedData{Call: a.ID, Receipt: a.Receipt, Result: replay.ResultCrashed, ExitCode: -1, OutputHash: oh, ClosedBy: replay.ClosedByRecovery}
 		if _, err := r.AppendSession(replay.TypeToolFinished, d); err != nil {
 			return err
 		}

@@ -125,7 +125,7 @@ func TestAllowBlockApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := f.audit(t)
-	if len(rep.Sessions) != 1 || rep.Sessions[0].Open || len(rep.Sessions[0].Actions) != 5 {
+	if len(rep.Sessions) != 1 || rep.Sessions[0].Open || len(rep.Sessions[0].Calls) != 5 {
 		t.Fatalf("sessions: %+v", rep.Sessions)
 	}
 	for _, b := range []string{ran.InputHash, res.InputHash} {
@@ -266,8 +266,8 @@ func TestHostileTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := f.audit(t)
-	for _, a := range rep.Sessions[0].Actions {
-		if a.Status != replay.ActionFinished {
+	for _, a := range rep.Sessions[0].Calls {
+		if a.Status != replay.CallFinished {
 			t.Fatalf("action %+v", a)
 		}
 	}
@@ -316,7 +316,7 @@ func TestParallelCalls(t *testing.T) {
 	if err := s.End(""); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(f.audit(t).Sessions[0].Actions); n != 6 {
+	if n := len(f.audit(t).Sessions[0].Calls); n != 6 {
 		t.Fatalf("%d actions", n)
 	}
 }
