@@ -216,100 +216,168 @@ func leftovers(t *testing.T, state string) []string {
 }
 
 // TestPruneKilledAtRandomMoments kills a real `proofgate prune --apply`
-// with SIGKILL at 24 random moments, each on a fresh copy of the same
-// state: every run still verifies with its chain head unchanged (before
-// any recovery), the next store open leaves no leftovers, and a rerun
-// completes the prune.
+// with SIGKILL at 24 random moments, one in each 24th of 90% of an uninterrupted
+// apply's duration, each on a fresh copy of the same state: every run
+// still verifies with its chain head unchanged (before any recovery), the
+// next store open leaves no leftovers, and a rerun completes the prune.
+// The kills must land while runs are archived and while blobs are renamed;
+// a phase the 24 missed (the blob phase is short, and a loaded machine
+// stretches a killed prune beyond the watched one) gets up to 16 more kills
+// aimed inside the window an uninterrupted apply was seen in it.
 func TestPruneKilledAtRandomMoments(t *testing.T) {
 	p, ids := pruneState(t, 6, 2, "")
 	pristine := filepath.Join(t.TempDir(), "pristine")
 	fscopy.Tree(t, filepath.Join(p.dir, ".proofgate"), pristine)
-	want := heads(t, pristine, ids)
-	pace := []string{"PROOFGATE_TEST_PRUNE_PACE=15ms"}
-	// The uninterrupted duration sets the range of the kill moments.
-	start := time.Now()
-	if r := p.prune(pace, "--apply"); r.code != 0 {
-		t.Fatalf("apply: %d %s", r.code, r.stderr)
-	}
-	full := time.Since(start)
-	state := filepath.Join(p.dir, ".proofgate")
+	k := &pruneKiller{p: p, ids: ids, pristine: pristine, want: heads(t, pristine, ids), phases: map[string]int{}}
+	// An uninterrupted apply, watched: its duration sets the range of the
+	// kill moments, and when it was in each phase.
+	full, seen := k.watch(t)
 	seed := uint64(time.Now().UnixNano())
-	t.Logf("kill moments seeded with %d", seed)
+	t.Logf("kill moments seeded with %d; an uninterrupted apply took %s, phases seen %v", seed, full, seen)
 	rng := rand.New(rand.NewPCG(seed, 3))
-	killed, midway := 0, 0
-	phases := map[string]int{}
-	for i := range 24 {
-		os.RemoveAll(state)
-		fscopy.Tree(t, pristine, state)
-		cmd := exec.Command(os.Args[0], "prune", "--apply")
-		cmd.Dir = p.dir
-		cmd.Env = append(os.Environ(), mainEnv+"=1", "PROOFGATE_TEST_PRUNE_NOW_OFFSET=960h", "PROOFGATE_TEST_PRUNE_SETTLE=100ms", pace[0])
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		at := time.Duration(rng.Int64N(int64(full)))
-		time.Sleep(at)
-		cmd.Process.Signal(syscall.SIGKILL)
-		err := cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
-			killed++
-		} else if err != nil {
-			t.Fatalf("kill %d: prune failed on its own: %v", i, err)
-		}
-		// Before any recovery, every run verifies with its head.
-		if got := heads(t, state, ids); !mapsEqual(got, want) {
-			t.Fatalf("kill %d at %s: heads changed: %v, want %v", i, at, got, want)
-		}
-		// The next store open restores the leftovers.
-		if len(leftovers(t, state)) > 0 {
-			midway++
-		}
-		phase := phaseOf(state, ids[:6])
-		phases[phase]++
-		if err := run.Recover(state); err != nil {
-			t.Fatalf("kill %d: recover: %v", i, err)
-		}
-		if l := leftovers(t, state); len(l) > 0 {
-			t.Fatalf("kill %d at %s: leftovers after recovery: %v", i, at, l)
-		}
-		if probs, err := retention.Problems(state); err != nil || len(probs) > 0 {
-			t.Fatalf("kill %d: problems %v %v", i, probs, err)
-		}
-		// A rerun completes: every COMPLETE run archived, the unnamed blobs
-		// gone, and still every head the same.
-		if r := p.prune(nil, "--apply"); r.code != 0 {
-			t.Fatalf("kill %d: rerun: %d %s", i, r.code, r.stderr)
-		}
-		h, err := retention.ReadHistory(state)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, id := range ids[:6] {
-			if _, ok := h.Archived[id]; !ok || !retention.IsArchived(filepath.Join(state, "runs", id)) {
-				t.Fatalf("kill %d: run %s not archived after the rerun", i, id)
+	const n = 24
+	for i := range n {
+		k.kill(t, time.Duration((float64(i)+rng.Float64())/n*0.9*float64(full)))
+	}
+	if k.killed < 20 || k.midway < 10 {
+		t.Fatalf("only %d of %d prunes were killed, %d of them mid-way", k.killed, n, k.midway)
+	}
+	for extra := 0; extra < 16; extra++ {
+		missing := ""
+		for _, ph := range []string{"archiving", "blobs"} {
+			if k.phases[ph] == 0 {
+				missing = ph
 			}
 		}
-		if got := heads(t, state, ids); !mapsEqual(got, want) {
-			t.Fatalf("kill %d: heads after the rerun %v", i, got)
+		w, ok := seen[missing]
+		if missing == "" || !ok {
+			break
 		}
-		if l := leftovers(t, state); len(l) > 0 {
-			t.Fatalf("kill %d: leftovers after the rerun: %v", i, l)
-		}
-		for _, id := range ids[6:] {
-			if m, _ := filepath.Glob(filepath.Join(state, "runs", id, "blobs", "sha256", "000000*")); len(m) != 0 {
-				t.Fatalf("kill %d: unnamed blob survived the rerun: %v", i, m)
+		k.kill(t, w[0]+time.Duration(rng.Float64()*float64(w[1]-w[0])))
+	}
+	if k.phases["archiving"] == 0 || k.phases["blobs"] == 0 {
+		t.Fatalf("kills by phase %v: not every phase was hit (an uninterrupted apply was seen in %v)", k.phases, seen)
+	}
+	t.Logf("%d kills (%d left a prune's leftovers; by phase %v) over an apply of %s", k.killed, k.midway, k.phases, full)
+}
+
+// watch runs an uninterrupted `prune --apply` on a fresh copy of the
+// state, polling it every millisecond, and returns how long it took and,
+// per phase, the first and last moment it was seen in.
+func (k *pruneKiller) watch(t *testing.T) (time.Duration, map[string][2]time.Duration) {
+	t.Helper()
+	state := filepath.Join(k.p.dir, ".proofgate")
+	os.RemoveAll(state)
+	fscopy.Tree(t, k.pristine, state)
+	cmd := exec.Command(os.Args[0], "prune", "--apply")
+	cmd.Dir = k.p.dir
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "PROOFGATE_TEST_PRUNE_NOW_OFFSET=960h", "PROOFGATE_TEST_PRUNE_SETTLE=100ms", pruneTestPace)
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	seen := map[string][2]time.Duration{}
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatalf("an uninterrupted apply: %v", err)
 			}
+			return time.Since(start), seen
+		case <-time.After(time.Millisecond):
+		}
+		at, ph := time.Since(start), phaseOf(state, k.ids[:6])
+		w, ok := seen[ph]
+		if !ok {
+			w[0] = at
+		}
+		w[1] = at
+		seen[ph] = w
+	}
+}
+
+// pruneTestPace slows each step of a test prune, so kills land inside it.
+const pruneTestPace = "PROOFGATE_TEST_PRUNE_PACE=15ms"
+
+// pruneKiller kills prunes of a fresh copy of pristine and checks what
+// each leaves.
+type pruneKiller struct {
+	p              pg
+	ids            []string
+	pristine       string
+	want           map[string]string
+	killed, midway int
+	phases         map[string]int
+}
+
+// kill starts `prune --apply` on a fresh copy of the state, kills it at
+// at, and checks: heads unchanged, recovery leaves no leftovers and no
+// problems, a rerun archives every COMPLETE run and removes the unnamed
+// blobs.
+func (k *pruneKiller) kill(t *testing.T, at time.Duration) {
+	t.Helper()
+	p, ids, state := k.p, k.ids, filepath.Join(k.p.dir, ".proofgate")
+	os.RemoveAll(state)
+	fscopy.Tree(t, k.pristine, state)
+	cmd := exec.Command(os.Args[0], "prune", "--apply")
+	cmd.Dir = p.dir
+	cmd.Env = append(os.Environ(), mainEnv+"=1", "PROOFGATE_TEST_PRUNE_NOW_OFFSET=960h", "PROOFGATE_TEST_PRUNE_SETTLE=100ms", pruneTestPace)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(at)
+	cmd.Process.Signal(syscall.SIGKILL)
+	err := cmd.Wait()
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		k.killed++
+	} else if err != nil {
+		t.Fatalf("kill at %s: prune failed on its own: %v", at, err)
+	}
+	// Before any recovery, every run verifies with its head.
+	if got := heads(t, state, ids); !mapsEqual(got, k.want) {
+		t.Fatalf("kill at %s: heads changed: %v, want %v", at, got, k.want)
+	}
+	// The next store open restores the leftovers.
+	if len(leftovers(t, state)) > 0 {
+		k.midway++
+	}
+	k.phases[phaseOf(state, ids[:6])]++
+	if err := run.Recover(state); err != nil {
+		t.Fatalf("kill at %s: recover: %v", at, err)
+	}
+	if l := leftovers(t, state); len(l) > 0 {
+		t.Fatalf("kill at %s: leftovers after recovery: %v", at, l)
+	}
+	if probs, err := retention.Problems(state); err != nil || len(probs) > 0 {
+		t.Fatalf("kill at %s: problems %v %v", at, probs, err)
+	}
+	// A rerun completes: every COMPLETE run archived, the unnamed blobs
+	// gone, and still every head the same.
+	if r := p.prune(nil, "--apply"); r.code != 0 {
+		t.Fatalf("kill at %s: rerun: %d %s", at, r.code, r.stderr)
+	}
+	h, err := retention.ReadHistory(state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range ids[:6] {
+		if _, ok := h.Archived[id]; !ok || !retention.IsArchived(filepath.Join(state, "runs", id)) {
+			t.Fatalf("kill at %s: run %s not archived after the rerun", at, id)
 		}
 	}
-	// The kills land in each phase: while archiving, and while blobs are
-	// renamed to .pruning.
-	if phases["archiving"] == 0 || phases["blobs"] == 0 {
-		t.Fatalf("kills by phase %v: not every phase was hit", phases)
+	if got := heads(t, state, ids); !mapsEqual(got, k.want) {
+		t.Fatalf("kill at %s: heads after the rerun %v", at, got)
 	}
-	if killed < 20 || midway < 10 {
-		t.Fatalf("only %d of 24 prunes were killed, %d of them mid-way", killed, midway)
+	if l := leftovers(t, state); len(l) > 0 {
+		t.Fatalf("kill at %s: leftovers after the rerun: %v", at, l)
 	}
-	t.Logf("%d kills (%d left a prune's leftovers; by phase %v) over an apply of %s", killed, midway, phases, full)
+	for _, id := range ids[6:] {
+		if m, _ := filepath.Glob(filepath.Join(state, "runs", id, "blobs", "sha256", "000000*")); len(m) != 0 {
+			t.Fatalf("kill at %s: unnamed blob survived the rerun: %v", at, m)
+		}
+	}
 }
 
 // phaseOf says where a killed prune was: before archiving, archiving
