@@ -96,7 +96,7 @@ func classifySession(err error) error {
 		return nil
 	}
 	var (
-		ua *session.UnknownActionError
+		ua *session.UnknownCallError
 		us *session.UnknownSessionError
 		ce *session.CallError
 		ae *tool.ArgError

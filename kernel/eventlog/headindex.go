@@ -79,7 +79,7 @@ func (l *Log) writeIndexDue() {
 // writeIndex records the Log's state in the head index, best effort: it is
 // a cache. Nothing is written while a repair or staged events are pending.
 func (l *Log) writeIndex() {
-	if l.err != nil || l.repair != nil || l.last == nil || len(l.segs) > 0 {
+	if l.err != nil || l.repair != nil || l.last == nil || len(l.stagedAt) > 0 {
 		return
 	}
 	ix := headIndex{V: 1, Segments: l.nsealed, Bytes: l.asize, Lines: l.lines, Seq: l.seq, Head: l.hd,

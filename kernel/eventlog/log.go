@@ -17,15 +17,15 @@ import (
 // Log is an open writer on one run's events.ndjson. Its methods are safe
 // for concurrent use; cross-process exclusion is the caller's (kernel/lock).
 type Log struct {
-	mu     sync.Mutex
-	f      *os.File
-	path   string
-	b      Binding
-	events []Event // the events after the first base ones (all, once loaded)
-	repair *tail   // damage at the end, repaired by the next Append
-	err    error   // a failed write: the file may hold a torn line
-	buf    []byte  // staged lines, written by Flush
-	segs   []segment
+	mu       sync.Mutex
+	f        *os.File
+	path     string
+	b        Binding
+	events   []Event // the events after the first base ones (all, once loaded)
+	repair   *tail   // damage at the end, repaired by the next Append
+	err      error   // a failed write: the file may hold a torn line
+	buf      []byte  // staged lines, written by Flush
+	stagedAt []staged
 	// repairStaged: the repair of the damaged tail is in buf
 	repairStaged bool
 	p            lineParser
@@ -165,9 +165,9 @@ func (l *Log) Append(typ string, data any) (Event, error) {
 	return ev, nil
 }
 
-// segment is one Stage in the pending buffer: its bytes [start, end), the
+// staged is one Stage in the pending buffer: its bytes [start, end), the
 // staged event's own line beginning at ev (a recovery line may precede).
-type segment struct{ start, ev, end int }
+type staged struct{ start, ev, end int }
 
 // Stage builds the next event of type typ, chained to the last one, and
 // keeps it pending: Events, Len and Head include it at once, the file only
@@ -194,7 +194,7 @@ func (l *Log) Stage(typ string, data any) (Event, error) {
 		return Event{}, fmt.Errorf("append %s: log holds %d events, the limit", typ, MaxEvents)
 	}
 	buf := l.buf
-	seg := segment{start: len(buf)}
+	st := staged{start: len(buf)}
 	var added []Event
 	seq, prev := l.seq, l.hd
 	lines := l.lines
@@ -214,15 +214,15 @@ func (l *Log) Stage(typ string, data any) (Event, error) {
 			lines++
 		}
 	}
-	seg.ev = len(buf)
+	st.ev = len(buf)
 	buf, ev, err := l.appendLine(buf, seq+1, typ, tm, d, prev)
 	if err != nil {
 		return Event{}, fmt.Errorf("append %s: %w", typ, err)
 	}
-	seg.end = len(buf)
+	st.end = len(buf)
 	added = append(added, ev)
 	l.buf = buf
-	l.segs = append(l.segs, seg)
+	l.stagedAt = append(l.stagedAt, st)
 	l.repairStaged = l.repair != nil
 	l.events = append(l.events, added...)
 	l.n += len(added)
@@ -242,7 +242,7 @@ func (l *Log) Flush() error {
 }
 
 func (l *Log) flushLocked() error {
-	if len(l.segs) == 0 {
+	if len(l.stagedAt) == 0 {
 		return nil
 	}
 	switch {
@@ -252,8 +252,8 @@ func (l *Log) flushLocked() error {
 		return fmt.Errorf("flush %s: an earlier write failed, reopen the log: %w", l.path, l.err)
 	}
 	buf := l.buf
-	for _, seg := range l.segs {
-		crashAt(l.f, buf, seg)
+	for _, st := range l.stagedAt {
+		crashAt(l.f, buf, st)
 	}
 	if _, err := l.f.Write(buf); err != nil {
 		l.err = err
@@ -263,11 +263,11 @@ func (l *Log) flushLocked() error {
 		l.err = err
 		return fmt.Errorf("append to %s: fsync: %w", l.path, err)
 	}
-	last := l.segs[len(l.segs)-1]
+	last := l.stagedAt[len(l.stagedAt)-1]
 	l.last = append(l.last[:0], buf[last.ev:last.end]...)
 	l.lastFile, l.lastOff = l.path, l.asize+int64(last.ev)
 	l.asize += int64(len(buf))
-	l.buf, l.segs = buf[:0], l.segs[:0]
+	l.buf, l.stagedAt = buf[:0], l.stagedAt[:0]
 	l.repair, l.repairStaged = nil, false
 	if l.asize >= l.segMax {
 		l.sealLocked()
@@ -275,20 +275,20 @@ func (l *Log) flushLocked() error {
 	return nil
 }
 
-// crashAt kills the process at the staged event seg when the crash hook
+// crashAt kills the process at the staged event st when the crash hook
 // says so: before it (the batch's earlier events written and fsynced),
 // torn (and the first half of its line), or after it (through its line).
-func crashAt(f *os.File, buf []byte, seg segment) {
+func crashAt(f *os.File, buf []byte, st staged) {
 	var upto int
 	switch crashPoint() {
 	case crashNone:
 		return
 	case crashBefore:
-		upto = seg.start
+		upto = st.start
 	case crashTorn:
-		upto = seg.ev + (seg.end-seg.ev)/2
+		upto = st.ev + (st.end-st.ev)/2
 	case crashAfter:
-		upto = seg.end
+		upto = st.end
 	}
 	if upto > 0 {
 		f.Write(buf[:upto])

@@ -82,16 +82,16 @@ func (s *Session) Call(ctx context.Context, c Call) (Result, error) {
 		return Result{}, err
 	}
 	var res Result
-	var job *job
+	var adm *admitted
 	err = s.hold(func(r *run.Run) error {
 		var e error
-		job, res, e = s.admit(r, p)
+		adm, res, e = s.admit(r, p)
 		return e
 	})
-	if err != nil || job == nil {
+	if err != nil || adm == nil {
 		return res, err
 	}
-	fin, err := job.execute(ctx, s)
+	fin, err := adm.execute(ctx, s)
 	if err != nil {
 		// The tool ran but its output could not be stored: no finish is
 		// recorded, so the action stays started and recovery reports it
@@ -105,23 +105,23 @@ func (s *Session) Call(ctx context.Context, c Call) (Result, error) {
 	return fin.result, err
 }
 
-// job is an action allowed to start, with its receipt written.
-type job struct {
-	action, receipt string
-	t               contract.Tool
-	call            tool.Call
-	p               *prepared
-	dec             policy.Decision
-	dir             string
-	blobs           *blob.Spares
-	repo, state     string
-	paths           checkedPaths
+// admitted is a call allowed to start, with its receipt written.
+type admitted struct {
+	id, receipt string
+	t           contract.Tool
+	call        tool.Call
+	p           *prepared
+	dec         policy.Decision
+	dir         string
+	blobs       *blob.Spares
+	repo, state string
+	paths       checkedPaths
 }
 
 // admit records the request and the decision (or finds the earlier action
 // this call repeats) and, when the call may run, its tool.started. It runs
 // under the run's lock.
-func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
+func (s *Session) admit(r *run.Run, p *prepared) (*admitted, Result, error) {
 	if err := implementing(r); err != nil {
 		return nil, Result{}, err
 	}
@@ -142,7 +142,7 @@ func (s *Session) admit(r *run.Run, p *prepared) (*job, Result, error) {
 	case !open:
 		return nil, Result{}, &UnknownSessionError{Run: r.ID, Session: s.id}
 	case len(amb) > 0:
-		return nil, Result{}, &AmbiguousError{Actions: amb}
+		return nil, Result{}, &AmbiguousError{Calls: amb}
 	}
 	res := Result{InputHash: p.hash}
 	if prev != nil && prev.Status != replay.CallRetried {
@@ -187,7 +187,7 @@ func repeated(a replay.CallView) *replay.CallView {
 
 // request records tool.requested and the policy's tool.decided, then
 // starts the action when the policy allows it.
-func (s *Session) request(r *run.Run, p *prepared, res Result, retryOf string) (*job, Result, error) {
+func (s *Session) request(r *run.Run, p *prepared, res Result, retryOf string) (*admitted, Result, error) {
 	st, err := input.Store(s.putter(r), p.canonical)
 	if err != nil {
 		return nil, res, err
@@ -217,7 +217,7 @@ func (s *Session) request(r *run.Run, p *prepared, res Result, retryOf string) (
 }
 
 // start renders the call and records tool.started: the receipt.
-func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by string) (*job, Result, error) {
+func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by string) (*admitted, Result, error) {
 	t, ok := s.c.Tool(p.c.Tool)
 	if !ok {
 		return nil, res, fmt.Errorf("tool %q is not in the contract", p.c.Tool)
@@ -236,7 +236,7 @@ func (s *Session) start(r *run.Run, action string, p *prepared, res Result, by s
 			ref = a.InputRef
 		}
 	})
-	j := &job{action: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: s.putter(r), repo: s.o.RepoDir, state: s.o.StateDir, paths: paths}
+	j := &admitted{id: action, receipt: newID("r-"), t: t, call: call, p: p, dec: res.Decision, dir: r.Dir, blobs: s.putter(r), repo: s.o.RepoDir, state: s.o.StateDir, paths: paths}
 	if _, err := r.AppendSession(replay.TypeToolStarted, replay.ToolStartedData{Call: action, Receipt: j.receipt, Session: s.id,
 		Tool: t.Name, InputHash: p.hash, InputRef: ref, Decision: by, Owner: s.owner, Trace: p.span}); err != nil {
 		return nil, res, err
@@ -250,16 +250,16 @@ type finish struct {
 	result Result
 }
 
-// execute runs the job's tool in its runtime, holding no lock, and stores
+// execute runs the admitted call's tool in its runtime, holding no lock, and stores
 // both streams as blobs.
-func (j *job) execute(ctx context.Context, s *Session) (finish, error) {
-	res := Result{Action: j.action, Decision: j.dec, InputHash: j.p.hash}
+func (j *admitted) execute(ctx context.Context, s *Session) (finish, error) {
+	res := Result{Action: j.id, Decision: j.dec, InputHash: j.p.hash}
 	rr, err := j.invoke(ctx, s)
 	if err != nil {
-		return finish{result: res}, fmt.Errorf("action %s: %w", j.action, err)
+		return finish{result: res}, fmt.Errorf("action %s: %w", j.id, err)
 	}
 	res.Status = Finished
-	d := replay.ToolFinishedData{Call: j.action, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
+	d := replay.ToolFinishedData{Call: j.id, Receipt: j.receipt, Outcome: rr.res.Outcome, ExitCode: rr.res.ExitCode,
 		DurationMS: rr.res.Finished.Sub(rr.res.Started).Milliseconds(), Attestation: &rr.res.Attestation,
 		Stdout: rr.stdout, Stderr: rr.stderr}
 	switch d.Outcome {
@@ -286,12 +286,12 @@ type ran struct {
 // the tool's output_limit), then stores them as blobs with one PutMany: a
 // stream whose blob exists already (the empty stderr, a repeated output)
 // costs no file and no fsync, the new ones share one directory fsync.
-func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
+func (j *admitted) invoke(ctx context.Context, s *Session) (ran, error) {
 	var ob, eb bytes.Buffer
 	limit := int64(j.t.Output)
 	stdout := runtime.NewCapture(&ob, limit)
 	stderr := runtime.NewCapture(&eb, limit)
-	stop := j.checkpoints(s, stdout, stderr) // tool.progress, progress.go
+	stop := j.recordProgress(s, stdout, stderr) // tool.progress, progress.go
 	// While the tool runs, no fsync of the call is in flight: make this
 	// output's blob file and the next call's input's (ADR 0028).
 	j.blobs.Fill()
@@ -311,7 +311,7 @@ func (j *job) invoke(ctx context.Context, s *Session) (ran, error) {
 }
 
 // run runs the tool's runtime, or says why it could not.
-func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Capture) runtime.Result {
+func (j *admitted) run(ctx context.Context, s *Session, stdout, stderr *runtime.Capture) runtime.Result {
 	var rt runtime.Runtime
 	var err error
 	if s.o.Runtime == nil {
@@ -328,7 +328,7 @@ func (j *job) run(ctx context.Context, s *Session, stdout, stderr *runtime.Captu
 		now := s.now()
 		return withheld(runtime.Result{Started: now, Finished: now, Attestation: runtime.Attestation{Provider: j.t.Runtime}}, name)
 	}
-	spec := tool.Spec(s.run, j.action, j.t, j.call, j.repo)
+	spec := tool.Spec(s.run, j.id, j.t, j.call, j.repo)
 	spec.ProcDir = filepath.Join(j.dir, run.ProcDir)
 	spec.KeepRecords = true // dropped at the session's end (drop)
 	spec.Exclude = s.workspaceExclude()

@@ -65,11 +65,11 @@ func decide(o Options, action, name, reason, decision string) error {
 		})
 		switch {
 		case !ok:
-			return &UnknownActionError{Action: action}
+			return &UnknownCallError{Call: action}
 		case actor.Same(name, agent):
-			return &SelfApprovalError{Action: action, Actor: name}
+			return &SelfApprovalError{Call: action, Actor: name}
 		case a.Status != applicable[decision]:
-			return &DecidedError{Action: action, Status: a.Status}
+			return &DecidedError{Call: action, Status: a.Status}
 		}
 		if decision == replay.DecisionRetry {
 			if err := stillRuns(o, r, a); err != nil {

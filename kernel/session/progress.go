@@ -12,9 +12,9 @@ import (
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
-// Progress checkpoints (tool.progress). While a tool runs longer than
+// Progress records (tool.progress). While a tool runs longer than
 // Options.ProgressEvery, the recorder records, once per interval, a
-// durable checkpoint of the call: a snapshot blob, the canonical JSON
+// durable progress record of the call: a snapshot blob, the canonical JSON
 //
 //	{"elapsed_ms":N,"stderr":{"digest","size","truncated"?},"stdout":{…}}
 //
@@ -22,18 +22,18 @@ import (
 // prefix), then tool.progress naming it, seq 1, 2, … in one lock hold. It
 // is evidence that the call was alive and how far it had got, not a live
 // feed: at most MaxProgress per call, none after the tool exited, and a
-// checkpoint that cannot be recorded (the lock busy past LockWait, a full
+// progress record that cannot be recorded (the lock busy past LockWait, a full
 // disk) is skipped, never retried out of order. tool.finished waits for a
-// checkpoint in flight, so none follows it (the replay refuses one that
+// progress record in flight, so none follows it (the replay refuses one that
 // does).
 
-// DefaultProgressEvery is the checkpoint interval when Options leave it 0.
+// DefaultProgressEvery is the progress interval when Options leave it 0.
 const DefaultProgressEvery = 30 * time.Second
 
 // MinProgressEvery bounds the interval from below.
 const MinProgressEvery = 10 * time.Millisecond
 
-// MaxProgress bounds the checkpoints of one call.
+// MaxProgress bounds the progress records of one call.
 const MaxProgress = 1000
 
 // Snapshot is the content of a tool.progress snapshot blob.
@@ -56,9 +56,9 @@ func (s *Session) progressEvery() time.Duration {
 	}
 }
 
-// checkpoints records the job's progress until the returned stop is
-// called; stop returns once no checkpoint is in flight.
-func (j *job) checkpoints(s *Session, stdout, stderr *runtime.Capture) (stop func()) {
+// recordProgress records the admitted call's progress until the returned stop is
+// called; stop returns once no progress record is in flight.
+func (j *admitted) recordProgress(s *Session, stdout, stderr *runtime.Capture) (stop func()) {
 	every := s.progressEvery()
 	if every == 0 {
 		return func() {}
@@ -76,7 +76,7 @@ func (j *job) checkpoints(s *Session, stdout, stderr *runtime.Capture) (stop fun
 			case <-t.C:
 			}
 			snap := Snapshot{ElapsedMS: time.Since(began).Milliseconds(), Stdout: stdout.Stream(), Stderr: stderr.Stream()}
-			if j.checkpoint(s, seq, snap) == nil {
+			if j.recordSnapshot(s, seq, snap) == nil {
 				seq++
 			}
 		}
@@ -85,8 +85,8 @@ func (j *job) checkpoints(s *Session, stdout, stderr *runtime.Capture) (stop fun
 	return func() { once.Do(func() { close(quit); <-done }) }
 }
 
-// checkpoint stores snap and records tool.progress seq naming it.
-func (j *job) checkpoint(s *Session, seq int, snap Snapshot) error {
+// recordSnapshot stores snap and records tool.progress seq naming it.
+func (j *admitted) recordSnapshot(s *Session, seq int, snap Snapshot) error {
 	b, err := canon.Marshal(snap)
 	if err != nil {
 		return err
@@ -97,7 +97,7 @@ func (j *job) checkpoint(s *Session, seq int, snap Snapshot) error {
 		return err
 	}
 	return s.hold(func(r *run.Run) error {
-		_, err := r.AppendSession(replay.TypeToolProgress, replay.ToolProgressData{Call: j.action, Receipt: j.receipt, Seq: seq, Snapshot: d})
+		_, err := r.AppendSession(replay.TypeToolProgress, replay.ToolProgressData{Call: j.id, Receipt: j.receipt, Seq: seq, Snapshot: d})
 		return err
 	})
 }

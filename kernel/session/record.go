@@ -277,7 +277,7 @@ func (s *Session) End(reason string) error {
 		var amb []string
 		r.Session(func(f *replay.Folder) { amb = f.Ambiguous(s.id) })
 		if len(amb) > 0 {
-			return &AmbiguousError{Actions: amb}
+			return &AmbiguousError{Calls: amb}
 		}
 		_, err := r.AppendSession(replay.TypeSessionEnded, replay.SessionEndedData{Session: s.id, Reason: reason})
 		return err

@@ -163,10 +163,10 @@ func (e *LiveSessionError) Error() string {
 
 // AmbiguousError refuses a new call while actions that started and never
 // finished await a human retry or abandon.
-type AmbiguousError struct{ Actions []string }
+type AmbiguousError struct{ Calls []string }
 
 func (e *AmbiguousError) Error() string {
-	return fmt.Sprintf("session has ambiguous actions %s: decide each with 'proofgate tool retry' or 'proofgate tool abandon'", strings.Join(e.Actions, ", "))
+	return fmt.Sprintf("session has ambiguous actions %s: decide each with 'proofgate tool retry' or 'proofgate tool abandon'", strings.Join(e.Calls, ", "))
 }
 
 // NotImplementingError refuses a session on a run that is not IMPLEMENTING.
@@ -180,28 +180,28 @@ func (e *NotImplementingError) Error() string {
 }
 
 // SelfApprovalError refuses a decision by the session's own agent identity.
-type SelfApprovalError struct{ Action, Actor string }
+type SelfApprovalError struct{ Call, Actor string }
 
 func (e *SelfApprovalError) Error() string {
-	return fmt.Sprintf("action %s: %q is the session's own agent identity and cannot decide its calls", e.Action, e.Actor)
+	return fmt.Sprintf("action %s: %q is the session's own agent identity and cannot decide its calls", e.Call, e.Actor)
 }
 
-// UnknownActionError names an action the run does not have.
-type UnknownActionError struct{ Action string }
+// UnknownCallError names a call the run does not have.
+type UnknownCallError struct{ Call string }
 
-func (e *UnknownActionError) Error() string {
-	return fmt.Sprintf("action %q is not an action of this run", e.Action)
+func (e *UnknownCallError) Error() string {
+	return fmt.Sprintf("action %q is not an action of this run", e.Call)
 }
 
 // DecidedError refuses a decision on an action that cannot take it: already
 // decided, not pending approval, or not ambiguous.
 type DecidedError struct {
-	Action string
+	Call   string
 	Status string
 }
 
 func (e *DecidedError) Error() string {
-	return fmt.Sprintf("action %s is %s: the decision does not apply", e.Action, e.Status)
+	return fmt.Sprintf("action %s is %s: the decision does not apply", e.Call, e.Status)
 }
 
 func (s *Session) now() time.Time {

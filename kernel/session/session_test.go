@@ -79,7 +79,7 @@ func TestAllowBlockApproval(t *testing.T) {
 	if err := session.Approve(o, pend.Action, "Agent-1"); !errors.As(err, &self) {
 		t.Fatalf("approval by the agent itself: %v", err)
 	}
-	var unknown *session.UnknownActionError
+	var unknown *session.UnknownCallError
 	if err := session.Approve(o, "a-ffffffffffff", "alice"); !errors.As(err, &unknown) {
 		t.Fatalf("unknown action: %v", err)
 	}
