@@ -1,4 +1,6 @@
-// Package layout holds the test of the tree's tiers: docs/ARCHITECTURE.md
-// places every package of the module in one tier, and TestTiers checks
-// every import of every package against that page. It has no code.
+// Package layout holds the tests of the tree's and the docs' layout: every
+// package in one tier of docs/ARCHITECTURE.md and no import against the
+// tiers (TestTiers), SPEC.md's sections numbered without gaps, and every
+// relative link of the docs resolving to a file and heading
+// (TestDocLinks). It has no code.
 package layout

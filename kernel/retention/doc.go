@@ -46,5 +46,5 @@
 // sees a dead prune's lock and restores its leftovers; a rerun completes.
 // Readers' refusals are *Error with a Reason: archive-missing,
 // archive-unrecorded, archive-tampered, archive-malformed,
-// placeholder-mismatch, prune-log (docs/SPEC.md section 11).
+// placeholder-mismatch, prune-log (docs/SPEC.md section 13).
 package retention
