@@ -654,3 +654,40 @@ func TestLoadRefusesFIFOWithoutHanging(t *testing.T) {
 		t.Fatal("Load blocked on a FIFO")
 	}
 }
+
+// The format table of the package doc names every top-level section the
+// schema accepts, and no other: the doc is how a maintainer learns the
+// format, and it once omitted four sections.
+func TestDocTableMatchesSchema(t *testing.T) {
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(doc), "// Top level (unknown fields anywhere are refused):")
+	table, _, ok2 := strings.Cut(rest, "\n//\n// Settings")
+	if !ok || !ok2 {
+		t.Fatal("doc.go has no top-level format table")
+	}
+	var documented []string
+	for _, line := range strings.Split(table, "\n") {
+		f := strings.Fields(strings.TrimPrefix(line, "//"))
+		if len(f) > 1 && f[0] != "field" {
+			documented = append(documented, f[0])
+		}
+	}
+	var s struct {
+		Properties map[string]json.RawMessage `json:"properties"`
+	}
+	if err := json.Unmarshal(SchemaJSON, &s); err != nil {
+		t.Fatal(err)
+	}
+	var schema []string
+	for k := range s.Properties {
+		schema = append(schema, k)
+	}
+	slices.Sort(schema)
+	slices.Sort(documented)
+	if !slices.Equal(schema, documented) {
+		t.Fatalf("doc.go's top-level table lists %v, the schema accepts %v", documented, schema)
+	}
+}

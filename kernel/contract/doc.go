@@ -52,6 +52,10 @@
 //	caches     map name → {mount, lifetime} no  names ^[a-z0-9][a-z0-9_-]{0,62}$, at most 16; lifetime persistent (default) | run; see Caches
 //	tools      [tool] (..256)       no        names ^[a-z][a-z0-9_-]{0,63}$, unique; see Tools
 //	policy     [rule] (..1024)      no        ordered; see Tools
+//	authorization {required: bool}  no        required: true holds a run short of COMPLETE until a target is authorized (proofgate authorize)
+//	benchmark  {suite, task}        no        ids ^[a-z0-9][a-z0-9._-]{0,62}$; binds runs to a benchmark task (docs/SPEC.md §10)
+//	cleanup    [path] (..64)        no        roots 'proofgate clean' may empty; relative, no .., never .git or .proofgate (docs/SPEC.md §10)
+//	retention  {archive_after, blob_min_age} no  prune's base ages, at least 1d and 1m; flags may only lengthen them (docs/SPEC.md §13)
 //
 // Settings (in defaults and in each check; a profile check override may
 // set only pull, timeout, output_limit, network, workspace, resources,
