@@ -6,11 +6,14 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// addActionCommands registers the GitHub Action entrypoints.
+// addActionCommands registers the GitHub Action entrypoints, hidden from
+// the root's help: the runner calls them, a person does not (help action
+// still shows them).
 func addActionCommands(root *cobra.Command, g *globals) {
 	c := &cobra.Command{
-		Use:   "action",
-		Short: "Entrypoint of the GitHub Action (action.yml)",
+		Use:    "action",
+		Hidden: true,
+		Short:  "Entrypoint of the GitHub Action (action.yml)",
 		Long: `Run ProofGate as the GitHub Action: read the inputs (INPUT_*) and the event
 context the runner provides, plan a run from the pull request's base-branch
 contract, execute the checks, count approvals from the pull request's
