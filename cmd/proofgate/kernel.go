@@ -300,11 +300,14 @@ type execFlags struct {
 }
 
 func (e *execFlags) register(c *cobra.Command) {
-	c.Flags().IntVar(&e.jobs, "jobs", goruntime.NumCPU(), "checks to run in parallel")
+	c.Flags().IntVar(&e.jobs, "jobs", 0, "checks to run in parallel (default: the number of CPUs)")
 	c.Flags().BoolVar(&e.asJSON, "json", false, "print the result as JSON")
 	c.Flags().BoolVarP(&e.quiet, "quiet", "q", false, "no progress on stderr")
 	registerCacheRoot(c, &e.cacheRoot)
-	c.PreRunE = func(*cobra.Command, []string) error {
+	c.PreRunE = func(cmd *cobra.Command, _ []string) error {
+		if !cmd.Flags().Changed("jobs") {
+			e.jobs = goruntime.NumCPU()
+		}
 		if e.jobs < 1 {
 			return usageErr(fmt.Errorf("--jobs must be at least 1, not %d", e.jobs))
 		}

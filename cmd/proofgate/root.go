@@ -40,39 +40,8 @@ type globals struct {
 func Main(args []string, stdout, stderr io.Writer) int {
 	out := &watchedWriter{w: stdout}
 	g := &globals{stdout: out, stderr: stderr}
-	root := &cobra.Command{
-		Use:   "proofgate",
-		Short: "Make a CI run prove what it did",
-		Long: `ProofGate runs the checks a repository declares in its contract
-(.proofgate/contract.yaml), records every fact in a hash-chained event log,
-waits for a human approval and exports a signed evidence bundle that a
-release gate verifies offline.
-
-Exit codes: 0 success, 1 a check failed or a verification was refused,
-2 bad usage or invalid input, 3 awaiting approval, 4 environment error.`,
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetOut(out)
-	root.SetErr(stderr)
+	root := newRoot(g, out, stderr)
 	root.SetArgs(args)
-	root.PersistentFlags().StringVar(&g.state, "state", ".proofgate", "state directory holding runs/")
-	root.PersistentFlags().StringVar(&g.contract, "contract", ".proofgate/contract.yaml", "contract file")
-	root.PersistentPreRun = func(c *cobra.Command, _ []string) { g.resolveDefaults(c.Context(), c.Flags().Changed) }
-	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return usageErr(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
-	})
-
-	addKernelCommands(root, g)
-	addBundleCommands(root, g)
-	addActionCommands(root, g)
-	addInitCommands(root, g)
-	addAgentCommands(root, g)
-	addEvidenceCommands(root, g)
-	addHistoryCommands(root, g)
-	addPruneCommands(root, g)
-	setVersionFlag(root)
-
 	cmd, err := root.ExecuteC()
 	if err == nil {
 		return exitOK
@@ -100,4 +69,41 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	}
 	reportError(stdout, stderr, asJSON, fmt.Sprintf("%s (see '%s --help')", err.Error(), path), exitUsage)
 	return exitUsage
+}
+
+// newRoot is the command tree, writing to out and stderr.
+func newRoot(g *globals, out, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "proofgate",
+		Short: "Make a CI run prove what it did",
+		Long: `ProofGate runs the checks a repository declares in its contract
+(.proofgate/contract.yaml), records every fact in a hash-chained event log,
+waits for a human approval and exports a signed evidence bundle that a
+release gate verifies offline.
+
+Exit codes: 0 success, 1 a check failed or a verification was refused,
+2 bad usage or invalid input, 3 awaiting approval, 4 environment error.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(out)
+	root.SetErr(stderr)
+	root.PersistentFlags().StringVar(&g.state, "state", ".proofgate", "state directory holding runs/")
+	root.PersistentFlags().StringVar(&g.contract, "contract", ".proofgate/contract.yaml", "contract file")
+	root.PersistentPreRun = func(c *cobra.Command, _ []string) { g.resolveDefaults(c.Context(), c.Flags().Changed) }
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return usageErr(fmt.Errorf("%w (see '%s --help')", err, c.CommandPath()))
+	})
+
+	addKernelCommands(root, g)
+	addBundleCommands(root, g)
+	addActionCommands(root, g)
+	addInitCommands(root, g)
+	addAgentCommands(root, g)
+	addEvidenceCommands(root, g)
+	addHistoryCommands(root, g)
+	addPruneCommands(root, g)
+	setVersionFlag(root)
+
+	return root
 }
