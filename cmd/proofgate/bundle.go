@@ -557,6 +557,7 @@ func (g *globals) printExport(asJSON bool, res *bundle.ExportResult, out, sigOut
 // verifyFlags are bundle verify's policy flags.
 type verifyFlags struct {
 	trust, commit, tree, repo, profile, contractHash, witnessed string
+	policy                                                      string // --policy FILE (gatepolicy.go)
 	approvals                                                   int
 	anySource, anyContract, allowDirty, asJSON                  bool
 	requireSandbox                                              bool
@@ -584,6 +585,7 @@ func (f *verifyFlags) register(c *cobra.Command) {
 	fl.StringArrayVar(&f.requireRules, "require-rule", nil, "refuse a run whose approval did not satisfy this approval rule of the contract (repeatable; see approval.rules)")
 	fl.StringArrayVar(&f.requireAuthorizations, "require-authorization", nil, "refuse a run that does not authorize publishing to this target (repeatable; see 'proofgate authorize')")
 	fl.StringArrayVar(&f.subjects, "subject", nil, "refuse the bundle unless FILE is a product of a passed check of the run, by its SHA-256 (repeatable; see produces: in the contract)")
+	fl.StringVar(&f.policy, "policy", "", "the gate's policy document (a VSA policy document: requirements, identities, pinned trust material) instead of their flags")
 	f.keyless.register(c)
 }
 
@@ -594,6 +596,15 @@ func (f *verifyFlags) register(c *cobra.Command) {
 func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOptions, error) {
 	var o bundle.VerifyOptions
 	changed := c.Flags().Changed
+	var gp *gatePolicy
+	if f.policy != "" {
+		var err error
+		if gp, err = applyPolicyFile(c, f.policy); err != nil {
+			return o, err
+		}
+	} else if changed("policy") {
+		return o, usageErr(errors.New("--policy is empty"))
+	}
 	for _, fl := range []struct{ name, v string }{{"commit", f.commit}, {"tree", f.tree}, {"repo", f.repo}, {"contract-hash", f.contractHash}, {"trust", f.trust}} {
 		if changed(fl.name) && fl.v == "" {
 			return o, usageErr(fmt.Errorf("--%s is empty; an empty value never means \"any\"", fl.name))
@@ -624,6 +635,15 @@ func (f *verifyFlags) options(c *cobra.Command, g *globals) (bundle.VerifyOption
 			return o, usageErr(fmt.Errorf("--subject: %w", err))
 		}
 		o.RequireSubjects = append(o.RequireSubjects, d)
+	}
+	if gp != nil {
+		if len(gp.subjects) > 0 && len(f.subjects) > 0 {
+			return o, usageErr(errPolicyWithSubject)
+		}
+		o.RequireSubjects = append(o.RequireSubjects, gp.subjects...)
+		if err := gp.checkTrust(f.trust, f.keyless.trustedRoot); err != nil {
+			return o, err
+		}
 	}
 	if changed("profile") {
 		o.Profile = &f.profile
@@ -720,6 +740,15 @@ trusted_root.json (read offline) and at least one pinned identity: the flags'
 --source-ref, --certificate-oidc-issuer) or the --trust store's identities.
 The witnessed time (the timestamp's) stands for the signing time; --trust is
 then optional (key-signed bundles are refused without it).
+
+--policy FILE takes the requirements from a document instead of flags: the
+policy document a summary names (bundle verify --vsa-policy writes one),
+{"bundle": {"contract_hash": …, "require_approvals": 2, …}, "identities":
+{"signer-workflow": …}, "trust": [{"name": "trust.json", "digest":
+{"sha256": …}}]}. Each member stands for its flag; what it leaves out (say,
+the release's commit) comes from the flags; a member and its flag both
+given is refused; a trust entry pins the digest of the --trust or
+--trusted-root file of that name.
 
 Exit 0 accepted, 1 refused (with a typed reason), 2 unusable input.`,
 		Example: `  proofgate bundle verify run.bundle.tar.gz --trust trust.json \

@@ -1,0 +1,176 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/kernel/strictjson"
+)
+
+// A gate policy file (bundle verify --policy FILE, ADR 0043) is the
+// policy document a verification summary names (bundle/vsa.Policy:
+// {"bundle": <policy description>, "identities": {...}, "trust": [...]}),
+// checked in beside the release workflow instead of a line of flags. Each
+// member stands for the flag it describes; a member and its flag both
+// given is a usage error, never "the last one wins".
+
+// gatePolicyMembers are the policy description's members and the flags
+// they set, in the order of bundle.PolicyDescription.
+var gatePolicyMembers = []struct{ member, flag string }{
+	{"commit", "commit"},
+	{"tree", "tree"},
+	{"contract_hash", "contract-hash"},
+	{"repo", "repo"},
+	{"profile", "profile"},
+	{"require_approvals", "require-approvals"},
+	{"witnessed_at", "witnessed-at"},
+	{"require_authorizations", "require-authorization"},
+	{"require_sandbox", "require-sandbox"},
+	{"require_rules", "require-rule"},
+}
+
+// gatePolicyUnsafe are the unsafe opt-outs and their flags.
+var gatePolicyUnsafe = map[string]string{
+	bundle.UnsafeAnySource:   "any-source",
+	bundle.UnsafeAnyContract: "any-contract",
+	bundle.UnsafeDirtySource: "allow-dirty",
+}
+
+// gatePolicy is what a policy file gives beyond flags: the product digests
+// it requires and the trust material it pins.
+type gatePolicy struct {
+	subjects []string
+	trust    []vsa.Resource
+}
+
+// applyPolicyFile reads the policy file at path and sets the flags its
+// members stand for.
+func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
+	b, err := bounded.ReadFile(path, vsa.MaxPayload)
+	if err != nil {
+		return nil, usageErr(fmt.Errorf("--policy: %w", err))
+	}
+	var doc vsa.Policy
+	if err := strictjson.Decode(b, &doc); err != nil {
+		return nil, usageErr(fmt.Errorf("--policy %s: %w", path, err))
+	}
+	var raw struct {
+		Bundle map[string]json.RawMessage `json:"bundle"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil { // decoded strictly above
+		return nil, usageErr(fmt.Errorf("--policy %s: %w", path, err))
+	}
+	set := func(member, flag, value string) error {
+		if c.Flags().Changed(flag) && !slices.Contains([]string{"require-rule", "require-authorization"}, flag) {
+			return usageErr(fmt.Errorf("--policy %s sets %s, and --%s is given too: give it in one place", path, member, flag))
+		}
+		if err := c.Flags().Set(flag, value); err != nil {
+			return usageErr(fmt.Errorf("--policy %s: %s: %w", path, member, err))
+		}
+		return nil
+	}
+	if err := applyDescription(doc.Bundle, raw.Bundle, c, set); err != nil {
+		return nil, err
+	}
+	for name, v := range doc.Identities {
+		if !slices.Contains(identityFlags, name) {
+			return nil, usageErr(fmt.Errorf("--policy %s: identities: %q is not one of %v", path, printable.Escape(name), identityFlags))
+		}
+		if err := set("identities."+name, name, v); err != nil {
+			return nil, err
+		}
+	}
+	for i, d := range doc.Bundle.RequireSubjects {
+		if !hex64(d) {
+			return nil, usageErr(fmt.Errorf("--policy %s: require_subjects[%d]: want 64 lowercase hex", path, i))
+		}
+	}
+	return &gatePolicy{subjects: doc.Bundle.RequireSubjects, trust: doc.Trust}, nil
+}
+
+// applyDescription sets the flags of the description's members present in
+// raw; a repeatable flag given on the command line as well is refused.
+func applyDescription(d bundle.PolicyDescription, raw map[string]json.RawMessage, c *cobra.Command, set func(member, flag, value string) error) error {
+	values := map[string][]string{
+		"commit": {d.Commit}, "tree": {d.Tree}, "contract_hash": {d.ContractHash}, "repo": {d.Repo},
+		"require_approvals": {strconv.Itoa(d.RequireApprovals)}, "witnessed_at": {d.WitnessedAt},
+		"require_authorizations": d.RequireAuthorizations, "require_sandbox": {strconv.FormatBool(d.RequireSandbox)},
+		"require_rules": d.RequireRules,
+	}
+	if d.Profile != nil {
+		values["profile"] = []string{*d.Profile}
+	}
+	for _, m := range gatePolicyMembers {
+		if _, ok := raw[m.member]; !ok {
+			continue
+		}
+		if (m.flag == "require-rule" || m.flag == "require-authorization") && c.Flags().Changed(m.flag) {
+			return usageErr(fmt.Errorf("--policy sets %s, and --%s is given too: give it in one place", m.member, m.flag))
+		}
+		for _, v := range values[m.member] {
+			if err := set(m.member, m.flag, v); err != nil {
+				return err
+			}
+		}
+	}
+	for _, u := range d.Unsafe {
+		flag, ok := gatePolicyUnsafe[u]
+		if !ok {
+			return usageErr(fmt.Errorf("--policy: unsafe: %q is not one of any-source, any-contract, dirty-source", printable.Escape(u)))
+		}
+		if err := set("unsafe "+u, flag, "true"); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTrust refuses trust material that is not what the policy pins: each
+// pinned name must be a trust file given (--trust, --trusted-root; by base
+// name) whose SHA-256 is the pinned one.
+func (p *gatePolicy) checkTrust(given ...string) error {
+	for _, pin := range p.trust {
+		var match string
+		for _, g := range given {
+			if g != "" && filepath.Base(g) == pin.Name {
+				match = g
+			}
+		}
+		if match == "" {
+			return usageErr(fmt.Errorf("--policy pins trust material %q, which no --trust or --trusted-root names", printable.Escape(pin.Name)))
+		}
+		d, err := bounded.SHA256File(match)
+		if err != nil {
+			return usageErr(fmt.Errorf("--policy: %w", err))
+		}
+		if d != pin.Digest["sha256"] {
+			return usageErr(fmt.Errorf("--policy pins %s at sha256 %s; %s has sha256 %s: the gate's trust material is not the one its policy names",
+				printable.Escape(pin.Name), printable.Escape(pin.Digest["sha256"]), match, d))
+		}
+	}
+	return nil
+}
+
+var errPolicyWithSubject = errors.New("--policy sets require_subjects, and --subject is given too: give the products in one place")
+
+func hex64(s string) bool {
+	if len(s) != 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < '0' || r > '9') && (r < 'a' || r > 'f') {
+			return false
+		}
+	}
+	return true
+}
