@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/bench"
+	"github.com/proofgate/proofgate/internal/bench"
 )
 
 const benchContract = `version: 1

@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/cleanup"
+	"github.com/proofgate/proofgate/internal/cleanup"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/replay"

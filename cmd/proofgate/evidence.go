@@ -10,14 +10,14 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/evidence"
+	"github.com/proofgate/proofgate/internal/evidence"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
-// The evidence verbs (issue 16 item 1): thin; kernel/evidence decides.
+// The evidence verbs (issue 16 item 1): thin; internal/evidence decides.
 
 // addEvidenceCommands registers evidence and authorize.
 func addEvidenceCommands(root *cobra.Command, g *globals) {

@@ -180,7 +180,7 @@ func TestEvidenceAllowlistRefusals(t *testing.T) {
 		}
 		p.refusal(1, "owner", collect("probe", "--claim", "c", "--dir", dir, "--allowlist", foreign)...)
 	} else {
-		t.Log("not root: the foreign-owner subcase is skipped (kernel/evidence tests it as root)")
+		t.Log("not root: the foreign-owner subcase is skipped (internal/evidence tests it as root)")
 	}
 	// The environment variable works; without --run, --dir is required.
 	p.must([]int{2}, collect("probe", "--claim", "c")...)

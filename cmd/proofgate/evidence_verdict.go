@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/evidence"
+	"github.com/proofgate/proofgate/internal/evidence"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/run"
 )

@@ -1,7 +1,7 @@
 package contract
 
 // Benchmark binds a contract's runs to one task of one suite of the
-// benchmark manifest (kernel/bench): `benchmark: {suite, task}`. The ids
+// benchmark manifest (internal/bench): `benchmark: {suite, task}`. The ids
 // use the check-id syntax; whether the manifest declares them is checked by
 // `proofgate benchmark report`, which reads the manifest.
 type Benchmark struct {

@@ -10,14 +10,14 @@ import (
 const MaxCleanupRoots = 64
 
 // DefaultStateDir is the state directory a cleanup root may never name or
-// contain; kernel/cleanup checks the state directory actually in use again
+// contain; internal/cleanup checks the state directory actually in use again
 // when it cleans.
 const DefaultStateDir = ".proofgate"
 
 // resolveCleanup validates the cleanup roots lexically: each is a clean,
 // relative, slash-separated path inside the repository, naming neither the
 // repository itself, nor .git, nor the state directory, and unique. Symlinks
-// cannot be judged here (the contract is machine-independent); kernel/cleanup
+// cannot be judged here (the contract is machine-independent); internal/cleanup
 // refuses them when it cleans. The roots keep their contract order.
 func (p *parser) resolveCleanup(roots []string) ([]string, error) {
 	if roots == nil {

@@ -80,7 +80,7 @@ func TestSnapshotIsAContextFile(t *testing.T) {
 // decides a run (no run, log, approval, lock, blob store, source).
 func TestProviderImports(t *testing.T) {
 	allowed := []string{"kernel/bounded", "kernel/canon", "kernel/printable", "kernel/strictjson", "kernel/provider"}
-	for _, pkg := range []string{"kernel/provider", "kernel/provider/docbridge"} {
+	for _, pkg := range []string{"kernel/provider", "internal/docbridge"} {
 		out, err := exec.Command("go", "list", "-deps", "github.com/proofgate/proofgate/"+pkg).Output()
 		if err != nil {
 			t.Fatal(err)

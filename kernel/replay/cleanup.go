@@ -3,7 +3,7 @@ package replay
 import "github.com/proofgate/proofgate/kernel/eventlog"
 
 // TypeCleanup records what `proofgate clean --apply --run RUN` removed
-// inside the run contract's cleanup roots (kernel/cleanup). It changes no
+// inside the run contract's cleanup roots (internal/cleanup). It changes no
 // state; the replay checks its shape.
 const TypeCleanup = "cleanup.recorded"
 

@@ -9,7 +9,7 @@ import (
 
 // Runtime evidence for a claim (issue 16 item 1; docs/SPEC.md "Runtime
 // evidence"): the wire shapes of a collection report and of a verdict
-// record, which kernel/evidence writes as files and, for a run, as the
+// record, which internal/evidence writes as files and, for a run, as the
 // data of evidence.collected and evidence.verdict. Both events change no
 // state; the replay checks their shape, that a verdict names a collection
 // recorded earlier in the same log, and that a collection whose command

@@ -38,7 +38,7 @@ func withEvent(t *testing.T, events []eventlog.Event, typ string, data any) []ev
 	return append(append([]eventlog.Event{}, events...), e)
 }
 
-// The replay, not only kernel/evidence, refuses evidence events that do
+// The replay, not only internal/evidence, refuses evidence events that do
 // not fit: a verdict other than unable-to-check on a collection with a
 // limitation, a verdict on a collection the log does not record or with
 // another report digest, two verdicts, a collection recorded twice, a
