@@ -9,8 +9,8 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/provider"
 	"github.com/proofgate/proofgate/internal/docbridge"
+	"github.com/proofgate/proofgate/kernel/provider"
 	"github.com/proofgate/proofgate/kernel/run"
 )
 
