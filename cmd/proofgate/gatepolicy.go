@@ -39,6 +39,10 @@ var gatePolicyMembers = []struct{ member, flag string }{
 	{"require_rules", "require-rule"},
 }
 
+// repeatable are the flags a member sets once per element; given on the
+// command line too, they are refused before the first element is set.
+var repeatable = []string{"require-rule", "require-authorization"}
+
 // gatePolicyUnsafe are the unsafe opt-outs and their flags.
 var gatePolicyUnsafe = map[string]string{
 	bundle.UnsafeAnySource:   "any-source",
@@ -71,7 +75,7 @@ func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
 		return nil, usageErr(fmt.Errorf("--policy %s: %w", path, err))
 	}
 	set := func(member, flag, value string) error {
-		if c.Flags().Changed(flag) && !slices.Contains([]string{"require-rule", "require-authorization"}, flag) {
+		if c.Flags().Changed(flag) && !slices.Contains(repeatable, flag) {
 			return usageErr(fmt.Errorf("--policy %s sets %s, and --%s is given too: give it in one place", path, member, flag))
 		}
 		if err := c.Flags().Set(flag, value); err != nil {
@@ -114,7 +118,7 @@ func applyDescription(d bundle.PolicyDescription, raw map[string]json.RawMessage
 		if _, ok := raw[m.member]; !ok {
 			continue
 		}
-		if (m.flag == "require-rule" || m.flag == "require-authorization") && c.Flags().Changed(m.flag) {
+		if slices.Contains(repeatable, m.flag) && c.Flags().Changed(m.flag) {
 			return usageErr(fmt.Errorf("--policy sets %s, and --%s is given too: give it in one place", m.member, m.flag))
 		}
 		for _, v := range values[m.member] {
