@@ -7,7 +7,7 @@ import (
 	"testing/fstest"
 
 	"github.com/proofgate/proofgate/bundle/archive"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
 )

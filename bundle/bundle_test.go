@@ -17,10 +17,10 @@ import (
 	itpb "github.com/in-toto/attestation/go/v1"
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
-	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/record"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"google.golang.org/protobuf/encoding/protojson"
 )

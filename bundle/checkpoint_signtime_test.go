@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/checkpoint"
-	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/record"
 )
 
 // A bundle carries a checkpoint re-signed by a checkpoint key revoked an

@@ -18,13 +18,13 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/durable"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // ExportError is a run that may not be exported. It is of class
@@ -57,7 +57,7 @@ type ExportOptions struct {
 	Replace bool
 	// OpenRun opens the implementation run a successor names, by id; nil:
 	// the directory of that name beside the run directory. The CLI passes
-	// kernel/run's ReadDir, which reads a pruned run from its verified
+	// internal/run's ReadDir, which reads a pruned run from its verified
 	// archive (set it when runDir is the extraction of an archived run).
 	// An opener, not the retention code itself: this package verifies, and
 	// needs none of the writer's packages (kernel/replay's deps test).

@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/key"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/keytest"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // fixture is a real git repository with a real run made by the kernel.

@@ -8,9 +8,9 @@ import (
 	"testing/fstest"
 
 	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // A run planned with implemented_by (ADR 0017) verifies the tree an agent

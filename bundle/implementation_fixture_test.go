@@ -8,14 +8,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/internal/blob"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // implFixture is a real repository with an implementation run A (its
@@ -56,7 +56,7 @@ func implContractResolved(t testing.TB, cfile string) *contract.Resolved {
 }
 
 // sessionWriter appends session events to a closed run's log, as
-// kernel/session does through kernel/run.
+// internal/session does through internal/run.
 type sessionWriter struct {
 	t     testing.TB
 	lg    *eventlog.Log

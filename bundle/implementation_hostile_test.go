@@ -10,13 +10,13 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/archive"
-	"github.com/proofgate/proofgate/kernel/blob"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/blob"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // rewriteRun is what a holder of a trusted key can do to the run whose

@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/session"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
-	"github.com/proofgate/proofgate/kernel/session"
 )
 
 // sessionContract is implContract with real tools: greet (allowed), wipe

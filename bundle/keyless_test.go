@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
-	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/record"
 )
 
 var (

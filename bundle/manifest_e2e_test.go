@@ -15,16 +15,16 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/archive"
-	"github.com/proofgate/proofgate/kernel/blob"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/blob"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/session"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
-	"github.com/proofgate/proofgate/kernel/session"
 )
 
 // chatContract has a check and a chat tool that reads its canonical JSON

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
 // TestPolicyDescribe: the description says every requirement, lowercases

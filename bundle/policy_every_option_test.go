@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
 // Every requirement a gate can set must change the policy description, so

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/bundle/checkpoint/record"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/record"
 )
 
 // TestSigningAndVerifyingGoThroughTheSeams exports with a Signer that is

@@ -14,10 +14,10 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Shard signing (docs/SPEC.md "Shards", ADR 0026): a shard job signs its
@@ -153,7 +153,7 @@ func writeNew(p string, b []byte) error {
 // ShardVerifier verifies shard signatures: key-signed ones against Keys
 // (a trust store), keyless ones with Keyless (bundle/sigstore's
 // Verifiers: a trusted root and an identity policy). A nil field refuses
-// shards of its kind. It implements kernel/shard's Verifier.
+// shards of its kind. It implements internal/shard's Verifier.
 //
 // The key's status is judged at the merge (Now, the verifier's own clock:
 // the shard existed by then), not only at the finished time the signer

@@ -15,11 +15,11 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/internal/shard"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
-	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/shard"
 )
 
 // shardWorkflow is the job_workflow_ref the keyless shard tests pin.

@@ -10,11 +10,11 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/shard"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
-	"github.com/proofgate/proofgate/kernel/shard"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // backdateShard rewrites dir's shard.json with finished at, and re-signs

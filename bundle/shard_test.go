@@ -14,12 +14,12 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/internal/sigtest"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/shard"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
-	"github.com/proofgate/proofgate/kernel/shard"
 )
 
 // shardYAML is a contract of n trivial checks with a dependency chain.
@@ -288,7 +288,7 @@ func (sr *shardRun) approveSingle(t testing.TB) {
 
 // A keyless shard: shard.sig with the keyless keyid, the material beside
 // it; verified against its CA, refused by another CA's verifiers or
-// without the material, and merged through kernel/shard.
+// without the material, and merged through internal/shard.
 func TestKeylessShardSignature(t *testing.T) {
 	sr := planShards(t, 4)
 	k := newKey(t)

@@ -15,8 +15,8 @@ import (
 	"github.com/sigstore/sigstore/pkg/signature"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/keytest"
 )
 
 // sigstoreVerify verifies a Sigstore bundle with sigstore-go against one

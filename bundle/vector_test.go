@@ -13,7 +13,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/sigstore/sigstore/pkg/cryptoutils"
 )

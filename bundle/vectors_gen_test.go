@@ -19,8 +19,8 @@ import (
 	"github.com/proofgate/proofgate/bundle/internal/sigtest"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // vectorSigner is failure-vector key n: its seed is the SHA-256 of a

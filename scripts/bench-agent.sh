@@ -5,7 +5,7 @@
 #   governed call ratio: a governed tool call (policy gate, receipts with
 #     their fsyncs, process runtime) over executing the same argv directly,
 #     both interleaved call by call in one run so that a shared machine's
-#     load hits both alike: kernel/session's BenchmarkGovernedVsDirect
+#     load hits both alike: internal/session's BenchmarkGovernedVsDirect
 #     (medians; the fsyncs per call and the time spent in them, and the
 #     ratio without that time, whose goal is ≤ 2: ADR 0020); the fsyncs one
 #     call costs measured by strace too (TestFsyncsPerCall);
@@ -62,21 +62,21 @@ need() { # need VALUE WHAT
 	fi
 }
 
-BENCHTIME=${BENCHTIME:-200x} bench ./kernel/session '^BenchmarkGovernedVsDirect$'
+BENCHTIME=${BENCHTIME:-200x} bench ./internal/session '^BenchmarkGovernedVsDirect$'
 g='^BenchmarkGovernedVsDirect(-[0-9]+)?$'
 governed=$(metric "$g" µs/governed)
 direct=$(metric "$g" µs/direct)
 insync=$(metric "$g" µs-in-fsync/call)
 net=$(metric "$g" ratio-wo-fsync)
-need "$governed" "kernel/session BenchmarkGovernedVsDirect (µs/governed)"
-need "$direct" "kernel/session BenchmarkGovernedVsDirect (µs/direct)"
-fsyncs=$(go test -run '^TestFsyncsPerCall$' -count 1 -v ./kernel/session 2>&1 | sed -n 's/.*: \([0-9.]*\) per call$/\1/p' | head -1)
+need "$governed" "internal/session BenchmarkGovernedVsDirect (µs/governed)"
+need "$direct" "internal/session BenchmarkGovernedVsDirect (µs/direct)"
+fsyncs=$(go test -run '^TestFsyncsPerCall$' -count 1 -v ./internal/session 2>&1 | sed -n 's/.*: \([0-9.]*\) per call$/\1/p' | head -1)
 
-BENCHTIME=1x bench ./kernel/session '^BenchmarkGovernedCallGrowth$'
+BENCHTIME=1x bench ./internal/session '^BenchmarkGovernedCallGrowth$'
 early=$(metric '^BenchmarkGovernedCallGrowth(-[0-9]+)?$' ns/call@1-10)
 late=$(metric '^BenchmarkGovernedCallGrowth(-[0-9]+)?$' ns/call@191-200)
-need "$early" "kernel/session BenchmarkGovernedCallGrowth (ns/call@1-10)"
-need "$late" "kernel/session BenchmarkGovernedCallGrowth (ns/call@191-200)"
+need "$early" "internal/session BenchmarkGovernedCallGrowth (ns/call@1-10)"
+need "$late" "internal/session BenchmarkGovernedCallGrowth (ns/call@191-200)"
 
 BENCHTIME=${BENCHTIME:-3x} bench ./kernel/input 'StoreTurn'
 whole=$(metric 'StoreTurn/whole(-[0-9]+)?$' written-B/turn)

@@ -32,8 +32,8 @@ chmod -R a+rX "$gomod"
 export PROOFGATE_CACHE_ROOT="$root"
 
 goenv='{HOME: /home/sandbox, GOCACHE: /cache/go-build, GOMODCACHE: /cache/go-mod, GOFLAGS: "-mod=readonly -buildvcs=false", GOPROXY: "off", GOTOOLCHAIN: local, CGO_ENABLED: "0"}'
-VET=(go vet ./kernel/canon ./kernel/eventlog)
-TEST=(go test -count=1 ./kernel/canon ./kernel/eventlog)
+VET=(go vet ./internal/canon ./kernel/eventlog)
+TEST=(go test -count=1 ./internal/canon ./kernel/eventlog)
 yamlargv() { local IFS=,; echo "[$*]"; }
 warmcontract() { # warmcontract CHECKS-YAML [CACHES-YAML]
 	printf 'version: 1\nname: warm\n%sdefaults: {runtime: docker, image: "%s", workspace: readonly, network: none, timeout: 20m, output_limit: 4MiB, resources: {memory: 4GiB, cpus: %d, pids: 1024}, tmpfs: 1GiB, env: %s}\nchecks:\n%s\n' \

@@ -42,13 +42,13 @@ if [ "${1:-}" = agent ]; then
 fi
 if [ "${1:-}" = shards ]; then
 	count=${2:-3}
-	go test -run '^$' -bench 'BenchmarkMerge' -benchtime 5x -count "$count" ./kernel/shard | grep -E '^Benchmark'
+	go test -run '^$' -bench 'BenchmarkMerge' -benchtime 5x -count "$count" ./internal/shard | grep -E '^Benchmark'
 	go test -run '^$' -bench 'BenchmarkVerifyMergedVsSingle200' -benchtime 30x -count "$count" ./bundle | grep -E '^Benchmark'
 	exit 0
 fi
 if [ "${1:-}" = products ]; then
 	count=${2:-3}
-	go test -run '^$' -bench 'BenchmarkProducts$' -benchtime 5x -count "$count" ./kernel/runtime/docker | grep -E '^Benchmark'
+	go test -run '^$' -bench 'BenchmarkProducts$' -benchtime 5x -count "$count" ./internal/docker | grep -E '^Benchmark'
 	exit 0
 fi
 if [ "${1:-}" = firstday ]; then

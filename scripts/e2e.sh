@@ -3,7 +3,7 @@
 # container action. Builds the proofgate binary (static) and an offline action
 # image (Dockerfile.offline: FROM scratch + the binary + the host's CA bundle
 # + the host's git and its libraries; no registry needed), then runs the Go
-# driver ci/action/e2e_test.go, which starts the fake GitHub on 127.0.0.1 and
+# driver internal/ci/action/e2e_test.go, which starts the fake GitHub on 127.0.0.1 and
 # `docker run`s the image with the runner's mounts and environment (host
 # networking, only so that loopback reaches the fake).
 # Prints the image size and the wall time.
@@ -50,7 +50,7 @@ DOCKER_BUILDKIT=0 docker build -q -t "$tag" "$ctx" >/dev/null
 size=$(docker image inspect -f '{{.Size}}' "$tag")
 
 echo "== e2e scenario" >&2
-# The keyless case (ci/action/e2e_keyless_test.go) starts the real Fulcio
+# The keyless case (internal/ci/action/e2e_keyless_test.go) starts the real Fulcio
 # and TSA on 127.0.0.1 (internal/sigstoretest), which skips without their
 # binaries unless PROOFGATE_REQUIRE_SIGSTORE=1 (scripts/test.sh sets it).
 # TestE2EReviewFastPath prints the review-to-bundle figure (line FASTPATH):
@@ -64,7 +64,7 @@ echo "== e2e scenario" >&2
 # or in GOPATH/bin; required under PROOFGATE_REQUIRE_ACT=1) against the fake
 # GitHub, with this image as the released action and the CLI built above
 # for init; it prints line ACT-FIRSTDAY (act's wall times).
-PROOFGATE_E2E_IMAGE="$tag" PROOFGATE_E2E_CLI="$root/proofgate" go test -count=1 -timeout 25m -run '^TestE2E' -v ./ci/action | tee "$ctx/e2e.log"
+PROOFGATE_E2E_IMAGE="$tag" PROOFGATE_E2E_CLI="$root/proofgate" go test -count=1 -timeout 25m -run '^TestE2E' -v ./internal/ci/action | tee "$ctx/e2e.log"
 grep -h -e 'FASTPATH' -e 'SHARDS' "$ctx/e2e.log" | sed 's/^ *//' >&2 || true
 # TestE2ERulesActionImage (approval rules by path, team and CODEOWNERS
 # through the image) prints its review-to-bundle figure on line RULES-E2E.

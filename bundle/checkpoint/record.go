@@ -10,11 +10,11 @@ import (
 	"regexp"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/internal/bounded"
 )
 
 // SignedData is the data of the checkpoint.signed event (written by
-// bundle/checkpoint/record).
+// internal/record).
 type SignedData struct {
 	Length int    `json:"length"`
 	Head   string `json:"head"`

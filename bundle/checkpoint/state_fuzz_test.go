@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/keytest"
 )
 
 // FuzzVerifyState signs fuzzed payload bytes with a trusted key, so the

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle/key"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
+	"github.com/proofgate/proofgate/internal/keytest"
 )
 
 func signer(t *testing.T) (*key.Signer, string) {

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
 // MaterialRefused is the Reason Open refuses a keyless envelope for when

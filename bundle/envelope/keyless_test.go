@@ -11,7 +11,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/internal/sigtest"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
 // TestParseKeyidForms: a key id needs a 64-byte signature, a keyless

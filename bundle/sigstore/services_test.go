@@ -9,9 +9,9 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/internal/keytest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
 )
 

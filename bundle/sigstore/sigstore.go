@@ -166,8 +166,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/durable"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/durable"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // MediaType is the media type of the bundles this package writes.

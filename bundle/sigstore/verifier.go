@@ -16,8 +16,8 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // MaxTrustedRootSize bounds a trusted_root.json (the public-good one is

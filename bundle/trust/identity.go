@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/internal/printable"
 )
 
 // Keyless signing identities (ADR 0010). A trust store may hold, beside

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/key"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
+	"github.com/proofgate/proofgate/internal/keytest"
 )
 
 func newKey(t *testing.T) (*key.Signer, []byte) {

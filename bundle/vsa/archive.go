@@ -9,7 +9,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Archive is what a VSA names of a bundle archive: the digest of its

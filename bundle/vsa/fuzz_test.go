@@ -7,9 +7,9 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/vsa"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/keytest"
 )
 
 // FuzzOpen: any payload signed by the trusted gate key, with or without a

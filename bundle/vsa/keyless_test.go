@@ -12,12 +12,12 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/key/keytest"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/githubtest"
+	"github.com/proofgate/proofgate/internal/keytest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
-	"github.com/proofgate/proofgate/kernel/canon"
 )
 
 const gateWorkflow = "acme/deploy/.github/workflows/gate.yml"

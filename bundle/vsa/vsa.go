@@ -14,7 +14,7 @@
 // same) with payload type
 // "application/vnd.in-toto+json". It is signed by the gate's key (the
 // verifier's), never by the bundle's signer. The payload is the RFC 8785
-// canonical JSON (kernel/canon) of an in-toto Statement v1:
+// canonical JSON (internal/canon) of an in-toto Statement v1:
 //
 //	{
 //	  "_type": "https://in-toto.io/Statement/v1",
@@ -94,9 +94,9 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/printable"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"golang.org/x/crypto/ssh"
 )
 

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"github.com/proofgate/proofgate/ci/action"
+	"github.com/proofgate/proofgate/internal/ci/action"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/spf13/cobra"
 )

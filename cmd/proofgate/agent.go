@@ -10,21 +10,21 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/docker"
+	"github.com/proofgate/proofgate/internal/mcp"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/session"
+	"github.com/proofgate/proofgate/internal/tool"
 	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/input"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
-	"github.com/proofgate/proofgate/kernel/session"
-	"github.com/proofgate/proofgate/kernel/tool"
-	"github.com/proofgate/proofgate/mcp"
 )
 
 // The agent verbs (issue 13): mcp, session, tool. They are thin: every
-// decision is kernel/session's; these parse flags and print.
+// decision is internal/session's; these parse flags and print.
 
 // addAgentCommands registers mcp, session and tool.
 func addAgentCommands(root *cobra.Command, g *globals) {
@@ -89,7 +89,7 @@ func checkAgent(agent string) error {
 	return checkNames(agent, "")
 }
 
-// classifySession maps kernel/session's typed errors to exit codes (the
+// classifySession maps internal/session's typed errors to exit codes (the
 // table in 'proofgate tool --help'), then falls back to classify.
 func classifySession(err error) error {
 	if err == nil {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 )
 
 // printSessions is the agent part of status and audit: one line per

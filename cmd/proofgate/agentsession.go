@@ -8,8 +8,8 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/spf13/cobra"
 )
 

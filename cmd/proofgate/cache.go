@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/cache"
+	"github.com/proofgate/proofgate/internal/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 

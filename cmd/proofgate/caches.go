@@ -6,7 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/cache"
+	"github.com/proofgate/proofgate/internal/cache"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 

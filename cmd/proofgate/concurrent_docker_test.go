@@ -17,8 +17,8 @@ import (
 
 	"github.com/moby/moby/client"
 
+	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/testimage"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
 )
 
 // TestConcurrentHarnessesAndGC runs, on one daemon and for about a minute,

@@ -10,8 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/internal/docbridge"
-	"github.com/proofgate/proofgate/kernel/provider"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/provider"
+	"github.com/proofgate/proofgate/internal/run"
 )
 
 func contextCmd(g *globals) *cobra.Command {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
 func docIndex(t *testing.T, dir string, n int) []byte {

@@ -14,10 +14,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/docker"
+	"github.com/proofgate/proofgate/internal/source"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
-	"github.com/proofgate/proofgate/kernel/source"
 )
 
 // finding is one line of the doctor's report.

@@ -13,9 +13,9 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // The doctor's checks of what a run needs besides images (doctor.go): each

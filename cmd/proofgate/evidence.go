@@ -11,10 +11,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/internal/evidence"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // The evidence verbs (issue 16 item 1): thin; internal/evidence decides.

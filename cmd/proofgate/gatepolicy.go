@@ -12,9 +12,9 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/vsa"
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/printable"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // A gate policy file (bundle verify --policy FILE, ADR 0043) is the

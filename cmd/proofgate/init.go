@@ -18,9 +18,9 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/examples"
-	"github.com/proofgate/proofgate/kernel/durable"
-	"github.com/proofgate/proofgate/kernel/printable"
-	"github.com/proofgate/proofgate/kernel/source"
+	"github.com/proofgate/proofgate/internal/durable"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/internal/source"
 )
 
 // initFlags are the flags of `proofgate init`.

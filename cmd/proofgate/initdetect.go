@@ -9,9 +9,9 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/imagepin"
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // A starter check that `proofgate init` writes.

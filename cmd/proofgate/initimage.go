@@ -11,7 +11,7 @@ import (
 	"strings"
 
 	"github.com/BurntSushi/toml"
-	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/internal/bounded"
 	"golang.org/x/mod/modfile"
 )
 

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/imagepin"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
 )
 
 // mirrorEnv is the environment form of --registry-mirror.

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
-	"github.com/proofgate/proofgate/mcp"
+	"github.com/proofgate/proofgate/internal/mcp"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // The MCP inspector's CLI (@modelcontextprotocol/inspector-cli, npm;

@@ -19,18 +19,18 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/blob"
+	"github.com/proofgate/proofgate/internal/lock"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/internal/retention"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/source"
 	"github.com/proofgate/proofgate/kernel/actor"
-	"github.com/proofgate/proofgate/kernel/blob"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/lock"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/retention"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/source"
 )
 
 // addKernelCommands registers the run lifecycle verbs.

@@ -10,7 +10,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/spf13/cobra"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/testimage"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
 )
 
 func TestMain(m *testing.M) {

@@ -19,8 +19,8 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
-	"github.com/proofgate/proofgate/mcp"
+	"github.com/proofgate/proofgate/internal/mcp"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // These tests drive `proofgate mcp` — the binary, built from this package —

@@ -14,12 +14,12 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/proofgate/proofgate/kernel/lock"
+	"github.com/proofgate/proofgate/internal/lock"
+	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
-// buildhelper builds kernel/runtime/process/testdata/helper into the
+// buildhelper builds internal/process/testdata/helper into the
 // script's work directory and sets $HELPER to it.
 func cmdBuildhelper(ts *testscript.TestScript, neg bool, args []string) {
 	if neg || len(args) != 0 {
@@ -30,7 +30,7 @@ func cmdBuildhelper(ts *testscript.TestScript, neg bool, args []string) {
 		gobin = filepath.Join(os.Getenv("GOROOT"), "bin", "go")
 	}
 	out := ts.MkAbs(".bin/helper")
-	build := exec.Command(gobin, "build", "-o", out, "./kernel/runtime/process/testdata/helper")
+	build := exec.Command(gobin, "build", "-o", out, "./internal/process/testdata/helper")
 	build.Dir = repoRoot
 	if b, err := build.CombinedOutput(); err != nil {
 		ts.Fatalf("building helper: %v\n%s", err, b)

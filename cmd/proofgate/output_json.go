@@ -6,7 +6,7 @@ import (
 	"io"
 	"unicode/utf8"
 
-	"github.com/proofgate/proofgate/kernel/blob"
+	"github.com/proofgate/proofgate/internal/blob"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 

@@ -6,7 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/proofgate/proofgate/kernel/source"
+	"github.com/proofgate/proofgate/internal/source"
 )
 
 // absReal returns p as an absolute path with symlinks resolved.

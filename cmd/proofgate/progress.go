@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/internal/progress"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/run"
 )
 
 // textProgress prints a run's progress to w (stderr), or nothing when w is

@@ -8,11 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/retention"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/retention"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // Issue 25 class 5: prune never makes a retained run unexportable.

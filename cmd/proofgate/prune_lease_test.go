@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/retention"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/retention"
+	"github.com/proofgate/proofgate/internal/run"
 )
 
 // Issue 25 class 5: prune never removes what a live writer is producing.

@@ -16,12 +16,12 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/internal/fscopy"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/retention"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/retention"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // Test-only hooks of prune (prune.go), read from the environment of the

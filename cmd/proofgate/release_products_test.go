@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/ci/action"
-	"github.com/proofgate/proofgate/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/ci/action"
+	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
 	"github.com/proofgate/proofgate/internal/testimage"
-	"github.com/proofgate/proofgate/kernel/bounded"
 )
 
 // releaseContract builds a Go command in the sandbox and declares the

@@ -11,13 +11,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/cache"
+	"github.com/proofgate/proofgate/internal/cache"
+	"github.com/proofgate/proofgate/internal/docker"
+	"github.com/proofgate/proofgate/internal/lock"
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/lock"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // providers are the runtimes a run's checks use, connected before planning

@@ -9,8 +9,8 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
-	"github.com/proofgate/proofgate/kernel/run"
-	"github.com/proofgate/proofgate/kernel/shard"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/shard"
 )
 
 // Shards (docs/SPEC.md "Shards", ADR 0026): 'proofgate exec RUN --shard

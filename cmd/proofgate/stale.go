@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
 )
 
 // staleShown bounds the paths a STALE summary names on one line.

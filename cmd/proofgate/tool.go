@@ -11,16 +11,16 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/mcp"
+	"github.com/proofgate/proofgate/internal/policy"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/session"
+	"github.com/proofgate/proofgate/internal/tool"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/input"
-	"github.com/proofgate/proofgate/kernel/policy"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/run"
-	"github.com/proofgate/proofgate/kernel/session"
-	"github.com/proofgate/proofgate/kernel/tool"
-	"github.com/proofgate/proofgate/mcp"
 )
 
 func toolCmd(g *globals) *cobra.Command {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/spf13/cobra"
 )
 

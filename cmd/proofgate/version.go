@@ -8,7 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/run"
 )
 
 // Set at link time by a release build (.goreleaser.yaml, Dockerfile):

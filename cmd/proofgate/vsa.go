@@ -18,9 +18,9 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
-	"github.com/proofgate/proofgate/kernel/bounded"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/spf13/cobra"
 )
 

@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 const manifestYAML = `# benchmark tasks

@@ -12,9 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Bounds on a manifest.

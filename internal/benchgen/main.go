@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/run"
 )
 
 func main() {

@@ -37,10 +37,10 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/provider"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/provider"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Name is the provider's name (--provider doc-bridge).

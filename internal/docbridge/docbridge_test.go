@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/provider"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/provider"
+	"github.com/proofgate/proofgate/internal/run"
 )
 
 // makeIndex writes a valid index of entries to dir/.doc-bridge/index.json.

@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/provider"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/provider"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 func indexBytes(f *testing.F, es []Entry) []byte {

@@ -9,10 +9,10 @@ import (
 	"slices"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Bounds of an allowlist.

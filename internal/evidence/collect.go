@@ -13,9 +13,9 @@ import (
 	"slices"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/durable"
-	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/durable"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )

@@ -7,7 +7,7 @@
 // The allowlist is a JSON file the user controls, outside the repository
 // (it is refused when it resolves inside it), owned by the invoking user
 // or root and writable by no one else (POSIX). It is strictly decoded
-// (kernel/strictjson: unknown fields, duplicate or case-variant names are
+// (internal/strictjson: unknown fields, duplicate or case-variant names are
 // refused) and bounded (MaxAllowlistSize bytes, MaxEntries commands):
 //
 //	{"version": 1,

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/runtime/process"
 )
 
 // writeAllowlist writes an allowlist of commands (id → entry fields) into

@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 const twirpPrefix = "/twirp/github.actions.results.api.v1.ArtifactService/"

@@ -8,7 +8,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Attestation is an artifact attestation as POST

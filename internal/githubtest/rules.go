@@ -1,6 +1,6 @@
 package githubtest
 
-// The endpoints approval rules read (ci/review), shaped like GitHub's
+// The endpoints approval rules read (internal/ci/review), shaped like GitHub's
 // documented payloads:
 //
 //	GET /repos/{o}/{r}/pulls/{n}/files               paginated (per_page ≤ 100, Link

@@ -8,7 +8,7 @@ import (
 	"net/http"
 	"testing"
 
-	"github.com/proofgate/proofgate/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/artifact"
 )
 
 func runGet(t *testing.T, s *Server, path string, v any) int {

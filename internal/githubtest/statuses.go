@@ -8,7 +8,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Status is a commit status as POST /repos/{o}/{r}/statuses/{sha} created

@@ -130,3 +130,59 @@ func TestTiersParse(t *testing.T) {
 		t.Fatal("a package placed twice was accepted")
 	}
 }
+
+// dataPackages are outside internal/ for a reason other than an API: the
+// example workflows embed the files beside them, and only the package in
+// their own folder can.
+var dataPackages = map[string]bool{"examples": true}
+
+// TestPublicPackages: outside internal/ and cmd/ live only the packages a
+// third-party verifier needs (the helpers, the model and the verifier:
+// tiers 0-2), and each is imported by some package other than the command
+// line; the writer, features, adapters and applications are internal.
+func TestPublicPackages(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/ARCHITECTURE.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	placed, err := tiers(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pkgs := imports(t)
+	importers := map[string][]string{}
+	for pkg, deps := range pkgs {
+		for _, dep := range deps {
+			importers[dep] = append(importers[dep], pkg)
+		}
+	}
+	public := 0
+	for pkg := range pkgs {
+		if internalPath(pkg) || strings.HasPrefix(pkg, "cmd/") || dataPackages[pkg] {
+			continue
+		}
+		public++
+		if tier, ok := placed[pkg]; ok && tier > 2 {
+			t.Errorf("%s (tier %d) is outside internal/: only tiers 0-2 are public", pkg, tier)
+		}
+		if onlyCommandLine(importers[pkg]) {
+			t.Errorf("%s is outside internal/ but only the command line imports it: move it under internal/", pkg)
+		}
+	}
+	if public < 10 {
+		t.Fatalf("found %d public packages; go list did not list the module", public)
+	}
+}
+
+func internalPath(pkg string) bool {
+	return pkg == "internal" || strings.HasPrefix(pkg, "internal/") || strings.Contains(pkg, "/internal/") || strings.HasSuffix(pkg, "/internal")
+}
+
+func onlyCommandLine(importers []string) bool {
+	for _, p := range importers {
+		if !strings.HasPrefix(p, "cmd/") {
+			return false
+		}
+	}
+	return true
+}

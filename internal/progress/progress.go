@@ -18,7 +18,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 

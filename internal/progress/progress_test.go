@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/internal/progress"
-	"github.com/proofgate/proofgate/kernel/run"
+	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 

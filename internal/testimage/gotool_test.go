@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/runtime/docker"
 )
 
 func TestKeepGoRoot(t *testing.T) {

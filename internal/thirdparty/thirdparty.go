@@ -2,7 +2,7 @@
 // own package manager: a module version as the Go module proxy serves it,
 // a package as the npm registry serves it (with the lock file a
 // repository of it has). The first-day tests (cmd/proofgate TestFirstDay,
-// ci/action TestE2EFirstDayAct) walk ProofGate's README on it.
+// internal/ci/action TestE2EFirstDayAct) walk ProofGate's README on it.
 package thirdparty
 
 import (

@@ -36,7 +36,7 @@ import (
 	"strings"
 	"unicode"
 
-	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/internal/printable"
 )
 
 // Error is a name Check refuses.

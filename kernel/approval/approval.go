@@ -6,7 +6,7 @@
 // code host, the [Account] there — a provider, the provider's immutable
 // subject and a renamable login, the shape of sigstore-go's
 // CertificateIdentity (an issuer and a subject). Identities are derived
-// from the recorded decisions (kernel/run's approval.recorded data and its
+// from the recorded decisions (internal/run's approval.recorded data and its
 // GitHub review); they are not themselves a wire format.
 //
 // A [Tally] groups the decisions of a run into people: every identity a
@@ -15,7 +15,7 @@
 // showing the identities of two people merges them. A person's latest
 // decision is theirs: a later rejection withdraws an approval. Bots,
 // permissions, review states and commits are the provider's business
-// (ci/review) and do not exist at this level.
+// (internal/ci/review) and do not exist at this level.
 //
 // A [Requirement] measures the tally: [Requirement.Of] returns a
 // [Verdict]. Approval rules (teams, code owners, paths) plug in as [Rule]s

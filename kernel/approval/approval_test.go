@@ -194,7 +194,7 @@ func TestAccountSame(t *testing.T) {
 
 // TestSameAsBefore compares the tally with the two algorithms it replaced
 // (kept here verbatim): the replay's first-sight count over approver keys
-// (kernel/run approverKeys/approvedBy) and the verifier's merged count
+// (internal/run approverKeys/approvedBy) and the verifier's merged count
 // (bundle countApprovals), on random decision sequences over a small
 // alphabet of actors, logins and ids so that repeats, renames and merges
 // are frequent.

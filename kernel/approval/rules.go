@@ -15,7 +15,7 @@ const (
 
 // Facts are everything approval rules are evaluated on: the pull
 // request, its reviews and what the code host answered about the people
-// in them. A provider (ci/review) fetches them; EvaluateRules is pure.
+// in them. A provider (internal/ci/review) fetches them; EvaluateRules is pure.
 type Facts struct {
 	Head         string    // the verified head commit
 	BaseBranch   string    // the branch the pull request merges into

@@ -7,9 +7,9 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/proofgate/proofgate/internal/pathglob"
 	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/pathglob"
 )
 
 // EvaluateRules measures a's approval rules against the facts. A rule

@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Bounds on caches.
@@ -21,7 +21,7 @@ const (
 // Cache lifetimes (the contract's caches.<name>.lifetime).
 const (
 	// LifetimePersistent is the default: the directory is kept between
-	// runs, per scope (kernel/cache). The resolved form omits it, so
+	// runs, per scope (internal/cache). The resolved form omits it, so
 	// contracts written before lifetimes keep their hash.
 	LifetimePersistent = "persistent"
 	// LifetimeRun starts empty in every run and is removed when the run's
@@ -31,7 +31,7 @@ const (
 )
 
 // Cache is a declared cache: a directory the harness keeps between runs
-// (per scope, see kernel/cache), or for one run only (Lifetime "run"), and
+// (per scope, see internal/cache), or for one run only (Lifetime "run"), and
 // mounts at Mount in the checks that use it.
 type Cache struct {
 	Name  string `json:"name"`
@@ -44,7 +44,7 @@ type Cache struct {
 func (c Cache) Run() bool { return c.Lifetime == LifetimeRun }
 
 // CacheUse is a check's use of a declared cache: writable unless ReadOnly
-// (and then only where the run's scope lets it write, see kernel/cache).
+// (and then only where the run's scope lets it write, see internal/cache).
 type CacheUse struct {
 	Name     string `json:"name"`
 	ReadOnly bool   `json:"readonly,omitempty"`

@@ -117,7 +117,7 @@
 // bool. approval.rules (rules.go; docs/SPEC.md §1 "Approval rules") are
 // named rules with if/requires/options, combined by approval.mode (and,
 // the default, or or), plus approval.disapproval teams; path globs are
-// kernel/pathglob's and refused at load when they could leave the
+// internal/pathglob's and refused at load when they could leave the
 // repository (a ".." segment, a leading "/"); team slugs are org/slug,
 // title_matches is RE2, rule names are unique. A profile cannot set them.
 // Without rules the resolved approval has none of these members, so the
@@ -135,7 +135,7 @@
 // Resolved.Caches is sorted by name and Check.Caches keeps the list order;
 // both are omitted when empty, so a contract without caches keeps its hash.
 // Which directory a use mounts (its scope) is decided at run time by
-// kernel/cache.
+// internal/cache.
 //
 // lifetime: run (ADR 0032) makes a cache that starts empty in every run
 // and is removed when the run's checks are done: an install's output

@@ -3,7 +3,7 @@ package contract
 import (
 	"slices"
 
-	"github.com/proofgate/proofgate/kernel/pathglob"
+	"github.com/proofgate/proofgate/internal/pathglob"
 )
 
 // setProduces sets c's produces: globs (ADR 0039), each a valid path glob,

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/pathglob"
+	"github.com/proofgate/proofgate/internal/pathglob"
 )
 
 // Approval rule modes (approval.mode).

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/proofgate/proofgate/kernel/printable"
+	"github.com/proofgate/proofgate/internal/printable"
 )
 
 // Tool parameter types.
@@ -29,7 +29,7 @@ const DefaultMaxItems = 1024
 // MaxParamItems is the largest max_items an array parameter may declare.
 const MaxParamItems = 65536
 
-// Policy effects, as the contract spells them (kernel/policy gives them a type).
+// Policy effects, as the contract spells them (internal/policy gives them a type).
 const (
 	EffectAllow           = "allow"
 	EffectBlock           = "block"

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // MaxSize is the largest Size a contract may declare: 1 TiB.

@@ -10,7 +10,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/internal/durable"
 )
 
 // A staged batch is one write and one fsync; every event of it is chained

@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/gowebpki/jcs"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
 func canonMarshal(e Event) ([]byte, error) { return canon.Marshal(e) }

@@ -10,12 +10,12 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/durable"
 )
 
 // Log is an open writer on one run's events.ndjson. Its methods are safe
-// for concurrent use; cross-process exclusion is the caller's (kernel/lock).
+// for concurrent use; cross-process exclusion is the caller's (internal/lock).
 type Log struct {
 	mu       sync.Mutex
 	f        *os.File

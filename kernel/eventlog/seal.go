@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/durable"
+	"github.com/proofgate/proofgate/internal/durable"
 )
 
 // SegmentSizeEnv overrides DefaultSegmentSize: a number of bytes, or a

@@ -8,9 +8,9 @@ import (
 
 	"github.com/go-json-experiment/json/jsontext"
 
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
-	"github.com/proofgate/proofgate/kernel/strictjson"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // Canonical returns the canonical JSON of raw, a JSON object, decoded

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/input"
 )
 

@@ -6,7 +6,7 @@
 // # Input
 //
 // An input is a tool call's arguments: one JSON object of at most MaxInput
-// bytes, nested at most MaxDepth levels, decoded strictly (kernel/strictjson:
+// bytes, nested at most MaxDepth levels, decoded strictly (internal/strictjson:
 // no duplicate member, one value, valid UTF-8) and with no two member names
 // of one object equal under Unicode simple case folding (strings.EqualFold).
 // Its canonical form is its RFC 8785 (JCS) serialisation; the input hash is
@@ -16,9 +16,9 @@
 //
 // # Storage
 //
-// Every blob is written through a Putter (kernel/blob's *Store:
+// Every blob is written through a Putter (internal/blob's *Store:
 // blobs/sha256/<hex>, O_EXCL, never overwritten); a blob that already
-// exists is verified, not written. The package does not import kernel/blob,
+// exists is verified, not written. The package does not import internal/blob,
 // so the verifier side (kernel/replay, bundle) rebuilds manifests with it.
 // An input whose top-level "messages" member is a non-empty array of at most
 // MaxMessages elements is stored as:
@@ -71,20 +71,20 @@ import (
 	"os"
 	"regexp"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 )
 
-// Putter is the blob store Store writes through (kernel/blob's *Store).
+// Putter is the blob store Store writes through (internal/blob's *Store).
 // PutMany writes every bs[i] under digests[i] (sha256 of bs[i]) that is
 // not stored yet, makes all of them durable before it returns nil, and
 // returns the bytes it newly wrote. A stored blob that holds other bytes
 // is reported by an error that wraps a value with a DigestMismatch() bool
-// method returning true (kernel/blob's ErrMismatch).
+// method returning true (internal/blob's ErrMismatch).
 type Putter interface {
 	PutMany(digests []string, bs [][]byte) (int64, error)
 }
 
-// Opener opens a stored blob by digest (kernel/blob's *Store), for
+// Opener opens a stored blob by digest (internal/blob's *Store), for
 // FromStore.
 type Opener interface {
 	Open(digest string) (*os.File, error)

@@ -8,7 +8,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/input"
 )
 
-// memPutter is a Putter that is not kernel/blob: a map, with a lie switch
+// memPutter is a Putter that is not internal/blob: a map, with a lie switch
 // that makes every existing blob report a digest mismatch.
 type memPutter struct {
 	m   map[string][]byte
@@ -45,7 +45,7 @@ func (mismatch) DigestMismatch() bool { return true }
 
 // Store writes through any Putter and Rebuild reads back what it wrote; a
 // Putter's mismatch error (recognised by its DigestMismatch method, not by
-// kernel/blob's identity) is ReasonDigest, any other error is not.
+// internal/blob's identity) is ReasonDigest, any other error is not.
 func TestStoreThroughPutter(t *testing.T) {
 	p := &memPutter{m: map[string][]byte{}}
 	st, err := input.Store(p, []byte(vecCanonical))

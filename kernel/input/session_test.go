@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/proofgate/proofgate/kernel/blob"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/blob"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/input"
 )
 

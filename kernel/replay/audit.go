@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/proofgate/proofgate/kernel/bounded"
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/input"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // ReasonProjectionLag is a run.json that is an exact projection of a prefix

@@ -13,12 +13,12 @@ const module = "github.com/proofgate/proofgate/"
 // git, the run writer, the blob store it writes through and the runtime
 // providers.
 var writerSide = []string{
-	module + "kernel/lock",
-	module + "kernel/source",
-	module + "kernel/run",
-	module + "kernel/blob",
-	module + "kernel/runtime/docker",
-	module + "kernel/runtime/process",
+	module + "internal/lock",
+	module + "internal/source",
+	module + "internal/run",
+	module + "internal/blob",
+	module + "internal/docker",
+	module + "internal/process",
 }
 
 func goList(t *testing.T, args ...string) []string {
@@ -55,10 +55,10 @@ func TestVerifierImportsNoWriter(t *testing.T) {
 // interface and imports no blob store), the contract model (with the printable-text check it loads
 // with), the approval tally (with its pure rule evaluation: the CODEOWNERS
 // parser and path globs, and the actor key it counts people by), the exit classes and the runtime seam's types
-// only, and runs no command. kernel/durable (standard library only) comes
+// only, and runs no command. internal/durable (standard library only) comes
 // with the event log, whose appends count their fsyncs through it (ADR 0019).
 func TestReplayImports(t *testing.T) {
-	allowed := []string{"kernel/actor", "kernel/approval", "kernel/approval/codeowners", "kernel/pathglob", "kernel/bounded", "kernel/canon", "kernel/contract", "kernel/durable", "kernel/eventlog", "kernel/exit", "kernel/input", "kernel/printable", "kernel/runtime", "kernel/strictjson"}
+	allowed := []string{"kernel/actor", "kernel/approval", "kernel/approval/codeowners", "internal/pathglob", "internal/bounded", "internal/canon", "kernel/contract", "internal/durable", "kernel/eventlog", "kernel/exit", "kernel/input", "internal/printable", "kernel/runtime", "internal/strictjson"}
 	for _, dep := range goList(t, "-deps", module+"kernel/replay") {
 		if dep == "os/exec" {
 			t.Errorf("kernel/replay depends on os/exec")

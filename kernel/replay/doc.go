@@ -3,9 +3,9 @@
 // lifecycle forbids, and reconciles that replay with the projection
 // (run.json) and the evidence blobs. It is the verification side of the
 // kernel: the bundle verifier and any third-party verifier need only this
-// package, kernel/eventlog, kernel/canon, kernel/strictjson and
+// package, kernel/eventlog, internal/canon, internal/strictjson and
 // kernel/contract. It takes no lock, runs no git and no check; the writer
-// (planning, execution, decisions, locks, staleness) is kernel/run, which
+// (planning, execution, decisions, locks, staleness) is internal/run, which
 // replays every event it appends through the same Folder.
 //
 // Event types are a table (eventTypes in table.go): each row says how the

@@ -33,7 +33,7 @@ type PlannedData struct {
 
 // WorktreeState is the observed state of the repository's work tree as
 // run.planned and state.changed record it: the wire shape of
-// kernel/source's State, which the writer converts (the replay itself
+// internal/source's State, which the writer converts (the replay itself
 // reads no repository).
 type WorktreeState struct {
 	Commit  string   `json:"commit"`
@@ -78,7 +78,7 @@ type StateData struct {
 type CheckStartedData struct {
 	Check string `json:"check"`
 	// Caches are the check's cache directories as prepared before the
-	// mount (kernel/cache): scope, mode, tree digest and provenance.
+	// mount (internal/cache): scope, mode, tree digest and provenance.
 	Caches []runtime.Cache `json:"caches,omitempty"`
 }
 

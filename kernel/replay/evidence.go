@@ -3,7 +3,7 @@ package replay
 import (
 	"regexp"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 )
 

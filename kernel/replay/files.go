@@ -1,6 +1,6 @@
 package replay
 
-// Files of a run directory that the replay reads (kernel/run adds the
+// Files of a run directory that the replay reads (internal/run adds the
 // writer's own: its lock and process records).
 const (
 	EventsFile   = "events.ndjson"

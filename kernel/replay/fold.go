@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/approval"
-	"github.com/proofgate/proofgate/kernel/canon"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"

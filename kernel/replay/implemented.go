@@ -21,7 +21,7 @@ type ImplementedBy struct {
 	Contract string `json:"contract"`
 }
 
-// runIDRE is the shape of a run id (kernel/run's NewID).
+// runIDRE is the shape of a run id (internal/run's NewID).
 var runIDRE = regexp.MustCompile(`^[0-9]{8}T[0-9]{6}\.[0-9]{3}Z-[0-9a-f]{8}$`)
 
 // objectRE is a git object name: SHA-1 or SHA-256, lowercase hex.

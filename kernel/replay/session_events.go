@@ -3,12 +3,12 @@ package replay
 import (
 	"time"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
 // Session and tool event types (issue 13), written only by
-// WriterSession (kernel/session through kernel/run). docs/SPEC.md §4 and
+// WriterSession (internal/session through internal/run). docs/SPEC.md §4 and
 // §5.1 specify them and the rules the replay enforces on them.
 const (
 	TypeSessionStarted = "session.started"
@@ -23,7 +23,7 @@ const (
 	TypeToolFinished   = "tool.finished"
 )
 
-// Owner is the writer identity a session records (kernel/lock's Owner, the
+// Owner is the writer identity a session records (internal/lock's Owner, the
 // same JSON): whose process ran the session's tools, and whom a resumer
 // must prove dead.
 type Owner struct {
@@ -40,7 +40,7 @@ func (o Owner) same(p Owner) bool {
 	return o.PID == p.PID && o.Start == p.Start && o.BootID == p.BootID && o.Host == p.Host
 }
 
-// Span is the trace context a call records (kernel/trace's Span, the same
+// Span is the trace context a call records (internal/trace's Span, the same
 // JSON): hex trace and span ids, the caller's span, the flags.
 type Span struct {
 	TraceID      string `json:"trace_id"`

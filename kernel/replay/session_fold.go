@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"slices"
 
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/printable"
 )
 
 // Audit reasons of the session rules (docs/SPEC.md §5.1).
@@ -263,7 +263,7 @@ func (f *Folder) applyTurnFinished(line int, e eventlog.Event, d TurnData) error
 }
 
 // TrySession checks that a session, turn or tool event e would replay as
-// line line, without applying it: kernel/run refuses an event before it is
+// line line, without applying it: internal/run refuses an event before it is
 // in the log rather than after. Other event types are refused.
 func (f *Folder) TrySession(line int, e eventlog.Event) error {
 	t, ok := eventTypes[e.Type]

@@ -13,7 +13,7 @@ import (
 // actions and the crashed undecided ones, updated as each event applies,
 // so admission reads maps and never walks the session's actions: a call
 // costs the same after 10 or 10 000 calls (BenchmarkAdmission in
-// kernel/session).
+// internal/session).
 
 // SessionHead is a session without its actions.
 type SessionHead struct {

@@ -1,9 +1,9 @@
 package replay
 
 import (
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/eventlog"
-	"github.com/proofgate/proofgate/kernel/printable"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
 

@@ -7,10 +7,10 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Shards (docs/SPEC.md "Shards", ADR 0026): a planned run's checks

@@ -10,10 +10,10 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/proofgate/proofgate/kernel/canon"
+	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // The run-log side of shards: the shard.merged row and the audit of a

@@ -3,10 +3,10 @@ package replay
 import (
 	"slices"
 
+	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/approval"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/runtime"
-	"github.com/proofgate/proofgate/kernel/strictjson"
 )
 
 // Writer is a kind of writer that may append an event type to a run's log.
@@ -14,16 +14,16 @@ type Writer uint8
 
 // Writer kinds.
 const (
-	// WriterKernel is the run's own lifecycle writer in kernel/run: Plan,
+	// WriterKernel is the run's own lifecycle writer in internal/run: Plan,
 	// Exec, Decide and the state changes.
 	WriterKernel Writer = 1 << iota
-	// WriterAppend is any caller of kernel/run's Run.Append: a recorded
+	// WriterAppend is any caller of internal/run's Run.Append: a recorded
 	// fact that changes no state (a checkpoint signer, unlock).
 	WriterAppend
 	// WriterEventLog is the event log itself: kernel/eventlog writes
 	// log.recovered after a damaged tail.
 	WriterEventLog
-	// WriterSession is kernel/session, through kernel/run's
+	// WriterSession is internal/session, through internal/run's
 	// AppendSession: the session, turn and tool events of an agent
 	// session while the run is IMPLEMENTING.
 	WriterSession

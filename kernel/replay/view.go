@@ -6,7 +6,7 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 )
 
-// What a writer reads of the replay so far (kernel/run decides from it).
+// What a writer reads of the replay so far (internal/run decides from it).
 
 // State is the run's state after the events applied so far.
 func (f *Folder) State() State { return f.state }

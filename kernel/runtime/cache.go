@@ -6,7 +6,7 @@ const (
 	CacheReadOnly  = "ro"
 )
 
-// Cache is one cache directory prepared by the kernel (kernel/cache) for a
+// Cache is one cache directory prepared by the kernel (internal/cache) for a
 // check: the directory Source of scope Scope, to be bind-mounted at Mount,
 // writable only when Mode is "rw". Everything but Source is recorded in
 // check.started and in the Docker runtime's profile ("caches"), so
@@ -22,7 +22,7 @@ type Cache struct {
 	// Source is the absolute host directory; not recorded (it is the
 	// machine's, not the evidence's).
 	Source string `json:"-"`
-	// Digest is the tree digest taken before the mount (see kernel/cache):
+	// Digest is the tree digest taken before the mount (see internal/cache):
 	// "sha256:" + hex over every entry's path, type, mode, size and mtime.
 	Digest  string `json:"digest"`
 	Entries int64  `json:"entries"`

@@ -73,7 +73,7 @@ type Spec struct {
 	// Sandbox holds the container settings; the process provider records
 	// that it ignored them.
 	Sandbox Sandbox
-	// ProcDir is the run's directory of process records (kernel/lock): a
+	// ProcDir is the run's directory of process records (internal/lock): a
 	// provider that starts host processes records each check there before
 	// it can outlive the harness, so that 'events unlock' and 'gc' can kill
 	// what a dead harness left. Empty: nothing is recorded.
@@ -112,7 +112,7 @@ type Sandbox struct {
 	WorkspaceSize int64   `json:"workspace_size,omitempty"`
 	Mounts        []Mount `json:"mounts,omitempty"`
 	// Caches are the cache directories the kernel prepared for the check
-	// (kernel/cache), each bind-mounted at its Mount.
+	// (internal/cache), each bind-mounted at its Mount.
 	Caches []Cache `json:"caches,omitempty"`
 }
 

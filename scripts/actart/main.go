@@ -2,7 +2,7 @@
 // that act gives a workflow's steps, from act's own pkg/artifacts) on
 // 127.0.0.1:PORT, storing under DIR, until interrupted. It first prints
 // the ACTIONS_RUNTIME_TOKEN act gives a job of run 42 (act's own
-// common.CreateAuthorizationToken), one line. ci/artifact's
+// common.CreateAuthorizationToken), one line. internal/ci/artifact's
 // TestUploadToActArtifactServer uploads to it. It is its own module so that
 // act's dependencies stay out of ProofGate's go.mod; build it with
 // scripts/act-artifacts-up.sh.

@@ -33,7 +33,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/proofgate/proofgate/kernel/pathglob"
+	"github.com/proofgate/proofgate/internal/pathglob"
 )
 
 // Locations are where GitHub looks for the file, in order.
