@@ -102,7 +102,7 @@ func TestAuthorizeRequiredThroughTheGate(t *testing.T) {
 	}
 	// Repeating it records nothing.
 	p.must([]int{0}, "authorize", id, "--target", "deploy/prod", "--actor", "bob")
-	if r := p.must([]int{0}, "audit", id); !strings.Contains(r.stdout, "authorization approved for deploy/prod by bob") || !strings.Contains(r.stdout, "authorization rejected for jira:OPS-1 by bob") {
+	if r := p.must([]int{0}, "status", id, "--audit"); !strings.Contains(r.stdout, "authorization approved for deploy/prod by bob") || !strings.Contains(r.stdout, "authorization rejected for jira:OPS-1 by bob") {
 		t.Fatalf("audit does not list the authorizations:\n%s", r.stdout)
 	}
 	p.must([]int{0}, "events", "verify", id)

@@ -67,7 +67,7 @@ func benchmarkReportCmd(g *globals, manifest *string) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [--json]",
 		Short: "Reconcile every run and report facts, rates and comparability",
-		Long: `Reconcile every run of the state directory (as 'proofgate audit' does,
+		Long: `Reconcile every run of the state directory (as 'proofgate status --audit' does,
 without moving any run to STALE) and report, in run-id order, each run's
 checks, outcomes, evidence, approvals, retries, staleness and duration, with
 aggregate rates. Runs that do not reconcile are listed under "refused" with

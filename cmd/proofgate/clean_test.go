@@ -80,7 +80,7 @@ func TestCleanDryRunApplyAndRecord(t *testing.T) {
 		t.Fatalf("log: %s", log)
 	}
 	// The recorded event replays: audit still reconciles.
-	if code, out, errs := hcli("audit", "latest"); code != exitAwaiting {
+	if code, out, errs := hcli("status", "latest", "--audit"); code != exitAwaiting {
 		t.Fatalf("audit after cleanup: %d %s %s", code, out, errs)
 	}
 }

@@ -249,7 +249,7 @@ func (p pg) reconcile() {
 func (p pg) final(id, state string, approvers ...string) {
 	p.t.Helper()
 	p.must([]int{0}, "events", "verify", id)
-	p.must([]int{0, 1, 3}, "audit", id)
+	p.must([]int{0, 1, 3}, "status", id, "--audit")
 	st := p.status(id)
 	f := p.facts(id)
 	if st.State != state || f.state != state {

@@ -135,7 +135,7 @@ func TestEvidenceChainedIntoRun(t *testing.T) {
 		t.Fatalf("log: %v", types)
 	}
 	p.must([]int{0}, "events", "verify", id)
-	p.must([]int{3}, "audit", id)
+	p.must([]int{3}, "status", id, "--audit")
 	p.must([]int{0}, "approve", id, "--actor", "alice")
 	b := p.exportBundle(id, k)
 	if code, reason := p.verifyAuth(b, k); code != 0 {

@@ -35,7 +35,7 @@ import (
 
 // addKernelCommands registers the run lifecycle verbs.
 func addKernelCommands(root *cobra.Command, g *globals) {
-	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), mergeCmd(g), statusCmd(g, "status"), statusCmd(g, "audit"),
+	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), mergeCmd(g), statusCmd(g), auditAlias(g),
 		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), gcCmd(g), versionCmd(g))
 	ev := eventsCmd(root)
 	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
@@ -538,48 +538,72 @@ func freshness(ctx context.Context, g *globals) (run.Freshness, error) {
 	return run.Freshness{RepoDir: repo, StateDir: g.state}, nil
 }
 
-func statusCmd(g *globals, verb string) *cobra.Command {
-	var asJSON bool
-	short := "Reconcile a run and report its state"
-	if verb == "audit" {
-		short = "Reconcile a run and report every check, decision and defect"
-	}
+func statusCmd(g *globals) *cobra.Command {
+	var asJSON, audit bool
 	c := &cobra.Command{
-		Use:   verb + " RUN",
-		Short: short,
-		Long: short + `.
+		Use:   "status RUN [--audit] [--json]",
+		Short: "Reconcile a run and report its state (--audit: every check, decision and defect)",
+		Long: `Reconcile a run and report its state.
 
 The run's projection (run.json) is checked against its event log, the
 verification digest is recomputed and every evidence blob is re-hashed before
 anything is reported. A run that does not reconcile is refused (exit 1) with
 the reason. A run whose code or contract changed since planning is moved to
-STALE. RUN is a run id or "latest".`,
+STALE. RUN is a run id or "latest".
+
+With --audit the report also names the chain (length and head), the
+contract hash, the source commit and tree, every evidence blob re-hashed,
+and each agent call's decisions in full. --json prints the same object
+either way. 'proofgate audit RUN' is the earlier spelling of
+'proofgate status RUN --audit'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			ctx, cancel := signalContext()
-			defer cancel()
-			f, err := freshness(ctx, g)
-			if err != nil {
-				return err
-			}
-			st, err := run.Inspect(ctx, g.state, args[0], f)
-			if err != nil {
-				return classify(err)
-			}
-			if asJSON {
-				if err := writeJSON(g.stdout, withAgentNotes(st)); err != nil {
-					return err
-				}
-			} else {
-				printReport(g.stdout, st.Report, st.Stale)
-				printFailures(g, st.Report)
-				printStatusNotes(g.stdout, st, verb == "audit")
-			}
-			return stateExit(st.State)
+			return status(g, args[0], audit, asJSON)
+		},
+	}
+	c.Flags().BoolVar(&audit, "audit", false, "also print the chain, the source, every evidence blob and each call's decisions")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
+
+// auditAlias keeps 'proofgate audit RUN' working, hidden, as 'status
+// RUN --audit' (ADR 0045).
+func auditAlias(g *globals) *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:    "audit RUN",
+		Short:  "Same as 'status RUN --audit'",
+		Hidden: true,
+		Args:   cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return status(g, args[0], true, asJSON)
 		},
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+func status(g *globals, id string, audit, asJSON bool) error {
+	ctx, cancel := signalContext()
+	defer cancel()
+	f, err := freshness(ctx, g)
+	if err != nil {
+		return err
+	}
+	st, err := run.Inspect(ctx, g.state, id, f)
+	if err != nil {
+		return classify(err)
+	}
+	if asJSON {
+		if err := writeJSON(g.stdout, withAgentNotes(st)); err != nil {
+			return err
+		}
+	} else {
+		printReport(g.stdout, st.Report, st.Stale)
+		printFailures(g, st.Report)
+		printStatusNotes(g.stdout, st, audit)
+	}
+	return stateExit(st.State)
 }
 
 func printStatusNotes(w io.Writer, st *run.Status, audit bool) {
@@ -838,7 +862,7 @@ With --checkpoint and --trust, also check the log against a signed
 checkpoint (entries rewritten or removed after it was exported).
 
 This proves the chain, not the history: a log forged and re-chained from
-line 1, or cut back after any line, passes. 'proofgate audit RUN' replays
+line 1, or cut back after any line, passes. 'proofgate status RUN --audit' replays
 the log against the contract and run.json; a signed checkpoint (--checkpoint)
 detects rewriting and truncation before it. The output says which of these
 were proved ("proved", "not_proved" in --json).
@@ -937,8 +961,8 @@ type eventsResult struct {
 var (
 	provedChain      = []string{"chain (every line canonical, linked to the one before, seq without gaps)", "binding (one run, contract and source on every line)"}
 	provedCheckpoint = "checkpoint (the first %d events are the ones the signed checkpoint names: none rewritten or removed)"
-	notProvedChain   = "a history forged and re-chained from line 1, or a log cut back after any line, passes a chain check; 'proofgate audit RUN' replays the log against the contract and run.json, and '--checkpoint FILE --trust trust.json' detects rewriting or truncation before a signed checkpoint"
-	notProvedAfterCp = "events after the checkpoint are proved by the chain only (a later checkpoint covers them); 'proofgate audit RUN' replays the log against the contract"
+	notProvedChain   = "a history forged and re-chained from line 1, or a log cut back after any line, passes a chain check; 'proofgate status RUN --audit' replays the log against the contract and run.json, and '--checkpoint FILE --trust trust.json' detects rewriting or truncation before a signed checkpoint"
+	notProvedAfterCp = "events after the checkpoint are proved by the chain only (a later checkpoint covers them); 'proofgate status RUN --audit' replays the log against the contract"
 )
 
 func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {

@@ -51,7 +51,7 @@ Terminal runs (COMPLETE, REJECTED, CANCELLED, SUPERSEDED) whose last event
 is older than archive_after (at least 1 day) are archived into
 <state>/archive/<RUN>.tar.gz, read back and proven byte-identical, recorded
 in the hash-chained <state>/prune-log.ndjson, and replaced by a placeholder;
-status, audit, list, events verify, output and bundle export read them from
+status, list, events verify, output and bundle export read them from
 the archive. Runs that are not terminal, that a live writer locks or holds a
 lease on (evidence collect --run), or that a retained run names (a retry's
 predecessor, an implementation run) stay; each says why, with the writer's

@@ -146,7 +146,7 @@ func TestPruneSkipsLiveEvidenceCollect(t *testing.T) {
 	if n := countEvents(t, state, id, "evidence.collected"); n != 2 {
 		t.Fatalf("the archived run's log chains %d collections, want 2", n)
 	}
-	p.must([]int{0}, "audit", id)
+	p.must([]int{0}, "status", id, "--audit")
 }
 
 // A collector killed by SIGKILL leaves its lease behind: prune judges the

@@ -138,7 +138,7 @@ func TestPruneCLI(t *testing.T) {
 	}
 	// Every reader reads the archived run.
 	archived := ids[0]
-	for _, args := range [][]string{{"status", archived}, {"audit", archived}, {"events", "verify", archived}, {"output", archived, "a"}, {"list"}} {
+	for _, args := range [][]string{{"status", archived}, {"status", archived, "--audit"}, {"events", "verify", archived}, {"output", archived, "a"}, {"list"}} {
 		r := p.run("", args...)
 		if r.code != 0 {
 			t.Errorf("%v: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)

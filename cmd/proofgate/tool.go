@@ -332,7 +332,7 @@ func toolDecideCmd(g *globals, v decideVerb) *cobra.Command {
 		Long: v.short + `.
 
 ACTION is an action id (a-<12 hex>) from the agent's answer, 'proofgate
-status RUN' or 'proofgate audit RUN'. The decision is recorded as
+status RUN'. The decision is recorded as
 tool.decided by --actor, who may not be the session's own agent identity.
 approve and reject apply to an action waiting for approval, and bind to the
 exact input hash of that call: the agent's next call with the same tool and

@@ -57,8 +57,8 @@ checks:
 	}
 	// An untracked file whose name forges a line makes the run stale.
 	os.WriteFile(filepath.Join(dir, "x\nstale: forged\x1b[0m"), nil, 0o644)
-	for _, verb := range []string{"status", "audit"} {
-		_, stdout, stderr := cli(verb, "latest")
+	for _, verb := range [][]string{{"status"}, {"status", "--audit"}} {
+		_, stdout, stderr := cli(append(verb, "latest")...)
 		all := stdout + stderr
 		if strings.ContainsAny(all, "\x1b\r") {
 			t.Errorf("%s prints a raw escape: %q", verb, all)

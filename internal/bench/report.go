@@ -76,7 +76,7 @@ type Aggregate struct {
 }
 
 // History reads every run of the state directory, oldest (lowest id)
-// first, and reconciles each as `proofgate audit` does (the log's chain,
+// first, and reconciles each as `proofgate status --audit` does (the log's chain,
 // its replay against the frozen contract, every evidence blob, run.json):
 // a run that does not reconcile is listed in Refused and counted nowhere
 // else. A projection that only trails its log (a live writer) reconciles.
@@ -153,7 +153,7 @@ func runFacts(dir string) (*RunFacts, error) {
 	return f, nil
 }
 
-// reconcile is the reconciliation of status and audit (run.Inspect),
+// reconcile is the reconciliation of status (run.Inspect),
 // without its writes: a projection that trails the log, and a damaged
 // tail (a writer killed mid-append) whose intact lines reconcile, are
 // accepted; anything else is refused.

@@ -11,7 +11,7 @@ import (
 // Reason is the typed cause of a refused archive, prune or setting.
 type Reason string
 
-// Reasons. Each reader of an archived run (status, audit, list, events
+// Reasons. Each reader of an archived run (status, list, events
 // verify, bundle export, output) reports one of the archive reasons when
 // it cannot read the run's history; docs/SPEC.md lists them.
 const (

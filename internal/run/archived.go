@@ -21,7 +21,7 @@ import (
 type ArchivedError struct{ ID string }
 
 func (e *ArchivedError) Error() string {
-	return fmt.Sprintf("run %s: %s: it is archived (%s) and read-only; status, audit, events verify, output and bundle export read it from its archive", e.ID, retention.ReasonArchived, retention.ArchiveDir+"/"+e.ID+retention.ArchiveSuffix)
+	return fmt.Sprintf("run %s: %s: it is archived (%s) and read-only; status, events verify, output and bundle export read it from its archive", e.ID, retention.ReasonArchived, retention.ArchiveDir+"/"+e.ID+retention.ArchiveSuffix)
 }
 
 // Is makes the refusal exit 1.
