@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -24,24 +23,18 @@ import (
 // member stands for the flag it describes; a member and its flag both
 // given is a usage error, never "the last one wins".
 
-// gatePolicyMembers are the policy description's members and the flags
-// they set, in the order of bundle.PolicyDescription.
-var gatePolicyMembers = []struct{ member, flag string }{
-	{"commit", "commit"},
-	{"tree", "tree"},
-	{"contract_hash", "contract-hash"},
-	{"repo", "repo"},
-	{"profile", "profile"},
-	{"require_approvals", "require-approvals"},
-	{"witnessed_at", "witnessed-at"},
-	{"require_authorizations", "require-authorization"},
-	{"require_sandbox", "require-sandbox"},
-	{"require_rules", "require-rule"},
-}
+// Each member of the policy description stands for the flag its `flag`
+// tag names (bundle.PolicyDescription, the one definition of a gate
+// requirement); the unsafe opt-outs and the product digests are set
+// below. A flag that takes one value per use (a string array) is
+// repeatable: a member that sets it, given on the command line too, is
+// refused before its first element is set.
 
-// repeatable are the flags a member sets once per element; given on the
-// command line too, they are refused before the first element is set.
-var repeatable = []string{"require-rule", "require-authorization"}
+// repeatable reports whether flag takes one value per use.
+func repeatable(c *cobra.Command, flag string) bool {
+	f := c.Flags().Lookup(flag)
+	return f != nil && f.Value.Type() == "stringArray"
+}
 
 // gatePolicyUnsafe are the unsafe opt-outs and their flags.
 var gatePolicyUnsafe = map[string]string{
@@ -77,7 +70,7 @@ func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
 		return nil, usageErr(fmt.Errorf("--policy %s: %w", path, err))
 	}
 	set := func(member, flag, value string) error {
-		if c.Flags().Changed(flag) && !slices.Contains(repeatable, flag) {
+		if c.Flags().Changed(flag) && !repeatable(c, flag) {
 			return usageErr(fmt.Errorf("--policy %s sets %s, and --%s is given too: give it in one place", path, member, flag))
 		}
 		if err := c.Flags().Set(flag, value); err != nil {
@@ -104,24 +97,15 @@ func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
 // applyDescription sets the flags of the description's members present in
 // raw; a repeatable flag given on the command line as well is refused.
 func applyDescription(d bundle.PolicyDescription, raw map[string]json.RawMessage, c *cobra.Command, set func(member, flag, value string) error) error {
-	values := map[string][]string{
-		"commit": {d.Commit}, "tree": {d.Tree}, "contract_hash": {d.ContractHash}, "repo": {d.Repo},
-		"require_approvals": {strconv.Itoa(d.RequireApprovals)}, "witnessed_at": {d.WitnessedAt},
-		"require_authorizations": d.RequireAuthorizations, "require_sandbox": {strconv.FormatBool(d.RequireSandbox)},
-		"require_rules": d.RequireRules,
-	}
-	if d.Profile != nil {
-		values["profile"] = []string{*d.Profile}
-	}
-	for _, m := range gatePolicyMembers {
-		if _, ok := raw[m.member]; !ok {
+	for _, r := range d.Requirements() {
+		if _, ok := raw[r.Member]; !ok || r.Flag == "-" {
 			continue
 		}
-		if slices.Contains(repeatable, m.flag) && c.Flags().Changed(m.flag) {
-			return usageErr(fmt.Errorf("--policy sets %s, and --%s is given too: give it in one place", m.member, m.flag))
+		if repeatable(c, r.Flag) && c.Flags().Changed(r.Flag) {
+			return usageErr(fmt.Errorf("--policy sets %s, and --%s is given too: give it in one place", r.Member, r.Flag))
 		}
-		for _, v := range values[m.member] {
-			if err := set(m.member, m.flag, v); err != nil {
+		for _, v := range r.Values {
+			if err := set(r.Member, r.Flag, v); err != nil {
 				return err
 			}
 		}
