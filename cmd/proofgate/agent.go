@@ -16,8 +16,8 @@ import (
 	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/session"
-	"github.com/proofgate/proofgate/internal/tool"
 	"github.com/proofgate/proofgate/kernel/actor"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
@@ -89,36 +89,24 @@ func checkAgent(agent string) error {
 	return checkNames(agent, "")
 }
 
-// classifySession maps internal/session's typed errors to exit codes (the
-// table in 'proofgate tool --help'), then falls back to classify.
+// classifySession is classify for the agent verbs: a tool call's
+// arguments that are not valid input (input.Error) or not printable
+// (printable.Error) are the caller's to correct — those helpers' errors
+// carry no class of their own, since elsewhere the same bytes come from a
+// run under verification.
 func classifySession(err error) error {
-	if err == nil {
-		return nil
-	}
-	var (
-		ua *session.UnknownCallError
-		us *session.UnknownSessionError
-		ce *session.CallError
-		ae *tool.ArgError
-		ie *input.Error
-		pe *printable.Error
-		ni *session.NotImplementingError
-		rr *session.ResumeRequiredError
-		ls *session.LiveSessionError
-		am *session.AmbiguousError
-		sa *session.SelfApprovalError
-		de *session.DecidedError
-		sr *session.StillRunningError
-	)
+	var ie *input.Error
+	var pe *printable.Error
+	var ni *session.NotImplementingError
 	switch {
-	case errors.As(err, &ua), errors.As(err, &us), errors.As(err, &ce), errors.As(err, &ae), errors.As(err, &ie), errors.As(err, &pe):
-		return usageErr(err)
-	case errors.As(err, &rr):
-		return refusedErr(err)
+	case err == nil:
+		return nil
 	case errors.As(err, &ni):
 		return refusedErr(fmt.Errorf("%w; plan one with 'proofgate plan --implement'", err))
-	case errors.As(err, &ls), errors.As(err, &am), errors.As(err, &sa), errors.As(err, &de), errors.As(err, &sr):
-		return refusedErr(err)
+	case errors.As(err, &ie), errors.As(err, &pe):
+		if _, classed := exit.Of(err); !classed {
+			return usageErr(err)
+		}
 	}
 	return classify(err)
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/source"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
 	"github.com/proofgate/proofgate/kernel/runtime"
 )
@@ -100,7 +101,7 @@ func runHint(err error) error {
 }
 
 // errNoCommit replaces git's error for a repository without commits.
-var errNoCommit = errors.New("this git repository has no commits yet: a run is bound to a commit, so commit your files first (git add -A && git commit -m init), then run proofgate again")
+var errNoCommit = exit.Sentinel(exit.Usage, "this git repository has no commits yet: a run is bound to a commit, so commit your files first (git add -A && git commit -m init), then run proofgate again")
 
 // approveHint adds the next step to a decision the run's state refuses: a
 // STALE run is retried, a BLOCKED one fixed and retried.

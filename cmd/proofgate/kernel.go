@@ -41,35 +41,31 @@ func addKernelCommands(root *cobra.Command, g *globals) {
 	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
 }
 
-// classify maps kernel errors to exit codes.
+// classify gives err its exit code: the class its own type declares
+// (every typed error of the kernel says which through errors.Is; see
+// kernel/exit), with the next step added where one helps; a file the
+// system could not read or write is the environment's; anything else is
+// a refusal.
 func classify(err error) error {
 	if err == nil {
 		return nil
 	}
 	err = runHint(err)
 	var (
-		ee  *exit.Error
-		he  *lock.HeldError
-		ce  *contract.Error
-		de  *run.DirtyError
-		cx  *run.ContextError
-		nf  *run.NotFoundError
-		ie  *run.InvalidIDError
-		pe  *fs.PathError
-		ae  *replay.AuditError
-		che *eventlog.ChainError
+		ee   *exit.Error
+		held *lock.HeldError
+		pe   *fs.PathError
 	)
 	switch {
 	case errors.As(err, &ee):
 		return err
-	case errors.As(err, &he):
+	case errors.As(err, &held):
 		return refusedErr(fmt.Errorf("%w: another proofgate is writing this run; wait for it, or if 'proofgate status RUN' says its writer is dead, run 'proofgate events unlock RUN --actor NAME --older-than DUR' first", err))
-	case errors.As(err, &ce), errors.As(err, &de), errors.As(err, &cx), errors.As(err, &nf), errors.As(err, &ie),
-		errors.Is(err, run.ErrNoRuns), errors.Is(err, source.ErrNotRepository), errors.Is(err, errNoCommit):
-		return usageErr(err)
-	case errors.As(err, &ae), errors.As(err, &che):
-		return refusedErr(err)
-	case errors.As(err, &pe):
+	}
+	if c, ok := exit.Of(err); ok {
+		return exit.Wrap(c, err)
+	}
+	if errors.As(err, &pe) {
 		return envErr(err)
 	}
 	return refusedErr(err)

@@ -28,6 +28,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/strictjson"
 )
@@ -71,6 +73,9 @@ func (e *HeldError) Error() string {
 	return fmt.Sprintf("%s is held by pid %d on host %s (start %d, boot %s), age %s",
 		e.Path, e.Owner.PID, e.Owner.Host, e.Owner.Start, e.Owner.BootID, age)
 }
+
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *HeldError) Is(target error) bool { return target == exit.Refused }
 
 func (e *HeldError) Unwrap() error { return e.Err }
 

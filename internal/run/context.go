@@ -8,6 +8,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/strictjson"
@@ -39,6 +41,9 @@ func (e *ContextError) Error() string {
 	}
 	return fmt.Sprintf("%s: %s: %s", e.File, e.Path, e.Msg)
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *ContextError) Is(target error) bool { return target == exit.Usage }
 
 // LoadContext reads and verifies a context file: one snapshot object or an
 // array of them, each {query, references, provenance, snapshot_hash}.

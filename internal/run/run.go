@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/blob"
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/durable"
@@ -54,6 +56,9 @@ type DirtyError struct{ Changes []string }
 func (e *DirtyError) Error() string {
 	return fmt.Sprintf("work tree has uncommitted changes (%s); commit them or pass --allow-dirty, which is recorded", listShort(e.Changes))
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *DirtyError) Is(target error) bool { return target == exit.Usage }
 
 // StaleError says the run no longer matches the code or the contract.
 type StaleError struct{ Reasons []string }

@@ -11,6 +11,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/retention"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -48,13 +50,17 @@ func NewID(now time.Time) string {
 // ValidID reports whether id is a well-formed run id.
 func ValidID(id string) bool { return idRE.MatchString(id) }
 
-// ErrNoRuns is returned by Resolve("latest") on an empty store.
-var ErrNoRuns = errors.New("no runs yet")
+// ErrNoRuns is returned by Resolve("latest") on an empty store; its class
+// is exit.Usage.
+var ErrNoRuns error = exit.Sentinel(exit.Usage, "no runs yet")
 
 // NotFoundError names a run that does not exist.
 type NotFoundError struct{ ID string }
 
 func (e *NotFoundError) Error() string { return fmt.Sprintf("run %q not found", e.ID) }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *NotFoundError) Is(target error) bool { return target == exit.Usage }
 
 // InvalidIDError is a RUN argument that is neither a run id nor "latest"
 // (bad input: it never names a path).
@@ -63,6 +69,9 @@ type InvalidIDError struct{ ID string }
 func (e *InvalidIDError) Error() string {
 	return fmt.Sprintf("%q is not a run id (want e.g. 20261129T210005.123Z-1a2b3c4d, or latest)", e.ID)
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *InvalidIDError) Is(target error) bool { return target == exit.Usage }
 
 // List returns the run ids, oldest first.
 func (s *Store) List() ([]string, error) {

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/blob"
 	"github.com/proofgate/proofgate/internal/policy"
 	"github.com/proofgate/proofgate/internal/run"
@@ -28,6 +30,9 @@ type CallError struct {
 
 func (e *CallError) Error() string { return fmt.Sprintf("tool call refused: %s: %v", e.Field, e.Err) }
 func (e *CallError) Unwrap() error { return e.Err }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *CallError) Is(target error) bool { return target == exit.Usage }
 
 var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$`)
 

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/lock"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -74,6 +76,9 @@ func (e *StillRunningError) Error() string {
 	return fmt.Sprintf("action %s still runs (%s): a retry now would run the call twice at once; stop it first ('proofgate gc' kills what a dead recorder left running), then retry, or abandon the action",
 		e.Action, strings.Join(e.Running, "; "))
 }
+
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *StillRunningError) Is(target error) bool { return target == exit.Refused }
 
 // reap stops what the dead recorder left running for v's started,
 // unfinished actions: every process record of a provably dead harness in

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/lock"
 	"github.com/proofgate/proofgate/internal/policy"
 	"github.com/proofgate/proofgate/internal/printable"
@@ -66,6 +68,9 @@ type ResumeRequiredError struct{ Run, Session string }
 func (e *ResumeRequiredError) Error() string {
 	return fmt.Sprintf("run %s has open session %s whose recorder is dead: resume it (proofgate session resume %s --session %s)", e.Run, e.Session, e.Run, e.Session)
 }
+
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *ResumeRequiredError) Is(target error) bool { return target == exit.Refused }
 
 // deadOwner says whether o is provably dead: same host and boot as this
 // process, and its pid gone or reused. Otherwise it returns why not.
@@ -167,6 +172,9 @@ type UnknownSessionError struct{ Run, Session string }
 func (e *UnknownSessionError) Error() string {
 	return fmt.Sprintf("run %s has no open session %q", e.Run, e.Session)
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *UnknownSessionError) Is(target error) bool { return target == exit.Usage }
 
 // Resume takes over session id, whose recorded owner must be provably dead
 // (same host and boot, pid gone or reused): it stops what the dead

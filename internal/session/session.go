@@ -32,6 +32,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/blob"
 	"github.com/proofgate/proofgate/internal/lock"
 	"github.com/proofgate/proofgate/internal/policy"
@@ -161,6 +163,9 @@ func (e *LiveSessionError) Error() string {
 	return fmt.Sprintf("session %s is owned by pid %d on host %s (%s): not taken over", e.Session, e.Owner.PID, e.Owner.Host, e.Why)
 }
 
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *LiveSessionError) Is(target error) bool { return target == exit.Refused }
+
 // AmbiguousError refuses a new call while actions that started and never
 // finished await a human retry or abandon.
 type AmbiguousError struct{ Calls []string }
@@ -168,6 +173,9 @@ type AmbiguousError struct{ Calls []string }
 func (e *AmbiguousError) Error() string {
 	return fmt.Sprintf("session has ambiguous actions %s: decide each with 'proofgate tool retry' or 'proofgate tool abandon'", strings.Join(e.Calls, ", "))
 }
+
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *AmbiguousError) Is(target error) bool { return target == exit.Refused }
 
 // NotImplementingError refuses a session on a run that is not IMPLEMENTING.
 type NotImplementingError struct {
@@ -179,6 +187,9 @@ func (e *NotImplementingError) Error() string {
 	return fmt.Sprintf("run %s is %s, not IMPLEMENTING: sessions record only while a run is IMPLEMENTING (proofgate plan --implement)", e.Run, e.State)
 }
 
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *NotImplementingError) Is(target error) bool { return target == exit.Refused }
+
 // SelfApprovalError refuses a decision by the session's own agent identity.
 type SelfApprovalError struct{ Call, Actor string }
 
@@ -186,12 +197,18 @@ func (e *SelfApprovalError) Error() string {
 	return fmt.Sprintf("action %s: %q is the session's own agent identity and cannot decide its calls", e.Call, e.Actor)
 }
 
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *SelfApprovalError) Is(target error) bool { return target == exit.Refused }
+
 // UnknownCallError names a call the run does not have.
 type UnknownCallError struct{ Call string }
 
 func (e *UnknownCallError) Error() string {
 	return fmt.Sprintf("action %q is not an action of this run", e.Call)
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *UnknownCallError) Is(target error) bool { return target == exit.Usage }
 
 // DecidedError refuses a decision on an action that cannot take it: already
 // decided, not pending approval, or not ambiguous.
@@ -203,6 +220,9 @@ type DecidedError struct {
 func (e *DecidedError) Error() string {
 	return fmt.Sprintf("action %s is %s: the decision does not apply", e.Call, e.Status)
 }
+
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *DecidedError) Is(target error) bool { return target == exit.Refused }
 
 func (s *Session) now() time.Time {
 	if s.o.Now != nil {

@@ -21,6 +21,8 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/bounded"
 )
 
@@ -39,8 +41,9 @@ type State struct {
 	Changes []string `json:"changes,omitempty"`
 }
 
-// ErrNotRepository is returned when dir is not inside a git work tree.
-var ErrNotRepository = errors.New("not a git repository")
+// ErrNotRepository is returned when dir is not inside a git work tree; its
+// class is exit.Usage.
+var ErrNotRepository error = exit.Sentinel(exit.Usage, "not a git repository")
 
 // ErrNoCommit is returned (wrapped, with git's error) when the repository
 // has no commit checked out: a new repository before its first commit.

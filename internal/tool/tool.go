@@ -53,6 +53,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/proofgate/proofgate/kernel/exit"
+
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -107,6 +109,9 @@ func (e *ArgError) Error() string {
 	// confusable or control runes.
 	return fmt.Sprintf("tool argument %s: %s", strconv.QuoteToASCII(e.Param), e.Why)
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *ArgError) Is(target error) bool { return target == exit.Usage }
 
 func argErr(param string, r Reason, format string, args ...any) *ArgError {
 	return &ArgError{Param: param, Reason: r, Why: fmt.Sprintf(format, args...)}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"regexp"
 	"strconv"
+
+	"github.com/proofgate/proofgate/kernel/exit"
 )
 
 // Error is a contract that cannot be loaded: the file, the field path in
@@ -35,6 +37,9 @@ func (e *Error) Error() string {
 	}
 	return s + ": " + e.Msg
 }
+
+// Is reports whether target is exit.Usage, the class of an input the caller can correct.
+func (e *Error) Is(target error) bool { return target == exit.Usage }
 
 // Unwrap returns the underlying error, if any.
 func (e *Error) Unwrap() error { return e.Err }

@@ -3,6 +3,8 @@ package eventlog
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/proofgate/proofgate/kernel/exit"
 )
 
 // Source is the code a run is bound to.
@@ -62,3 +64,6 @@ func (e *ChainError) Error() string {
 	}
 	return fmt.Sprintf("events line %d: %s: %s", e.Line, e.Reason, e.Detail)
 }
+
+// Is reports whether target is exit.Refused, the class of a refusal.
+func (e *ChainError) Is(target error) bool { return target == exit.Refused }

@@ -117,3 +117,18 @@ func Code(err error, otherwise Class) int {
 	}
 	return int(otherwise)
 }
+
+// Sentinel returns an error with text whose class is c, for a package's
+// sentinel errors: errors.Is matches it by identity, exit.Of finds its
+// class, and errors.As of an *Error does not stop at it.
+func Sentinel(c Class, text string) error { return &sentinel{class: c, text: text} }
+
+type sentinel struct {
+	class Class
+	text  string
+}
+
+func (e *sentinel) Error() string { return e.text }
+
+// Is reports whether target is e's class.
+func (e *sentinel) Is(target error) bool { return target == e.class }

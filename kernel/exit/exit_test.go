@@ -52,3 +52,23 @@ func TestClasses(t *testing.T) {
 		}
 	}
 }
+
+// A sentinel is matched by identity, carries its class through wrapping,
+// and is not an *exit.Error (an errors.As for one looks past it).
+func TestSentinel(t *testing.T) {
+	s := exit.Sentinel(exit.Usage, "no runs yet")
+	w := fmt.Errorf("resolve latest: %w", s)
+	if !errors.Is(w, s) || errors.Is(w, exit.Sentinel(exit.Usage, "no runs yet")) {
+		t.Fatal("a sentinel is not matched by identity")
+	}
+	if c, ok := exit.Of(w); !ok || c != exit.Usage || exit.Code(w, exit.Environment) != 2 {
+		t.Fatalf("class %v %v", c, ok)
+	}
+	var e *exit.Error
+	if errors.As(w, &e) {
+		t.Fatal("a sentinel is an *exit.Error")
+	}
+	if w.Error() != "resolve latest: no runs yet" {
+		t.Fatal(w.Error())
+	}
+}
