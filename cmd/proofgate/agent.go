@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/mcp"
 	"github.com/proofgate/proofgate/internal/printable"
@@ -287,7 +288,7 @@ func planImplementing(ctx context.Context, g *globals, pf *planFlags) (string, e
 // implementingReport is what 'plan --implement --json' prints.
 func implementingReport(g *globals, id string) (*replay.Report, error) {
 	rep, err := run.Audit(run.NewStore(g.state).Path(id))
-	if err != nil && !isLag(err) {
+	if err != nil && !app.IsLag(err) {
 		return nil, classify(err)
 	}
 	return rep, nil

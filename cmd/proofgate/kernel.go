@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
-	"path/filepath"
 	goruntime "runtime"
 	"slices"
 	"strings"
@@ -19,7 +18,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/internal/blob"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/lock"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/retention"
@@ -30,7 +29,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
 // addKernelCommands registers the run lifecycle verbs.
@@ -252,7 +250,7 @@ func (p *planFlags) options(ctx context.Context, g *globals, c *contract.Resolve
 
 // planConnected loads the contract, connects its runtimes (a missing Docker
 // daemon fails here, before anything is recorded) and plans the run.
-func (p *planFlags) planConnected(ctx context.Context, g *globals, ef execFlags, supersedes string) (*run.Run, *providers, error) {
+func (p *planFlags) planConnected(ctx context.Context, g *globals, ef execFlags, supersedes string) (*run.Run, *app.Runtimes, error) {
 	c, err := p.load(g)
 	if err != nil {
 		return nil, nil, err
@@ -330,8 +328,8 @@ func (e *execFlags) progress(g *globals) io.Writer {
 	return g.stderr
 }
 
-// executeWith runs a planned run with connected providers.
-func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *providers) error {
+// executeWith runs a planned run with connected runtimes.
+func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *app.Runtimes) error {
 	repo, err := repoDir(ctx)
 	if err != nil {
 		return err
@@ -348,7 +346,7 @@ func (e *execFlags) executeWith(ctx context.Context, g *globals, r *run.Run, p *
 	if err != nil {
 		return err
 	}
-	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.runtimes, Jobs: e.jobs,
+	if err := r.Exec(ctx, run.ExecOptions{RepoDir: repo, StateDir: g.state, Runtimes: p.Providers, Jobs: e.jobs,
 		Progress: textProgress(progress), Heartbeat: hb, Caches: caches}); err != nil {
 		return classify(err)
 	}
@@ -647,55 +645,30 @@ a run whose code changed since is not shown STALE here). A run that does not
 reconcile is listed as REFUSED with the reason, and the exit code is then 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			_ = run.Recover(g.state) // what it cannot restore, the rows below report
-			ids, err := run.NewStore(g.state).List()
+			rows, refused, err := app.List(g.state)
 			if err != nil {
-				return envErr(err)
+				return err
 			}
-			if len(ids) == 0 && !asJSON && len(archiveProblems(g.state)) == 0 {
-				printNoRuns(g.stdout, g.state)
-				return nil
-			}
-			type row struct {
-				RunID    string       `json:"run_id"`
-				State    replay.State `json:"state,omitempty"`
-				Archived bool         `json:"archived,omitempty"`
-				Error    string       `json:"error,omitempty"`
-			}
-			rows := []row{}
-			bad := false
-			for _, id := range ids {
-				rep, err := run.Audit(run.NewStore(g.state).Path(id))
-				if err != nil {
-					if !isLag(err) || rep == nil {
-						rows = append(rows, row{RunID: id, Error: err.Error()})
-						bad = true
-						continue
-					}
-				}
-				rows = append(rows, row{RunID: id, State: rep.State, Archived: retention.IsArchived(run.NewStore(g.state).Path(id))})
-			}
-			// What the prune log recorded and is gone (list.go).
-			for _, p := range archiveProblems(g.state) {
-				rows = append(rows, row{RunID: p.Run, Error: fmt.Sprintf("%s: %s", p.Reason, p.Detail)})
-				bad = true
-			}
-			if asJSON {
+			switch {
+			case asJSON:
 				if err := writeJSON(g.stdout, rows); err != nil {
 					return err
 				}
-			} else {
-				for _, r := range rows {
-					if r.Error != "" {
-						fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", esc(r.RunID), esc(r.Error))
-					} else if r.Archived {
-						fmt.Fprintf(g.stdout, "%s  %s  (archived)\n", r.RunID, r.State)
-					} else {
-						fmt.Fprintf(g.stdout, "%s  %s\n", r.RunID, r.State)
-					}
+			case len(rows) == 0:
+				printNoRuns(g.stdout, g.state)
+			}
+			for _, r := range rows {
+				switch {
+				case asJSON:
+				case r.Error != "":
+					fmt.Fprintf(g.stdout, "%s  REFUSED  %s\n", esc(r.RunID), esc(r.Error))
+				case r.Archived:
+					fmt.Fprintf(g.stdout, "%s  %s  (archived)\n", r.RunID, r.State)
+				default:
+					fmt.Fprintf(g.stdout, "%s  %s\n", r.RunID, r.State)
 				}
 			}
-			if bad {
+			if refused {
 				return silent(exit.Refused)
 			}
 			return nil
@@ -1077,27 +1050,22 @@ also holds "stderr", the same members for the stderr stream.`,
 			if stream != "" && stream != "stdout" && stream != "stderr" {
 				return usageErr(fmt.Errorf("--stream must be stdout or stderr, not %q", stream))
 			}
-			id, c, err := findCheck(g, args[0], args[1])
+			o, err := app.OpenOutput(g.state, args[0], args[1])
 			if err != nil {
-				return err
+				return classify(err)
 			}
-			rd, _, done, err := run.ReadDir(g.state, id)
-			if err != nil {
-				return refusedErr(err)
-			}
-			defer done()
-			blobs := blob.New(filepath.Join(rd, run.BlobDir))
+			defer o.Close()
 			switch {
 			case asJSON:
-				return outputJSON(g.stdout, blobs, id, c, stream)
+				return outputJSON(g.stdout, o, stream)
 			case stream == "":
-				return printStreams(g.stdout, blobs, c)
+				return printStreams(g.stdout, o)
 			}
-			s, err := recordedStream(c, stream)
+			s, err := o.Stream(stream)
 			if err != nil {
-				return err
+				return classify(err)
 			}
-			return copyBlob(g.stdout, blobs, s)
+			return o.Copy(g.stdout, s)
 		},
 	}
 	c.Flags().StringVar(&stream, "stream", "", "print only this stream, byte for byte: stdout or stderr (default both, labelled)")
@@ -1105,63 +1073,22 @@ also holds "stderr", the same members for the stderr stream.`,
 	return c
 }
 
-// findCheck resolves run id, audits it and returns the result of check.
-func findCheck(g *globals, id, check string) (string, replay.CheckReport, error) {
-	store := run.NewStore(g.state)
-	id, err := store.Resolve(id)
-	if err != nil {
-		return "", replay.CheckReport{}, classify(err)
-	}
-	rep, err := run.Audit(store.Path(id))
-	if err != nil && !isLag(err) {
-		return "", replay.CheckReport{}, classify(err)
-	}
-	for _, c := range rep.Checks {
-		if c.ID == check {
-			return id, c, nil
-		}
-	}
-	return "", replay.CheckReport{}, usageErr(fmt.Errorf("run %s has no result for check %q", id, check))
-}
-
-// recordedStream returns check c's stream name (stdout or stderr).
-func recordedStream(c replay.CheckReport, name string) (*runtime.Stream, error) {
-	s := c.Stdout
-	if name == "stderr" {
-		s = c.Stderr
-	}
-	if s == nil {
-		return nil, usageErr(fmt.Errorf("check %q has no recorded %s", c.ID, name))
-	}
-	return s, nil
-}
-
-func copyBlob(w io.Writer, blobs *blob.Store, s *runtime.Stream) error {
-	f, err := blobs.Open(s.Digest)
-	if err != nil {
-		return refusedErr(err)
-	}
-	defer f.Close()
-	_, err = io.Copy(w, f)
-	return err
-}
-
-// printStreams prints check c's stderr then its stdout, each under a line
-// naming it, or a line saying it is empty.
-func printStreams(w io.Writer, blobs *blob.Store, c replay.CheckReport) error {
+// printStreams prints the check's stderr then its stdout, each under a
+// line naming it, or a line saying it is empty.
+func printStreams(w io.Writer, o *app.Output) error {
 	for _, name := range []string{"stderr", "stdout"} {
-		s, _ := recordedStream(c, name)
+		s, _ := o.Stream(name)
 		if s == nil || s.Size == 0 {
-			fmt.Fprintf(w, "--- %s of check %s: empty ---\n", name, esc(c.ID))
+			fmt.Fprintf(w, "--- %s of check %s: empty ---\n", name, esc(o.Check.ID))
 			continue
 		}
 		note := ""
 		if s.Truncated {
 			note = ", truncated at the output limit"
 		}
-		fmt.Fprintf(w, "--- %s of check %s (%d bytes%s) ---\n", name, esc(c.ID), s.Size, note)
+		fmt.Fprintf(w, "--- %s of check %s (%d bytes%s) ---\n", name, esc(o.Check.ID), s.Size, note)
 		tw := &tailWatcher{w: w}
-		if err := copyBlob(tw, blobs, s); err != nil {
+		if err := o.Copy(tw, s); err != nil {
 			return err
 		}
 		if tw.last != '\n' {
@@ -1182,11 +1109,6 @@ func (t *tailWatcher) Write(p []byte) (int, error) {
 		t.last = p[len(p)-1]
 	}
 	return t.w.Write(p)
-}
-
-func isLag(err error) bool {
-	var ae *replay.AuditError
-	return errors.As(err, &ae) && ae.Reason == replay.ReasonProjectionLag
 }
 
 // printProcesses says what became of the process records of a dead harness.

@@ -229,18 +229,3 @@ func printPlan(w io.Writer, p *retention.Plan, applied bool) {
 		fmt.Fprintf(w, "integrity error: run %s: %s: %s\n", pr.Run, pr.Reason, esc(pr.Detail))
 	}
 }
-
-// archiveProblems is what list reports besides the runs: archives the
-// prune log recorded that are gone (an integrity error, never silently
-// missing history), or the prune log itself not verifying.
-func archiveProblems(state string) []retention.Problem {
-	ps, err := retention.Problems(state)
-	if err != nil {
-		var re *retention.Error
-		if errors.As(err, &re) {
-			return []retention.Problem{{Run: "-", Reason: re.Reason, Detail: re.Detail}}
-		}
-		return []retention.Problem{{Run: "-", Reason: retention.ReasonPruneLog, Detail: err.Error()}}
-	}
-	return ps
-}

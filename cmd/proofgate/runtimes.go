@@ -11,50 +11,27 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/cache"
 	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/lock"
-	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
-// providers are the runtimes a run's checks use, connected before planning
+// connect opens the runtimes c needs before anything is planned or run,
 // so that a missing Docker daemon is an environment error (exit 4) and not
-// a half-made run.
-type providers struct {
-	runtimes map[string]runtime.Runtime
-	docker   *docker.Runtime
-}
-
-func (p *providers) Close() {
-	if p.docker != nil {
-		p.docker.Close()
-	}
-}
-
-// connect opens the providers c needs and removes containers that a
-// crashed harness left behind (reported on progress).
-func connect(ctx context.Context, c *contract.Resolved, progress io.Writer) (*providers, error) {
-	p := &providers{runtimes: map[string]runtime.Runtime{"process": process.New()}}
-	needDocker := false
-	for _, ch := range c.Checks {
-		needDocker = needDocker || ch.Runtime == "docker"
-	}
-	if !needDocker {
-		return p, nil
-	}
-	d, err := docker.New(ctx)
-	if err != nil {
+// a half-made run, and removes the containers a crashed harness left
+// behind (reported on progress).
+func connect(ctx context.Context, c *contract.Resolved, progress io.Writer) (*app.Runtimes, error) {
+	rts := app.Connect(ctx, c, app.ConnectOptions{CollectGarbage: true})
+	if err := rts.Unavailable["docker"]; err != nil {
 		return nil, envErr(fmt.Errorf("the contract runs checks in Docker, but %w (set DOCKER_HOST, or start a daemon)", err))
 	}
-	p.docker = d
-	p.runtimes["docker"] = d
-	if removed, err := d.GC(ctx); err == nil && len(removed) > 0 && progress != nil {
-		fmt.Fprintf(progress, "gc: removed %d container(s) left by a crashed harness\n", len(removed))
+	if len(rts.Collected) > 0 && progress != nil {
+		fmt.Fprintf(progress, "gc: removed %d container(s) left by a crashed harness\n", len(rts.Collected))
 	}
-	return p, nil
+	return rts, nil
 }
 
 func gcCmd(g *globals) *cobra.Command {

@@ -85,7 +85,7 @@ func (f *shardFlags) execShard(ctx context.Context, c *cobra.Command, g *globals
 		return err
 	}
 	res, err := shard.Exec(ctx, g.state, id, shard.ExecOptions{Spec: spec, Out: f.out, Run: run.ExecOptions{RepoDir: repo, StateDir: g.state,
-		Runtimes: p.runtimes, Jobs: ef.jobs, Progress: textProgress(progress), Heartbeat: hb, Caches: caches}})
+		Runtimes: p.Providers, Jobs: ef.jobs, Progress: textProgress(progress), Heartbeat: hb, Caches: caches}})
 	if err != nil {
 		return classifyShard(err)
 	}

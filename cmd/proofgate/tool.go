@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/mcp"
 	"github.com/proofgate/proofgate/internal/policy"
@@ -95,7 +96,7 @@ func toolRows(g *globals, runArg string) ([]toolRow, error) {
 	if err != nil {
 		return nil, classify(err)
 	}
-	if _, err := run.Audit(store.Path(id)); err != nil && !isLag(err) {
+	if _, err := run.Audit(store.Path(id)); err != nil && !app.IsLag(err) {
 		return nil, classify(err)
 	}
 	c, _, err := replay.ReadContract(os.DirFS(store.Path(id)))

@@ -40,14 +40,13 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/ci/review"
-	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/durable"
-	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
@@ -166,25 +165,16 @@ type Result struct {
 
 // DefaultRuntimes connects the process provider and, when a check needs it,
 // the Docker provider through the daemon named by the environment (inside a
-// container action: the host's socket mounted at /var/run/docker.sock).
+// container action: the host's socket mounted at /var/run/docker.sock). It
+// collects no garbage: from inside a container no harness can be proved
+// dead (app.ConnectOptions).
 func DefaultRuntimes(ctx context.Context, c *contract.Resolved) (map[string]runtime.Runtime, map[string]string, func()) {
-	rts := map[string]runtime.Runtime{"process": process.New()}
+	rts := app.Connect(ctx, c, app.ConnectOptions{})
 	unavailable := map[string]string{}
-	closeAll := func() {}
-	for _, ch := range c.Checks {
-		if ch.Runtime != "docker" {
-			continue
-		}
-		d, err := docker.New(ctx)
-		if err != nil {
-			unavailable["docker"] = fmt.Sprintf("no Docker daemon (is /var/run/docker.sock mounted?): %v", err)
-		} else {
-			rts["docker"] = d
-			closeAll = func() { d.Close() }
-		}
-		break
+	if err := rts.Unavailable["docker"]; err != nil {
+		unavailable["docker"] = fmt.Sprintf("no Docker daemon (is /var/run/docker.sock mounted?): %v", err)
 	}
-	return rts, unavailable, closeAll
+	return rts.Providers, unavailable, rts.Close
 }
 
 type inputs struct {
