@@ -78,9 +78,9 @@ Exit 0 when the prune ran (skipped and in-use scopes are in the report),
 2 on bad usage, 4 when the root cannot be read.
 
 Examples:
-    proofgate cache prune --older-than 14d            # what would go
-    proofgate cache prune --older-than 14d --apply
-    proofgate cache prune --scope pr-7 --apply --json`,
+    proofgate clean caches --older-than 14d            # what would go
+    proofgate clean caches --older-than 14d --apply
+    proofgate clean caches --scope pr-7 --apply --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return runCachePrune(g, f) },
 	}
@@ -128,7 +128,7 @@ func runCachePrune(g *globals, f cachePruneFlags) error {
 func cachePruneOptions(f cachePruneFlags) (cache.PruneOptions, error) {
 	o := cache.PruneOptions{Scopes: f.scopes, Apply: f.apply, Now: cacheNow}
 	if f.olderThan == "" && len(f.scopes) == 0 {
-		return o, usageErr(errors.New("say what to prune: --older-than AGE, --scope S, or both (see 'proofgate cache prune --help')"))
+		return o, usageErr(errors.New("say what to prune: --older-than AGE, --scope S, or both (see 'proofgate clean caches --help')"))
 	}
 	if f.olderThan != "" {
 		d, err := contract.ParseAge(f.olderThan)

@@ -13,9 +13,9 @@ import (
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
-// addHistoryCommands registers benchmark, context and clean (issue 16).
+// addHistoryCommands registers benchmark and context (issue 16).
 func addHistoryCommands(root *cobra.Command, g *globals) {
-	root.AddCommand(cleanCmd(g), benchmarkCmd(g), contextCmd(g))
+	root.AddCommand(benchmarkCmd(g), contextCmd(g))
 }
 
 // cleanOutput is `proofgate clean --json`.
@@ -41,7 +41,7 @@ A contract declares the roots it may clean:
     cleanup: [build, out/tmp]
 
 Each root is a directory relative to the repository: no "..", no absolute
-path, never .git or the state directory. Without --apply, clean only lists
+path, never .git or the state directory. Without --apply, it only lists
 what it would remove. With --apply it removes each root's entries (the root
 directory itself stays). A root that is a symlink, or has one as a parent,
 that resolves outside the repository or changes while it is opened, or that
@@ -54,9 +54,9 @@ records what was removed in the run's log as a cleanup.recorded event.
 Without --run they come from --contract.
 
 Examples:
-    proofgate clean                      # what would go
-    proofgate clean --apply --run latest --actor alice
-    proofgate clean --json`,
+    proofgate clean roots                      # what would go
+    proofgate clean roots --apply --run latest --actor alice
+    proofgate clean roots --json`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if actor != "" {

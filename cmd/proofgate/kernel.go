@@ -34,7 +34,7 @@ import (
 // addKernelCommands registers the run lifecycle verbs.
 func addKernelCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), mergeCmd(g), statusCmd(g), auditAlias(g),
-		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), gcCmd(g), versionCmd(g))
+		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), versionCmd(g))
 	ev := eventsCmd(root)
 	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
 }

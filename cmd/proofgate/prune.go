@@ -30,8 +30,6 @@ var (
 	pruneTestProgress func(string)
 )
 
-func addPruneCommands(root *cobra.Command, g *globals) { root.AddCommand(pruneCmd(g), cacheCmd(g)) }
-
 type pruneFlags struct {
 	apply, asJSON                    bool
 	archiveAfter, blobMinAge, settle string
@@ -43,7 +41,7 @@ func pruneCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "prune [--apply] [--archive-after AGE] [--blob-min-age AGE] [--settle DUR] [--key K] [--json]",
 		Short: "Archive old terminal runs and reclaim unreachable blobs (dry run unless --apply)",
-		Long: `Without --apply, print what prune would do and change nothing: every
+		Long: `Without --apply, print what it would do and change nothing: every
 setting with where it came from (flag, environment, contract, default), each
 run with its decision and why, and the blobs it would reclaim.
 
@@ -68,7 +66,7 @@ PROOFGATE_PRUNE_SETTLE) may only lengthen a setting: a shorter one is
 refused (exit 2). With --key (PKCS#8 PEM or env:VAR), --apply first verifies
 every run's chain and records a signed checkpoint of what it archives.
 
-A killed prune is safe: the next store open (or prune) restores what it left,
+A killed apply is safe: the next store open (or clean runs) restores what it left,
 and running it again completes it. Exit 1 when an apply is refused or the
 state directory has an integrity error (a recorded archive is missing).`,
 		Args: cobra.NoArgs,

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"syscall"
@@ -85,10 +86,17 @@ func pruneState(t *testing.T, n, w int, extra string) (pg, []string) {
 	return p, ids
 }
 
-// pruneEnv runs the CLI 40 days ahead with a short settle.
+// prune runs 'clean runs' 40 days ahead with a short settle.
 func (p pg) prune(extraEnv []string, args ...string) result {
 	p.t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"prune"}, args...)...)
+	return p.cleanRuns([]string{"clean", "runs"}, extraEnv, args...)
+}
+
+// cleanRuns runs verb ('clean runs', or the earlier spelling 'prune') 40
+// days ahead with a short settle.
+func (p pg) cleanRuns(verb, extraEnv []string, args ...string) result {
+	p.t.Helper()
+	cmd := exec.Command(os.Args[0], append(verb, args...)...)
 	cmd.Dir = p.dir
 	cmd.Env = append(os.Environ(), mainEnv+"=1", "PROOFGATE_TEST_PRUNE_NOW_OFFSET=960h", "PROOFGATE_TEST_PRUNE_SETTLE=100ms")
 	cmd.Env = append(cmd.Env, extraEnv...)
@@ -118,6 +126,13 @@ func TestPruneCLI(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(p.dir, ".proofgate", retention.LogFile)); err == nil {
 		t.Fatal("the dry run wrote the prune log")
+	}
+	// The earlier spelling is the same command (ages read at another
+	// second aside).
+	age := regexp.MustCompile(`is [0-9a-z.]+ old`)
+	old := p.cleanRuns([]string{"prune"}, []string{retention.EnvBlobMinAge + "=2h"}, "--settle", "6s")
+	if old.code != r.code || age.ReplaceAllString(old.stdout, "is N old") != age.ReplaceAllString(r.stdout, "is N old") || old.stderr != r.stderr {
+		t.Fatalf("'prune' differs from 'clean runs':\n%+v\n%+v", old, r)
 	}
 	// Looser than the contract: refused, naming both.
 	r = p.prune(nil, "--archive-after", "10d")

@@ -102,7 +102,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	addAgentCommands(root, g)
 	addEvidenceCommands(root, g)
 	addHistoryCommands(root, g)
-	addPruneCommands(root, g)
+	addCleanCommands(root, g)
 	setVersionFlag(root)
 
 	return root

@@ -213,7 +213,7 @@ func stoppedLine(st session.Stopped) string {
 	what := esc(st.What)
 	switch {
 	case st.Result == session.StopFailed:
-		return fmt.Sprintf("NOT stopped: %s (%s) may still run (%s runtime); retry is refused while it does: stop it ('proofgate gc'), or abandon the action", what, esc(st.Detail), st.Runtime)
+		return fmt.Sprintf("NOT stopped: %s (%s) may still run (%s runtime); retry is refused while it does: stop it ('proofgate clean orphans'), or abandon the action", what, esc(st.Detail), st.Runtime)
 	case st.Result == lock.ResultKilled:
 		return fmt.Sprintf("stopped: %s was still running and was killed (%s runtime)", what, st.Runtime)
 	case st.What == "nothing":

@@ -340,7 +340,7 @@ exact input hash of that call: the agent's next call with the same tool and
 arguments in the same session runs (or is refused); other arguments are a
 new action. retry and abandon apply to an ambiguous action (started, never
 finished, its recorder dead); retry is refused while anything that call
-left still runs (its processes, its container: 'proofgate gc' stops what a
+left still runs (its processes, its container: 'proofgate clean orphans' stops what a
 dead recorder left). Exit 1 when the action cannot take the decision
 (already decided, not waiting, not ambiguous, still running); 2 for an
 unknown action.

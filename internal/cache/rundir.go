@@ -106,7 +106,7 @@ func (d *RunDir) Close() error {
 	defer d.owner.Close()
 	dir := d.Dir()
 	if err := os.RemoveAll(dir); err != nil {
-		return &Error{Scope: d.Name(), Reason: ReasonIO, Msg: fmt.Sprintf("removing the run's caches %s: %v (the next run or 'proofgate cache prune --apply' retries; as another user than the sandbox's, remove it as root)", dir, err), Err: err}
+		return &Error{Scope: d.Name(), Reason: ReasonIO, Msg: fmt.Sprintf("removing the run's caches %s: %v (the next run or 'proofgate clean caches --apply' retries; as another user than the sandbox's, remove it as root)", dir, err), Err: err}
 	}
 	if err := os.Remove(dir + ".lock"); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return ioErr("", d.Name(), err)

@@ -73,7 +73,7 @@ type StillRunningError struct {
 }
 
 func (e *StillRunningError) Error() string {
-	return fmt.Sprintf("action %s still runs (%s): a retry now would run the call twice at once; stop it first ('proofgate gc' kills what a dead recorder left running), then retry, or abandon the action",
+	return fmt.Sprintf("action %s still runs (%s): a retry now would run the call twice at once; stop it first ('proofgate clean orphans' kills what a dead recorder left running), then retry, or abandon the action",
 		e.Action, strings.Join(e.Running, "; "))
 }
 

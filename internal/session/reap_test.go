@@ -264,7 +264,7 @@ func TestResumeStopsTheDeadRecordersTool(t *testing.T) {
 
 // A run resumed while its tool still ran (by a build that did not stop
 // it, or whose stop failed): retry is refused, naming the action and what
-// runs, until it has stopped ('proofgate gc' kills it); abandon stays
+// runs, until it has stopped ('proofgate clean orphans' kills it); abandon stays
 // possible.
 func TestRetryRefusedWhileTheToolRuns(t *testing.T) {
 	const seconds = 30
@@ -281,7 +281,7 @@ func TestRetryRefusedWhileTheToolRuns(t *testing.T) {
 	if !errors.As(err, &sr) || sr.Action != c.action || len(sr.Running) == 0 {
 		t.Fatalf("retry while the call's processes run: %v, want *StillRunningError for %s", err, c.action)
 	}
-	for _, want := range []string{c.action, "still runs", "proofgate gc"} {
+	for _, want := range []string{c.action, "still runs", "proofgate clean orphans"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Fatalf("refusal %q does not say %q", err, want)
 		}
