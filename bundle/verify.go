@@ -515,13 +515,8 @@ func (b *unpacked) audit() error {
 func refuseAudit(err error, runID string) error {
 	var ae *replay.AuditError
 	if errors.As(err, &ae) {
-		switch ae.Reason {
-		case replay.ReasonChain:
-			return refuse(ChainBroken, ae.Error(), runID, err)
-		case replay.ReasonBlob, replay.ReasonMissing:
-			return refuse(MissingFile, ae.Error(), runID, err)
-		case replay.ReasonShard:
-			return refuse(ShardMismatch, ae.Error(), runID, err)
+		if r, ok := auditReasons[ae.Reason]; ok {
+			return refuse(r, ae.Error(), runID, err)
 		}
 	}
 	return refuse(AuditFailed, err.Error(), runID, err)
