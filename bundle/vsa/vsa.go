@@ -241,12 +241,20 @@ func PolicyDocument(in Input) ([]byte, error) {
 
 // New returns the VSA statement of in.
 func New(in Input) (*Statement, error) {
+	st, _, err := Summarize(in)
+	return st, err
+}
+
+// Summarize returns the VSA statement of in and its policy document: the
+// bytes whose sha256 the statement's policy digest is, to be written
+// beside it.
+func Summarize(in Input) (*Statement, []byte, error) {
 	if err := in.check(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	polJSON, err := PolicyDocument(in)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	polSum := sha256.Sum256(polJSON)
 	at := in.Time
@@ -269,7 +277,7 @@ func New(in Input) (*Statement, error) {
 			Resource{Name: SubjectCommit, Digest: map[string]string{"gitCommit": strings.ToLower(v.Commit)}},
 			Resource{Name: SubjectTree, Digest: map[string]string{"gitTree": strings.ToLower(v.Tree)}})
 	}
-	return st, nil
+	return st, polJSON, nil
 }
 
 // result is the verification result and the verified levels of v under p.

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -62,13 +63,21 @@ func summarizeDoc(t *testing.T, m *made, data []byte, opts bundle.VerifyOptions,
 		t.Fatal(err)
 	}
 	in := vsa.Input{Name: "b.tar.gz", Archive: a, Policy: p.Describe(), Trust: tr, Verdict: v, Time: verifiedAt}
-	st, err := vsa.New(in)
+	st, doc, err := vsa.Summarize(in)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := vsa.PolicyDocument(in)
-	if err != nil {
-		t.Fatal(err)
+	// The document Summarize returns is the one the digest names, as
+	// New and PolicyDocument give them apart.
+	alone, err := vsa.New(in)
+	if err != nil || !reflect.DeepEqual(alone, st) {
+		t.Fatalf("New differs from Summarize: %v", err)
+	}
+	if d, err := vsa.PolicyDocument(in); err != nil || !bytes.Equal(d, doc) {
+		t.Fatalf("PolicyDocument differs from Summarize's document: %v", err)
+	}
+	if sum := sha256.Sum256(doc); hex.EncodeToString(sum[:]) != st.Predicate.Policy.Digest["sha256"] {
+		t.Fatal("the policy document does not hash to the summary's policy digest")
 	}
 	return st, doc
 }

@@ -282,11 +282,7 @@ func (w *vsaWrite) statement(trustPath string, opts bundle.VerifyOptions, v bund
 	}
 	in := vsa.Input{Name: filepath.Base(w.archive), Archive: a, ResourceURI: w.f.resourceURI, VerifierID: w.f.verifierID,
 		Policy: p.Describe(), Identities: ids, Trust: tr, Verdict: v, Time: opts.Now}
-	st, err := vsa.New(in)
-	if err != nil {
-		return nil, nil, usageErr(err)
-	}
-	doc, err := vsa.PolicyDocument(in)
+	st, doc, err := vsa.Summarize(in)
 	if err != nil {
 		return nil, nil, usageErr(err)
 	}

@@ -202,11 +202,7 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	}
 	in := vsa.Input{Name: c.name, Archive: a, ResourceURI: c.uri, VerifierID: s.verifierID, Policy: p.Describe(),
 		Identities: ids, Trust: tr, Verdict: c.verdict, Time: c.opts.Now}
-	st, err := vsa.New(in)
-	if err != nil {
-		return err
-	}
-	doc, err := vsa.PolicyDocument(in)
+	st, doc, err := vsa.Summarize(in)
 	if err != nil {
 		return err
 	}
