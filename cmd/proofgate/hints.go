@@ -199,15 +199,8 @@ func outputCommand(g *globals, id, check string) string {
 	return fmt.Sprintf("%s output %s %s", cmd, id, shellQuote(check))
 }
 
-var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@+,-]+$`)
-
 // shellQuote quotes s for a POSIX shell when it is not a plain word.
-func shellQuote(s string) string {
-	if plainWord.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
+func shellQuote(s string) string { return printable.ShellQuote(s) }
 
 // streamTail returns the last tailLines lines of a stream's blob (at most
 // tailBytes), after checking the blob against its recorded digest.

@@ -21,6 +21,7 @@ import (
 	"github.com/proofgate/proofgate/internal/durable"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/source"
+	"github.com/proofgate/proofgate/internal/starter"
 )
 
 // initFlags are the flags of `proofgate init`.
@@ -42,10 +43,9 @@ type initPlan struct {
 	workflows    map[string][]byte // absolute path → content
 	keyPath      string
 	ignore       []string // .gitignore lines to append
-	projects     []project
-	runtime      string
+	starter      *starter.Starter
 	repo         string // OWNER/NAME from the origin remote, or the placeholder
-	branch       defaultBranch
+	branch       starter.Branch
 	action       string // --action: the workflows' pin of the ProofGate action, or "" (placeholder)
 }
 
@@ -114,7 +114,7 @@ reached.`,
 	c.Flags().StringVar(&f.docker, "docker", "", "run the checks in this image (runtime: docker), pinned by digest (the local daemon's, else the registry's)")
 	c.Flags().BoolVar(&f.workflow, "workflow", false, "sandboxed checks in pinned official images, and the GitHub workflows in .github/workflows/")
 	c.Flags().StringVar(&f.action, "action", "", "with --workflow: pin the ProofGate action in the workflows to OWNER/REPO@<40-hex commit SHA> (default: a placeholder that doctor refuses)")
-	c.Flags().StringVar(&f.registryMirror, "registry-mirror", registryMirrorDefault(), "resolve Docker Hub images only through this registry mirror URL (env "+mirrorEnv+")")
+	c.Flags().StringVar(&f.registryMirror, "registry-mirror", starter.MirrorDefault(), "resolve Docker Hub images only through this registry mirror URL (env "+starter.MirrorEnv+")")
 	c.Flags().StringVar(&f.keyDir, "key-dir", "", "directory for the signing key, outside the repository (default <user config dir>/proofgate/keys)")
 	c.Flags().BoolVar(&f.noKey, "no-key", false, "generate no signing key (keyless signing, or a key you already have)")
 	c.Flags().BoolVar(&f.asJSON, "json", false, "print JSON")
@@ -138,8 +138,8 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 	if wd, err = absReal(wd); err != nil {
 		return nil, envErr(err)
 	}
-	p := &initPlan{root: root, wd: wd, runtime: "process", repo: originRepo(ctx, root)}
-	if p.projects, err = detectProjects(wd); err != nil {
+	p := &initPlan{root: root, wd: wd, repo: originRepo(ctx, root)}
+	if p.starter, err = starter.New(root, wd); err != nil {
 		return nil, err
 	}
 	if err := checkImageFlag(f.docker); err != nil {
@@ -152,14 +152,14 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 		return nil, envErr(err)
 	}
 	if f.workflow {
-		p.branch = readDefaultBranch(ctx, root)
-		if p.workflows, err = workflowFiles(root, p.branch.name); err != nil {
+		p.branch = starter.DefaultBranch(ctx, root)
+		if p.workflows, err = workflowFiles(root, p.branch.Name); err != nil {
 			return nil, err
 		}
 		p.action = f.action
 		if f.action != "" {
 			for path, w := range p.workflows {
-				p.workflows[path] = pinAction(w, f.action)
+				p.workflows[path] = starter.PinAction(w, f.action)
 			}
 		}
 	}
@@ -176,12 +176,11 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 		return nil, err
 	}
 	if f.workflow || f.docker != "" {
-		p.runtime = "docker"
-		if err := p.pinImages(ctx, f); err != nil {
+		if err := p.starter.Pin(ctx, starter.PinOptions{Docker: f.docker, Mirror: f.registryMirror}); err != nil {
 			return nil, err
 		}
 	}
-	p.contract = p.renderContract()
+	p.contract = p.starter.Contract()
 	return p, nil
 }
 
@@ -269,8 +268,6 @@ func (p *initPlan) show(path string) string {
 	return path
 }
 
-var digestRef = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
-
 // checkImageFlag validates --docker.
 func checkImageFlag(image string) error {
 	if image == "" {
@@ -295,7 +292,7 @@ func workflowFiles(root, branch string) (map[string][]byte, error) {
 		if err != nil {
 			return nil, envErr(err)
 		}
-		if b, err = onBranch(b, branch); err != nil {
+		if b, err = starter.OnBranch(b, branch); err != nil {
 			return nil, envErr(fmt.Errorf("examples/workflows/%s: %w", name, err))
 		}
 		out[filepath.Join(root, ".github", "workflows", name)] = b
@@ -322,7 +319,7 @@ func keyPath(root, dir string) (string, error) {
 		return "", usageErr(fmt.Errorf("the key directory %s is inside the work tree %s: a private key must never be in the repository; pass --key-dir DIR outside it", dir, root))
 	}
 	sum := sha256.Sum256([]byte(root))
-	return filepath.Join(abs, contractName(root)+"-"+hex.EncodeToString(sum[:4])+".pem"), nil
+	return filepath.Join(abs, starter.ContractName(root)+"-"+hex.EncodeToString(sum[:4])+".pem"), nil
 }
 
 // ignoreLines returns the state directory's runs/ as a .gitignore line

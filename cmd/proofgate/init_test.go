@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/proofgate/proofgate/internal/registrytest"
+	"github.com/proofgate/proofgate/internal/starter"
 )
 
 // TestInitScripts runs the init and doctor scenarios in testdata/init.
@@ -47,7 +48,7 @@ func TestInitScripts(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			env.Setenv(mirrorEnv, "http://"+dead)
+			env.Setenv(starter.MirrorEnv, "http://"+dead)
 			env.Setenv("DEAD_REGISTRY", dead)
 			return nil
 		},
@@ -133,7 +134,7 @@ func cmdRegistry(ts *testscript.TestScript, neg bool, args []string) {
 		ts.Defer(func() { servers.Delete(ts); srv.Close() })
 		ts.Setenv("REGISTRY", srv.URL())
 		ts.Setenv("REGISTRY_HOST", srv.Host())
-		ts.Setenv(mirrorEnv, srv.URL())
+		ts.Setenv(starter.MirrorEnv, srv.URL())
 		return
 	}
 	v, ok := servers.Load(ts)

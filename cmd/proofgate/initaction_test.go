@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/examples"
+	"github.com/proofgate/proofgate/internal/starter"
 )
 
 // --action pins both example workflows by full SHA and leaves no
@@ -17,11 +18,11 @@ func TestPinAction(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !hasActionPlaceholder(b) {
+		if !starter.HasActionPlaceholder(b) {
 			t.Fatalf("%s: the example has no placeholder pin", name)
 		}
-		got := string(pinAction(b, ref))
-		if hasActionPlaceholder([]byte(got)) || strings.Contains(got, "PLACEHOLDER") || strings.Contains(got, "OWNER/") {
+		got := string(starter.PinAction(b, ref))
+		if starter.HasActionPlaceholder([]byte(got)) || strings.Contains(got, "PLACEHOLDER") || strings.Contains(got, "OWNER/") {
 			t.Fatalf("%s: placeholder left:\n%s", name, got)
 		}
 		want := "uses: acme/proofgate@0123456789abcdef0123456789abcdef01234567"
@@ -37,7 +38,7 @@ func TestPinAction(t *testing.T) {
 		"acme/proofgate@0123456789ABCDEF0123456789abcdef01234567",
 		"acme/proofgate@0123456789abcdef0123456789abcdef0123456",
 		"OWNER/proofgate@0123456789abcdef0123456789abcdef01234567",
-		"acme/proofgate@" + actionPlaceholderSHA,
+		"acme/proofgate@" + starter.ActionPlaceholderSHA,
 		"acme/../x@0123456789abcdef0123456789abcdef01234567",
 		"acme/proofgate@0123456789abcdef0123456789abcdef01234567\n",
 		"https://github.com/acme/proofgate@0123456789abcdef0123456789abcdef01234567",

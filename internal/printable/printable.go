@@ -11,6 +11,7 @@ package printable
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -105,4 +106,15 @@ func isSafe(s string) bool {
 		}
 	}
 	return utf8.ValidString(s)
+}
+
+var plainWord = regexp.MustCompile(`^[A-Za-z0-9_./:=@+,-]+$`)
+
+// ShellQuote quotes s for a POSIX shell when it is not a plain word, for
+// a command a user copies.
+func ShellQuote(s string) string {
+	if plainWord.MatchString(s) {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"bytes"
@@ -10,18 +10,18 @@ import (
 	"strings"
 )
 
-// defaultBranch is the branch the generated workflows run on after a
+// Branch is the branch the generated workflows run on after a
 // merge, and where init read it.
-type defaultBranch struct{ name, from string }
+type Branch struct{ Name, From string }
 
 // branchName is what init writes into a workflow's branch filter: no
 // glob characters (* ? + [ ! would make it a pattern), no YAML specials.
 var branchName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._/-]{0,99}$`)
 
-// readDefaultBranch reads the repository's default branch: origin/HEAD,
+// DefaultBranch reads the repository's default branch: origin/HEAD,
 // else the current branch when it is the only one, else
 // init.defaultBranch, else main.
-func readDefaultBranch(ctx context.Context, root string) defaultBranch {
+func DefaultBranch(ctx context.Context, root string) Branch {
 	git := func(args ...string) string {
 		out, err := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...).Output()
 		if err != nil {
@@ -30,25 +30,25 @@ func readDefaultBranch(ctx context.Context, root string) defaultBranch {
 		return strings.TrimSpace(string(out))
 	}
 	if b, ok := strings.CutPrefix(git("symbolic-ref", "--quiet", "--short", "refs/remotes/origin/HEAD"), "origin/"); ok && branchName.MatchString(b) {
-		return defaultBranch{b, "origin/HEAD"}
+		return Branch{b, "origin/HEAD"}
 	}
 	cur := git("symbolic-ref", "--quiet", "--short", "HEAD")
 	heads := strings.Fields(git("for-each-ref", "--format=%(refname:short)", "refs/heads/"))
 	if branchName.MatchString(cur) && (len(heads) == 0 || len(heads) == 1 && heads[0] == cur) {
-		return defaultBranch{cur, "the only branch"}
+		return Branch{cur, "the only branch"}
 	}
 	if b := git("config", "--get", "init.defaultBranch"); branchName.MatchString(b) {
-		return defaultBranch{b, "init.defaultBranch"}
+		return Branch{b, "init.defaultBranch"}
 	}
-	return defaultBranch{"main", "default"}
+	return Branch{"main", "default"}
 }
 
 const mainFilter = "    branches: [main]\n"
 
 var yamlWord = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9._/-]*$`)
 
-// onBranch points an example workflow's push filter at branch.
-func onBranch(workflow []byte, branch string) ([]byte, error) {
+// OnBranch points an example workflow's push filter at branch.
+func OnBranch(workflow []byte, branch string) ([]byte, error) {
 	n := bytes.Count(workflow, []byte(mainFilter))
 	if n == 0 || branch == "main" {
 		return workflow, nil

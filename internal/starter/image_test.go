@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"os"
@@ -70,7 +70,7 @@ func TestProjectImages(t *testing.T) {
 		if c.kind == "rust" {
 			os.WriteFile(filepath.Join(dir, "Cargo.toml"), []byte("[package]\nname = \"x\"\n"), 0o644)
 		}
-		ti, _, err := projectImage(dir, &project{kind: c.kind})
+		ti, _, err := projectImage(dir, &Project{kind: c.kind})
 		switch {
 		case c.err != "" && (err == nil || !strings.Contains(err.Error(), c.err)):
 			t.Errorf("%s %q: err %v, want %q", c.file, trunc(c.body), err, c.err)
@@ -115,16 +115,16 @@ func TestReadDefaultBranch(t *testing.T) {
 	clone := filepath.Join(t.TempDir(), "c")
 	git(up, "clone", "-q", up, clone)
 	git(clone, "checkout", "-q", "-b", "mine")
-	if b := readDefaultBranch(t.Context(), clone); b != (defaultBranch{"develop", "origin/HEAD"}) {
+	if b := DefaultBranch(t.Context(), clone); b != (Branch{"develop", "origin/HEAD"}) {
 		t.Fatalf("clone: %+v", b)
 	}
-	if b := readDefaultBranch(t.Context(), up); b != (defaultBranch{"main", "default"}) {
+	if b := DefaultBranch(t.Context(), up); b != (Branch{"main", "default"}) {
 		t.Fatalf("two branches, no origin, no init.defaultBranch: %+v", b)
 	}
 	// a branch name that would be a pattern in a workflow filter is not used
 	odd := t.TempDir()
 	git(odd, "init", "-q", "-b", "a+b")
-	if b := readDefaultBranch(t.Context(), odd); b.name != "main" {
+	if b := DefaultBranch(t.Context(), odd); b.Name != "main" {
 		t.Fatalf("glob branch: %+v", b)
 	}
 }
@@ -134,12 +134,12 @@ func TestOnBranch(t *testing.T) {
 	for branch, want := range map[string]string{
 		"master": "[master]", "v2": "[v2]", "release/1.x": "[release/1.x]", "1.0": `["1.0"]`, "on": `["on"]`, "main": "[main]",
 	} {
-		got, err := onBranch(wf, branch)
+		got, err := OnBranch(wf, branch)
 		if err != nil || !strings.Contains(string(got), "    branches: "+want+"\n") {
 			t.Errorf("%s: %s %v", branch, got, err)
 		}
 	}
-	if got, _ := onBranch([]byte("on: {push: {tags: ['v*']}}\n"), "master"); string(got) != "on: {push: {tags: ['v*']}}\n" {
+	if got, _ := OnBranch([]byte("on: {push: {tags: ['v*']}}\n"), "master"); string(got) != "on: {push: {tags: ['v*']}}\n" {
 		t.Errorf("a workflow without the filter changed: %s", got)
 	}
 }

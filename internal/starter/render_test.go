@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"os"
@@ -11,7 +11,7 @@ import (
 )
 
 // The sandboxed contract for each ecosystem, byte for byte
-// (testdata/init-golden; PROOFGATE_UPDATE_GOLDEN=1 rewrites them). The
+// (testdata/golden; PROOFGATE_UPDATE_GOLDEN=1 rewrites them). The
 // Node and Python ones carry their install in run-lifetime caches
 // (lifetime: run, ADR 0032).
 func TestSandboxedGolden(t *testing.T) {
@@ -56,20 +56,20 @@ func TestSandboxedGolden(t *testing.T) {
 				}
 			}
 			wd := filepath.Join(root, c.sub)
-			prs, err := detectProjects(wd)
+			prs, err := Detect(wd)
 			if err != nil {
 				t.Fatal(err)
 			}
-			p := &initPlan{root: filepath.Join(filepath.Dir(root), "repo"), wd: filepath.Join(filepath.Dir(root), "repo", c.sub), runtime: "docker", projects: prs}
-			for i := range p.projects {
-				pr := &p.projects[i]
+			p := &Starter{Root: filepath.Join(filepath.Dir(root), "repo"), Dir: filepath.Join(filepath.Dir(root), "repo", c.sub), Runtime: "docker", Projects: prs}
+			for i := range p.Projects {
+				pr := &p.Projects[i]
 				if pr.tool, pr.deps, err = projectImage(wd, pr); err != nil {
 					t.Fatal(err)
 				}
 				pr.pin = pin(pr.tool.image)
 			}
-			got := p.renderContract()
-			golden(t, filepath.Join("testdata", "init-golden", name+".yaml"), got)
+			got := p.Contract()
+			golden(t, filepath.Join("testdata", "golden", name+".yaml"), got)
 			// Valid as rendered (run-lifetime caches included): no error,
 			// no warning.
 			r, err := contract.Parse("contract.yaml", got, "")

@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"errors"
@@ -28,7 +28,7 @@ type starterCheck struct {
 }
 
 // A detected project kind and its usual checks.
-type project struct {
+type Project struct {
 	kind   string // go | node | python | rust
 	marker string // the file that identified it
 	checks []starterCheck
@@ -51,12 +51,12 @@ var goProcessEnv = [][2]string{{"GOFLAGS", "-mod=readonly"}}
 // maxManifest bounds the manifests init reads (package.json).
 const maxManifest = 1 << 20
 
-// detectProjects looks for the manifests of the supported ecosystems in
+// Detect looks for the manifests of the supported ecosystems in
 // dir, in a fixed order, and returns the starter checks of each found.
-func detectProjects(dir string) ([]project, error) {
-	var out []project
+func Detect(dir string) ([]Project, error) {
+	var out []Project
 	if exists(filepath.Join(dir, "go.mod")) {
-		out = append(out, project{kind: "go", marker: "go.mod", checks: []starterCheck{
+		out = append(out, Project{kind: "go", marker: "go.mod", checks: []starterCheck{
 			{id: "go-vet", run: []string{"go", "vet", "./..."}, env: goProcessEnv, criterion: "vet-clean", text: "go vet reports nothing"},
 			{id: "go-test", run: []string{"go", "test", "./..."}, env: goProcessEnv, dependsOn: "go-vet", criterion: "go-tests-pass", text: "the Go tests pass"},
 		}})
@@ -70,20 +70,20 @@ func detectProjects(dir string) ([]project, error) {
 	}
 	for _, m := range []string{"pyproject.toml", "setup.py"} {
 		if exists(filepath.Join(dir, m)) {
-			out = append(out, project{kind: "python", marker: m, checks: []starterCheck{
+			out = append(out, Project{kind: "python", marker: m, checks: []starterCheck{
 				{id: "pytest", run: []string{"python3", "-m", "pytest"}, criterion: "python-tests-pass", text: "the Python tests pass"},
 			}})
 			break
 		}
 	}
 	if exists(filepath.Join(dir, "Cargo.toml")) {
-		out = append(out, project{kind: "rust", marker: "Cargo.toml", copy: true, checks: []starterCheck{
+		out = append(out, Project{kind: "rust", marker: "Cargo.toml", copy: true, checks: []starterCheck{
 			{id: "cargo-clippy", run: []string{"cargo", "clippy", "--", "-D", "warnings"}, criterion: "clippy-clean", text: "cargo clippy reports nothing"},
 			{id: "cargo-test", run: []string{"cargo", "test"}, dependsOn: "cargo-clippy", criterion: "rust-tests-pass", text: "the Rust tests pass"},
 		}})
 	}
 	if len(out) == 0 {
-		return nil, usageErr(fmt.Errorf("no project found in %s: init knows go.mod, package.json, pyproject.toml, setup.py and Cargo.toml; write the contract by hand (docs/cli.md \"The contract\", see 'proofgate init --help')", dir))
+		return nil, usage(fmt.Errorf("no project found in %s: init knows go.mod, package.json, pyproject.toml, setup.py and Cargo.toml; write the contract by hand (docs/cli.md \"The contract\", see 'proofgate init --help')", dir))
 	}
 	return out, nil
 }
@@ -91,14 +91,14 @@ func detectProjects(dir string) ([]project, error) {
 // nodeProject takes the test, lint and build scripts that package.json
 // declares; a package without any gets `npm test`, which fails until one
 // exists (npm's own "no test specified" placeholder fails too).
-func nodeProject(path string) (project, error) {
+func nodeProject(path string) (Project, error) {
 	f, err := bounded.Open(path)
 	var notRegular *bounded.NotRegularError
 	if errors.As(err, &notRegular) {
-		return project{}, usageErr(err)
+		return Project{}, usage(err)
 	}
 	if err != nil {
-		return project{}, envErr(err)
+		return Project{}, environment(err)
 	}
 	defer f.Close()
 	var pkg struct {
@@ -106,9 +106,9 @@ func nodeProject(path string) (project, error) {
 		Engines any               `json:"engines"`
 	}
 	if err := strictjson.ReadOpen(io.LimitReader(f, maxManifest+1), maxManifest, &pkg); err != nil {
-		return project{}, usageErr(fmt.Errorf("%s: %w", path, err))
+		return Project{}, usage(fmt.Errorf("%s: %w", path, err))
 	}
-	p := project{kind: "node", marker: "package.json"}
+	p := Project{kind: "node", marker: "package.json"}
 	if e, ok := pkg.Engines.(map[string]any); ok {
 		p.engines, _ = e["node"].(string)
 	}
@@ -138,10 +138,10 @@ func exists(p string) bool {
 	return err == nil
 }
 
-// contractName turns a directory name into the contract's name.
+// ContractName turns a directory name into the contract's name.
 var nameJunk = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
 
-func contractName(dir string) string {
+func ContractName(dir string) string {
 	n := strings.Trim(nameJunk.ReplaceAllString(filepath.Base(dir), "-"), "-.")
 	if n == "" {
 		return "repository"

@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"bytes"
@@ -46,11 +46,11 @@ func readManifest(path string) ([]byte, error) {
 	case errors.Is(err, fs.ErrNotExist):
 		return nil, nil
 	case errors.As(err, &notRegular):
-		return nil, usageErr(err)
+		return nil, usage(err)
 	case errors.As(err, &tooLarge):
-		return nil, usageErr(fmt.Errorf("%s is larger than %d bytes: init reads only small manifests", path, maxManifest))
+		return nil, usage(fmt.Errorf("%s is larger than %d bytes: init reads only small manifests", path, maxManifest))
 	case err != nil:
-		return nil, envErr(err)
+		return nil, environment(err)
 	}
 	return b, nil
 }
@@ -68,7 +68,7 @@ func goModule(dir string) (toolImage, bool, error) {
 	}
 	mf, err := modfile.Parse(path, b, nil)
 	if err != nil {
-		return toolImage{}, false, usageErr(fmt.Errorf("%w (fix go.mod, e.g. `go 1.26`, then run init again)", err))
+		return toolImage{}, false, usage(fmt.Errorf("%w (fix go.mod, e.g. `go 1.26`, then run init again)", err))
 	}
 	requires := len(mf.Require) > 0
 	if mf.Toolchain != nil {
@@ -80,7 +80,7 @@ func goModule(dir string) (toolImage, bool, error) {
 	if mf.Go != nil {
 		v := mf.Go.Version
 		if !goVersionTag.MatchString(v) {
-			return toolImage{}, false, usageErr(fmt.Errorf("%s: go %q: want go 1.N or 1.N.P (then init pins golang:1.N)", path, v))
+			return toolImage{}, false, usage(fmt.Errorf("%s: go %q: want go 1.N or 1.N.P (then init pins golang:1.N)", path, v))
 		}
 		if m := regexp.MustCompile(`^1\.\d+`).FindString(v); m != "" && !strings.Contains(v, "rc") {
 			v = m
@@ -187,7 +187,7 @@ func pythonImage(dir string) (toolImage, error) {
 		} `toml:"project"`
 	}
 	if _, err := toml.NewDecoder(bytes.NewReader(b)).Decode(&doc); err != nil {
-		return toolImage{}, usageErr(fmt.Errorf("%s: %w", path, err))
+		return toolImage{}, usage(fmt.Errorf("%s: %w", path, err))
 	}
 	spec := doc.Project.RequiresPython
 	if spec == "" {
@@ -254,7 +254,7 @@ func rustImage(dir string) (toolImage, error) {
 		} `toml:"package"`
 	}
 	if _, err := toml.NewDecoder(bytes.NewReader(b)).Decode(&cargo); err != nil {
-		return toolImage{}, usageErr(fmt.Errorf("%s: %w", filepath.Join(dir, "Cargo.toml"), err))
+		return toolImage{}, usage(fmt.Errorf("%s: %w", filepath.Join(dir, "Cargo.toml"), err))
 	}
 	if v, ok := cargo.Package.RustVersion.(string); ok && rustVersion.MatchString(v) {
 		return toolImage{image: "rust:" + v, from: "Cargo.toml rust-version " + v, note: strings.Join(notes, "; ")}, nil

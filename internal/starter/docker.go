@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"path"
@@ -24,7 +24,7 @@ const ro = "readonly: true}"
 
 // sandboxed returns pr's checks in their sandboxed form; dir is the
 // project's directory relative to the repository root ("" at the root).
-func (pr project) sandboxed(dir string) dockerShape {
+func (pr Project) sandboxed(dir string) dockerShape {
 	switch pr.kind {
 	case "go":
 		return pr.goShape()
@@ -41,7 +41,7 @@ func (pr project) sandboxed(dir string) dockerShape {
 // goShape: go mod download with the network into GOMODCACHE (only when
 // the module has requirements), vet and test offline (GOPROXY=off) with
 // the go-build cache.
-func (pr project) goShape() dockerShape {
+func (pr Project) goShape() dockerShape {
 	s := dockerShape{
 		caches: []cacheDecl{{"go-build", "/cache/go-build", ""}},
 		env:    [][2]string{{"GOCACHE", "/cache/go-build"}, {"GOFLAGS", "-mod=readonly"}, {"GOPROXY", "off"}, {"GOTOOLCHAIN", "local"}},
@@ -67,7 +67,7 @@ func (pr project) goShape() dockerShape {
 // nodeShape: npm ci (npm install without a lockfile) with the network and
 // the npm cache, into a run-lifetime node_modules cache mounted inside the
 // copied workspace; the scripts read it read-only.
-func (pr project) nodeShape(dir string) dockerShape {
+func (pr Project) nodeShape(dir string) dockerShape {
 	modules := path.Join("/workspace", dir, "node_modules")
 	install := []string{"npm", "ci"}
 	if !pr.lockfile {
@@ -90,7 +90,7 @@ func (pr project) nodeShape(dir string) dockerShape {
 // its dependencies' (and pytest's) into a wheel cache; pip install
 // --no-index installs them offline into a run-lifetime site directory;
 // pytest runs with it on PYTHONPATH.
-func (pr project) pythonShape() dockerShape {
+func (pr Project) pythonShape() dockerShape {
 	const wheels, site = "/cache/pip-wheels", "/cache/python-site"
 	s := dockerShape{
 		caches: []cacheDecl{{"pip-wheels", wheels, ""}, {"python-site", site, "run"}},
@@ -115,7 +115,7 @@ func (pr project) pythonShape() dockerShape {
 // test offline (--offline) with the target/ build cache. They mount
 // CARGO_HOME writable: cargo takes its package-cache lock there and
 // unpacks crates there even offline; they run one after the other.
-func (pr project) rustShape() dockerShape {
+func (pr Project) rustShape() dockerShape {
 	s := dockerShape{
 		caches: []cacheDecl{{"cargo-home", "/cache/cargo", ""}, {"cargo-target", "/cache/cargo-target", ""}},
 		env:    [][2]string{{"CARGO_HOME", "/cache/cargo"}, {"CARGO_TARGET_DIR", "/cache/cargo-target"}, {"CARGO_TERM_COLOR", "never"}},

@@ -1,19 +1,33 @@
-package main
+package starter
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"regexp"
 	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/imagepin"
+	"github.com/proofgate/proofgate/internal/printable"
 )
 
-// mirrorEnv is the environment form of --registry-mirror.
-const mirrorEnv = "PROOFGATE_REGISTRY_MIRROR"
+// MirrorEnv is the environment form of --registry-mirror.
+const MirrorEnv = "PROOFGATE_REGISTRY_MIRROR"
+
+// PinOptions say how Pin chooses and pins images.
+type PinOptions struct {
+	Docker string // --docker IMAGE: every project's image, else each ecosystem's official one
+	Mirror string // --registry-mirror: the only registry asked for Docker Hub images
+}
+
+// digestRef is an image reference already pinned by digest.
+var digestRef = regexp.MustCompile(`@sha256:[0-9a-f]{64}$`)
+
+// Pinned reports whether image is already pinned by digest.
+func Pinned(image string) bool { return digestRef.MatchString(image) }
 
 // sourceGiven marks an image --docker already pinned by digest.
 const sourceGiven = "given"
@@ -70,7 +84,7 @@ func (p *pinner) given(ctx context.Context, image string) (imagepin.Pin, error) 
 	if d := p.local(ctx); d != nil {
 		pin, found, err := imagepin.Local(ctx, d, image)
 		if err != nil {
-			return imagepin.Pin{}, envErr(fmt.Errorf("--docker %s: %w", image, err))
+			return imagepin.Pin{}, environment(fmt.Errorf("--docker %s: %w", image, err))
 		}
 		if found {
 			return pin, nil
@@ -87,11 +101,11 @@ func (p *pinner) fromRegistry(ctx context.Context, image, from string) (imagepin
 		return pin, nil
 	}
 	var u *imagepin.UnreachableError
-	hand := fmt.Sprintf("pin it by hand: docker pull %s && docker images --digests --format '{{.Repository}}:{{.Tag}}@{{.Digest}}' %s, then proofgate init --docker IMAGE@sha256:<digest>", shellQuote(image), shellQuote(image))
+	hand := fmt.Sprintf("pin it by hand: docker pull %s && docker images --digests --format '{{.Repository}}:{{.Tag}}@{{.Digest}}' %s, then proofgate init --docker IMAGE@sha256:<digest>", printable.ShellQuote(image), printable.ShellQuote(image))
 	if errors.As(err, &u) && u.NotFound() {
-		return imagepin.Pin{}, usageErr(fmt.Errorf("init: %s (%s) does not exist at %s: %w; nothing was written (fix the version, or %s)", image, from, registries(r), err, hand))
+		return imagepin.Pin{}, usage(fmt.Errorf("init: %s (%s) does not exist at %s: %w; nothing was written (fix the version, or %s)", image, from, registries(r), err, hand))
 	}
-	return imagepin.Pin{}, envErr(fmt.Errorf("init: cannot pin %s (%s) by digest at %s: %w; nothing was written (check the network or pass --registry-mirror URL / %s=URL, or %s)", image, from, registries(r), err, mirrorEnv, hand))
+	return imagepin.Pin{}, environment(fmt.Errorf("init: cannot pin %s (%s) by digest at %s: %w; nothing was written (check the network or pass --registry-mirror URL / %s=URL, or %s)", image, from, registries(r), err, MirrorEnv, hand))
 }
 
 // registries names where r asks for a Docker Hub image.
@@ -103,14 +117,15 @@ func registries(r imagepin.Remote) string {
 	return strings.Join(names, ", then ")
 }
 
-// pinImages decides each project's image and pins it: --docker's for
+// Pin decides each project's image and pins it: --docker's for
 // all, else the ecosystem's official image chosen from the project.
-func (p *initPlan) pinImages(ctx context.Context, f initFlags) error {
-	pn := &pinner{mirror: f.registryMirror}
+func (p *Starter) Pin(ctx context.Context, f PinOptions) error {
+	p.Runtime = "docker"
+	pn := &pinner{mirror: f.Mirror}
 	defer pn.close()
 	var given imagepin.Pin
-	if f.docker != "" {
-		g, err := pn.given(ctx, f.docker)
+	if f.Docker != "" {
+		g, err := pn.given(ctx, f.Docker)
 		if err != nil {
 			return err
 		}
@@ -118,19 +133,19 @@ func (p *initPlan) pinImages(ctx context.Context, f initFlags) error {
 	}
 	pinned := map[string]imagepin.Pin{}
 	var err error
-	for i := range p.projects {
-		pr := &p.projects[i]
-		if f.docker != "" {
-			pr.pin, pr.tool = given, toolImage{image: f.docker, from: "--docker"}
+	for i := range p.Projects {
+		pr := &p.Projects[i]
+		if f.Docker != "" {
+			pr.pin, pr.tool = given, toolImage{image: f.Docker, from: "--docker"}
 			if pr.kind == "go" {
-				_, pr.deps, err = goModule(p.wd)
+				_, pr.deps, err = goModule(p.Dir)
 			}
 			if err != nil {
 				return err
 			}
 			continue
 		}
-		t, deps, err := projectImage(p.wd, pr)
+		t, deps, err := projectImage(p.Dir, pr)
 		if err != nil {
 			return err
 		}
@@ -148,7 +163,7 @@ func (p *initPlan) pinImages(ctx context.Context, f initFlags) error {
 }
 
 // projectImage chooses a project's official image from its files.
-func projectImage(dir string, pr *project) (toolImage, bool, error) {
+func projectImage(dir string, pr *Project) (toolImage, bool, error) {
 	switch pr.kind {
 	case "go":
 		return goModule(dir)
@@ -165,5 +180,5 @@ func projectImage(dir string, pr *project) (toolImage, bool, error) {
 	return toolImage{}, false, fmt.Errorf("init: no image for %s", pr.kind)
 }
 
-// registryMirrorDefault is --registry-mirror's default.
-func registryMirrorDefault() string { return os.Getenv(mirrorEnv) }
+// MirrorDefault is --registry-mirror's default.
+func MirrorDefault() string { return os.Getenv(MirrorEnv) }
