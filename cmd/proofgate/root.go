@@ -1,10 +1,15 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
+	"github.com/proofgate/proofgate/internal/source"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/spf13/cobra"
 )
@@ -106,4 +111,29 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 	setVersionFlag(root)
 
 	return root
+}
+
+// addKernelCommands registers the run lifecycle verbs.
+func addKernelCommands(root *cobra.Command, g *globals) {
+	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), mergeCmd(g), statusCmd(g), auditAlias(g),
+		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), versionCmd(g))
+	ev := eventsCmd(root)
+	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
+}
+
+// repoDir returns the repository root containing the working directory.
+func repoDir(ctx context.Context) (string, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", envErr(err)
+	}
+	root, err := source.Root(ctx, wd)
+	if err != nil {
+		return "", usageErr(fmt.Errorf("run proofgate inside a git repository: %w", err))
+	}
+	return root, nil
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	return signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 }

@@ -118,3 +118,25 @@ func gcProcesses(g *globals) error {
 	}
 	return nil
 }
+
+// printProcesses says what became of the process records of a dead harness.
+func printProcesses(w io.Writer, ks []lock.Killed) {
+	for _, k := range ks {
+		what := fmt.Sprintf("process group %d", k.PGID)
+		if k.PGID == 0 {
+			what = "processes"
+		}
+		if k.Cgroup != "" {
+			what += " (cgroup " + esc(k.Cgroup) + ")"
+		}
+		check := esc(k.Check)
+		switch k.Result {
+		case lock.ResultKilled:
+			fmt.Fprintf(w, "killed %s of check %s\n", what, check)
+		case lock.ResultPidReused:
+			fmt.Fprintf(w, "not signalled: %s of check %s (its pid now runs another process)\n", what, check)
+		default:
+			fmt.Fprintf(w, "%s of check %s: %s\n", what, check, esc(string(k.Result)))
+		}
+	}
+}

@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/spf13/cobra"
+
+	"github.com/proofgate/proofgate/internal/run"
+)
+
+// decision is a run opened for a human decision (approve, authorize),
+// with the work tree's freshness it checks and the command's context.
+type decision struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	fresh  run.Freshness
+	r      *run.Run
+}
+
+func (d *decision) close() {
+	d.r.Close()
+	d.cancel()
+}
+
+// openDecision checks a decision's flags (--actor, --reason with
+// --reject, both printable) and opens run id for it.
+func openDecision(g *globals, id, actor, reason string, reject bool) (*decision, error) {
+	switch {
+	case actor == "":
+		return nil, usageErr(errors.New("--actor is required"))
+	case reject && reason == "":
+		return nil, usageErr(errors.New("--reject needs --reason"))
+	}
+	if err := checkNames(actor, reason); err != nil {
+		return nil, err
+	}
+	ctx, cancel := signalContext()
+	f, err := freshness(ctx, g)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	r, err := run.Open(g.state, id)
+	if err != nil {
+		cancel()
+		return nil, classify(err)
+	}
+	return &decision{ctx: ctx, cancel: cancel, fresh: f, r: r}, nil
+}
+
+func approveCmd(g *globals) *cobra.Command {
+	var actor, reason string
+	var reject, asJSON bool
+	c := &cobra.Command{
+		Use:   "approve RUN --actor NAME [--reject --reason TEXT]",
+		Short: "Record a human decision on a run awaiting approval",
+		Long: `Record an approval (or with --reject, a rejection) by --actor. Refused
+(exit 1) unless the run is AWAITING_APPROVAL and reconciles: the chain
+verifies, the verification digest recomputed from run.json matches the log,
+and neither the code nor the contract changed since planning (then the run
+moves to STALE). When the approvals reach approval.required the run is
+COMPLETE (with authorization: {required: true}, once a target is also
+authorized: see 'proofgate authorize'). Repeating a decision that is already the run's outcome (the same
+actor approving a COMPLETE run, or rejecting a REJECTED one, for example
+after a crash) records nothing and exits 0.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			d, err := openDecision(g, args[0], actor, reason, reject)
+			if err != nil {
+				return err
+			}
+			defer d.close()
+			r := d.r
+			err = r.Decide(d.ctx, run.DecisionOptions{Actor: actor, Reject: reject, Reason: reason, Fresh: d.fresh})
+			var done *run.DecidedError
+			if err != nil && !errors.As(err, &done) {
+				return classify(approveHint(err, r.ID))
+			}
+			rep := r.Report()
+			if asJSON {
+				return writeJSON(g.stdout, rep)
+			}
+			if done != nil {
+				fmt.Fprintf(g.stdout, "run %s: %s (%s)\n", rep.RunID, rep.State, done)
+				return nil
+			}
+			fmt.Fprintf(g.stdout, "run %s: %s\n", rep.RunID, rep.State)
+			printAuthorizationHint(g.stdout, r, rep)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&actor, "actor", "", "who decides (required)")
+	c.Flags().BoolVar(&reject, "reject", false, "reject instead of approve")
+	c.Flags().StringVar(&reason, "reason", "", "why (required with --reject)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	return c
+}
