@@ -116,7 +116,7 @@ Exit codes: 0 success, 1 a check failed or a verification was refused,
 // addKernelCommands registers the run lifecycle verbs.
 func addKernelCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(contractCmd(g), planCmd(g), runCmd(g), execCmd(g), mergeCmd(g), statusCmd(g), auditAlias(g),
-		listCmd(g), outputCmd(g), approveCmd(g), cancelCmd(g), retryCmd(g), versionCmd(g))
+		listCmd(g), outputCmd(g), approveCmd(g), rejectCmd(g), cancelCmd(g), retryCmd(g), versionCmd(g))
 	ev := eventsCmd(root)
 	ev.AddCommand(eventsVerifyCmd(g), eventsUnlockCmd(g))
 }
