@@ -78,10 +78,9 @@ func imports(t *testing.T) map[string][]string {
 	return pkgs
 }
 
-// TestTiers: every package is placed in one tier of docs/ARCHITECTURE.md,
-// every row names a package, and no package imports one of a higher tier
-// or, outside tests, a test package.
-func TestTiers(t *testing.T) {
+// placedTiers reads docs/ARCHITECTURE.md's tiers: package -> tier.
+func placedTiers(t *testing.T) map[string]int {
+	t.Helper()
 	doc, err := os.ReadFile("../../docs/ARCHITECTURE.md")
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +92,14 @@ func TestTiers(t *testing.T) {
 	if len(placed) < 50 {
 		t.Fatalf("read %d packages from docs/ARCHITECTURE.md; the tier tables did not parse", len(placed))
 	}
+	return placed
+}
+
+// TestTiers: every package is placed in one tier of docs/ARCHITECTURE.md,
+// every row names a package, and no package imports one of a higher tier
+// or, outside tests, a test package.
+func TestTiers(t *testing.T) {
+	placed := placedTiers(t)
 	pkgs := imports(t)
 	for pkg := range placed {
 		if _, ok := pkgs[pkg]; !ok {
@@ -141,14 +148,7 @@ var dataPackages = map[string]bool{"examples": true}
 // tiers 0-2), and each is imported by some package other than the command
 // line; the writer, features, adapters and applications are internal.
 func TestPublicPackages(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/ARCHITECTURE.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	placed, err := tiers(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	placed := placedTiers(t)
 	pkgs := imports(t)
 	importers := map[string][]string{}
 	for pkg, deps := range pkgs {
