@@ -259,3 +259,70 @@ func printStateVerify(g *globals, res *stateVerifyResult, asJSON bool) error {
 	}
 	return nil
 }
+
+func checkpointCmd(g *globals) *cobra.Command {
+	var keyRef, out string
+	var asJSON, force bool
+	var sf stateFlags
+	c := &cobra.Command{
+		Use:   "checkpoint (RUN | --all [--repo-id ID]) --key key.pem [-o FILE] [--force]",
+		Short: "Sign a checkpoint of a run's event chain, or of every run (--all)",
+		Long: `Sign {run, length, head, time} of the run's event log under its writer lock,
+store it as checkpoints/<length>.dsse.json in the run directory (and in FILE
+with -o), and record a checkpoint.signed event. "events verify RUN
+--checkpoint FILE --trust trust.json" later detects entries rewritten or
+removed before that point. An existing FILE is refused unless --force; a
+FILE inside the run store (<state>/runs) always is.
+
+With --all (no RUN), sign one state checkpoint over every run in the state
+directory: each run's id, chain length and head (every chain is verified
+first), bound to this repository (its root commit, and --repo-id if given),
+stored as <state>/runs/.state-checkpoints/state-<ns>.dsse.json. "events verify --all
+--checkpoint FILE --trust trust.json" later detects a deleted run, a
+truncated or rewritten one, and a state directory of another repository.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if sf.all {
+				return stateCheckpoint(cmd, g, &sf, keyRef, out, force, asJSON)
+			}
+			if sf.repoID != "" {
+				return usageErr(errors.New("--repo-id goes with --all"))
+			}
+			s, err := loadSigner(keyRef)
+			if err != nil {
+				return err
+			}
+			if out != "" {
+				if err := g.preflightOutput("-o", out, force); err != nil {
+					return err
+				}
+			}
+			rec, err := record.Checkpoint(g.state, args[0], s, time.Now())
+			if err != nil {
+				return classify(err)
+			}
+			if out != "" {
+				if err := writeOutput(out, rec.Envelope, force); err != nil {
+					return outputErr(fmt.Errorf("the checkpoint is recorded in %s; writing %s: %w", rec.Path, out, err))
+				}
+			}
+			if asJSON {
+				return writeJSON(g.stdout, map[string]any{"run_id": rec.Run, "length": rec.Length, "head": rec.Head,
+					"time": rec.Time, "key_id": rec.KeyID, "file": rec.Path})
+			}
+			fmt.Fprintf(g.stdout, "checkpoint of run %s at %d events, head %s\n%s\n", rec.Run, rec.Length, rec.Head, rec.Path)
+			return nil
+		},
+	}
+	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
+	c.Flags().StringVarP(&out, "output", "o", "", "also write the checkpoint to FILE")
+	c.Flags().BoolVar(&force, "force", false, "replace an existing FILE")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
+	sf.register(c, "sign")
+	return c
+}

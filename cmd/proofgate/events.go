@@ -232,3 +232,15 @@ lock.broken with --actor.`,
 	c.Flags().DurationVar(&olderThan, "older-than", 0, "only remove a lock older than this (required)")
 	return c
 }
+
+// eventsCmd returns the "events" parent command, creating it on first use.
+func eventsCmd(root *cobra.Command) *cobra.Command {
+	for _, c := range root.Commands() {
+		if c.Name() == "events" {
+			return c
+		}
+	}
+	c := &cobra.Command{Use: "events", Short: "Verify, unlock and checkpoint a run's event log"}
+	root.AddCommand(c)
+	return c
+}
