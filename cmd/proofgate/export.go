@@ -6,27 +6,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/sigstore"
-	"github.com/proofgate/proofgate/internal/durable"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/spf13/cobra"
 )
-
-// sigstorePath is the default path of the Sigstore bundle beside the
-// archive out: out without .tar.gz (or .tgz), plus .sigstore.json.
-func sigstorePath(out string) string {
-	for _, ext := range []string{".tar.gz", ".tgz"} {
-		if strings.HasSuffix(out, ext) {
-			return strings.TrimSuffix(out, ext) + ".sigstore.json"
-		}
-	}
-	return out + ".sigstore.json"
-}
 
 // checkExportOutputs refuses, before anything is written, an archive and a
 // Sigstore bundle path that are the same file, either inside the run store,
@@ -103,7 +90,7 @@ run's blob store, re-hashed (an existing file is refused unless --force).
 				}
 			}
 			if sigOut == "" {
-				sigOut = sigstorePath(out)
+				sigOut = app.SigstoreName(out)
 			}
 			if err := g.checkExportOutputs(out, sigOut, force); err != nil {
 				return err
@@ -117,19 +104,11 @@ run's blob store, re-hashed (an existing file is refused unless --force).
 				return classify(err)
 			}
 			defer done()
-			res, sb, err := exportSigned(rd, out, s, ms, opts)
+			x, err := app.Export(app.ExportOptions{RunDir: rd, Out: out, Sigstore: sigOut, Key: s, Keyless: ms, Products: productsDir, Bundle: opts})
 			if err != nil {
-				return err
+				return exportErr(err)
 			}
-			if err := sigstore.WriteFile(sigOut, sb, force); err != nil {
-				return outputErr(err)
-			}
-			if productsDir != "" {
-				if err := writeProducts(rd, productsDir, res.Products, force); err != nil {
-					return err
-				}
-			}
-			return g.printExport(asJSON, res, out, sigOut)
+			return g.printExport(asJSON, x.ExportResult, out, sigOut)
 		},
 	}
 	c.Flags().StringVar(&keyRef, "key", "", "private key: PKCS#8 PEM file or env:VAR")
@@ -143,12 +122,19 @@ run's blob store, re-hashed (an existing file is refused unless --force).
 	return c
 }
 
-// writeProducts writes the exported run's products under dir.
-func writeProducts(runDir, dir string, ps []bundle.ProductVerdict, force bool) error {
-	if err := run.WriteProducts(runDir, dir, bundle.ProductRecords(ps), force); err != nil {
-		return outputErr(fmt.Errorf("--products %s: %w", dir, err))
+// exportErr classifies a failed export: a run that may not be exported is
+// refused; a products directory that could not be filled, or an output,
+// is the output's failure.
+func exportErr(err error) error {
+	var xe *bundle.ExportError
+	var pe *app.ProductsError
+	switch {
+	case errors.As(err, &xe):
+		return refusedErr(err)
+	case errors.As(err, &pe):
+		return outputErr(fmt.Errorf("--products %s: %w", pe.Dir, pe.Err))
 	}
-	return nil
+	return outputErr(err)
 }
 
 // bundleDir is where bundle export writes without -o: beside runs/ in the
@@ -162,11 +148,7 @@ const bundleDir = "bundles"
 // left as it is.
 func defaultBundlePath(state, id string) (string, error) {
 	dir := filepath.Join(state, bundleDir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", envErr(fmt.Errorf("bundle directory: %w", err))
-	}
-	err := durable.CreateExclusive(filepath.Join(dir, ".gitignore"), []byte("# written by proofgate bundle export: bundles are not source\n*\n"), 0o644)
-	if err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := app.IgnoredDir(dir, "written by proofgate bundle export: bundles are not source"); err != nil {
 		return "", envErr(fmt.Errorf("bundle directory: %w", err))
 	}
 	return filepath.Join(dir, id+".bundle.tar.gz"), nil

@@ -6,7 +6,6 @@ import (
 	"os"
 	"strings"
 
-	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
@@ -204,34 +203,6 @@ func (f *keylessExportFlags) signerPrefixed(prefix string) (envelope.MaterialSig
 		return nil, envErr(fmt.Errorf("keyless signer: %w", err))
 	}
 	return s, nil
-}
-
-// exportSigned exports with the key signer s or, when nil, the keyless
-// signer ms, and returns the result and the companion Sigstore bundle: a
-// key bundle's is made from its envelope, a keyless one's is the material.
-func exportSigned(runDir, out string, s envelope.Signer, ms envelope.MaterialSigner, opts bundle.ExportOptions) (*bundle.ExportResult, []byte, error) {
-	var res *bundle.ExportResult
-	var err error
-	if ms != nil {
-		res, err = bundle.ExportFileWith(runDir, out, ms, opts)
-	} else {
-		res, err = bundle.ExportFile(runDir, out, s, opts)
-	}
-	if err != nil {
-		var xe *bundle.ExportError
-		if errors.As(err, &xe) {
-			return nil, nil, refusedErr(err)
-		}
-		return nil, nil, outputErr(err)
-	}
-	if res.Material != nil {
-		return res, res.Material, nil
-	}
-	sb, err := sigstore.FromEnvelope(res.Envelope, res.KeyID)
-	if err != nil {
-		return nil, nil, envErr(err)
-	}
-	return res, sb, nil
 }
 
 func orDefault(v, def string) string {

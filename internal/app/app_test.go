@@ -32,13 +32,19 @@ approval: {required: 1}
 // directory and the run.
 func executed(t *testing.T) (string, *run.Run) {
 	t.Helper()
+	return executedWith(t, contractYAML)
+}
+
+// executedWith is executed with the contract y.
+func executedWith(t *testing.T, y string) (string, *run.Run) {
+	t.Helper()
 	repo := t.TempDir()
 	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "--allow-empty", "-m", "init"}} {
 		if out, err := exec.Command("git", append([]string{"-C", repo}, args...)...).CombinedOutput(); err != nil {
 			t.Fatalf("git %v: %v\n%s", args, err, out)
 		}
 	}
-	c, err := contract.Parse("contract.yaml", []byte(contractYAML), "")
+	c, err := contract.Parse("contract.yaml", []byte(y), "")
 	if err != nil {
 		t.Fatal(err)
 	}

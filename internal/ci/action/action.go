@@ -20,10 +20,7 @@
 package action
 
 import (
-	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -38,6 +35,7 @@ import (
 
 	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/internal/app"
@@ -46,7 +44,6 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/ci/review"
-	"github.com/proofgate/proofgate/internal/durable"
 	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
@@ -720,19 +717,11 @@ func (j *job) unsignedFork(why string) int {
 // export writes the signed bundle and its companion Sigstore bundle, and
 // returns the artifact's files by name.
 func (j *job) export(ctx context.Context) (map[string][]byte, error) {
-	sign, err := j.signFunc(ctx)
+	o, err := j.exportOptions(ctx)
 	if err != nil {
 		return nil, err
 	}
-	// Next to the run directories: the planner leaves <state>/runs out of the
-	// work-tree digest, so a bundle never makes a later run's checkout dirty.
-	dir := filepath.Join(j.stateDir, "runs")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, environment("bundle directory: %w", err)
-	}
-	out := filepath.Join(dir, j.res.RunID+".bundle.tar.gz")
-	var buf bytes.Buffer
-	x, err := sign(&buf)
+	x, err := app.Export(o)
 	if err != nil {
 		// A run that may not be exported is refused; the rest is the
 		// environment's.
@@ -742,32 +731,23 @@ func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 		}
 		return nil, exit.Wrap(c, fmt.Errorf("export: %w", err))
 	}
-	b := buf.Bytes()
-	comp, err := companion(b, j.keyless, x.Envelope, x.KeyID)
+	b, err := bounded.ReadFile(o.Out, archive.DefaultLimits.MaxTotalSize)
 	if err != nil {
-		return nil, environment("companion Sigstore bundle: %w", err)
+		return nil, environment("read the bundle back: %w", err)
 	}
-	compOut := filepath.Join(dir, companionName(filepath.Base(out)))
-	if err := durable.CreateExclusive(out, b, 0o644); err != nil {
-		return nil, environment("write the bundle: %w", err)
-	}
-	if err := durable.CreateExclusive(compOut, comp, 0o644); err != nil {
-		return nil, environment("write the companion Sigstore bundle: %w", err)
-	}
-	sum := sha256.Sum256(b)
-	j.res.BundleSHA256 = "sha256:" + hex.EncodeToString(sum[:])
-	j.s.export, j.s.bundleSHA256 = x, j.res.BundleSHA256
+	j.res.BundleSHA256 = "sha256:" + x.SHA256
+	j.s.export, j.s.bundleSHA256 = x.ExportResult, j.res.BundleSHA256
 	// Outputs name paths as later steps see them: relative to the workspace.
-	j.res.BundlePath, j.res.SigstorePath = j.rel(out), j.rel(compOut)
+	j.res.BundlePath, j.res.SigstorePath = j.rel(o.Out), j.rel(o.Sigstore)
 	j.f.output("bundle-path", j.res.BundlePath)
 	j.f.output("sigstore-path", j.res.SigstorePath)
 	j.f.output("bundle-sha256", j.res.BundleSHA256)
-	if err := j.writeProducts(x); err != nil {
+	if err := j.writeProducts(x.ExportResult); err != nil {
 		return nil, err
 	}
 	signedBy := "key " + x.KeyID
 	if j.keyless {
-		if j.res.Signer, err = certificateIdentity(comp); err != nil {
+		if j.res.Signer, err = certificateIdentity(x.Sigstore); err != nil {
 			return nil, environment("keyless material: %w", err)
 		}
 		j.s.signer = j.res.Signer
@@ -775,24 +755,30 @@ func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 		signedBy = "certificate for " + j.res.Signer
 	}
 	j.f.logf("proofgate: exported %s (%d bytes, %s, %s) and %s", j.res.BundlePath, x.Size, j.res.BundleSHA256, signedBy, j.res.SigstorePath)
-	return map[string][]byte{filepath.Base(out): b, filepath.Base(compOut): comp}, nil
+	return map[string][]byte{filepath.Base(o.Out): b, filepath.Base(o.Sigstore): x.Sigstore}, nil
 }
 
-// signFunc returns the export of the run with the job's signer: the key,
-// or (keyless) an ephemeral key certified for the job's OIDC token.
-func (j *job) signFunc(ctx context.Context) (func(io.Writer) (*bundle.ExportResult, error), error) {
-	if !j.keyless {
-		return func(w io.Writer) (*bundle.ExportResult, error) {
-			return bundle.Export(j.r.Dir, j.signer, w, bundle.ExportOptions{})
-		}, nil
+// exportOptions says where the run's bundle goes and who signs it: the
+// job's key, or (keyless) an ephemeral key certified for the job's OIDC
+// token.
+func (j *job) exportOptions(ctx context.Context) (app.ExportOptions, error) {
+	o := app.ExportOptions{RunDir: j.r.Dir, Key: j.signer}
+	if j.keyless {
+		ms, err := j.keylessSigner(ctx)
+		if err != nil {
+			return o, err
+		}
+		o.Key, o.Keyless = nil, ms
 	}
-	ms, err := j.keylessSigner(ctx)
-	if err != nil {
-		return nil, err
+	// Next to the run directories: the planner leaves <state>/runs out of the
+	// work-tree digest, so a bundle never makes a later run's checkout dirty.
+	dir := filepath.Join(j.stateDir, "runs")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return o, environment("bundle directory: %w", err)
 	}
-	return func(w io.Writer) (*bundle.ExportResult, error) {
-		return bundle.ExportWith(j.r.Dir, ms, w, bundle.ExportOptions{})
-	}, nil
+	o.Out = filepath.Join(dir, j.res.RunID+".bundle.tar.gz")
+	o.Sigstore = filepath.Join(dir, companionName(filepath.Base(o.Out)))
+	return o, nil
 }
 
 // rel names p relative to the workspace when it lies inside it.

@@ -193,27 +193,6 @@ func companionName(archiveName string) string {
 	return strings.TrimSuffix(archiveName, ".tar.gz") + ".sigstore.json"
 }
 
-// companion returns the companion Sigstore bundle of an exported archive:
-// for a keyless archive its attestation.sigstore.json member, byte for
-// byte; for a key-signed one the bundle sigstore.FromEnvelope makes of its
-// envelope. keyless is whether the archive must carry the member.
-func companion(archiveBytes []byte, keyless bool, env []byte, keyID string) ([]byte, error) {
-	members, err := attestationMembers(archiveBytes)
-	if err != nil {
-		return nil, err
-	}
-	m, ok := members[envelope.MaterialFile]
-	switch {
-	case keyless && !ok:
-		return nil, fmt.Errorf("the keyless archive has no %s member", envelope.MaterialFile)
-	case keyless:
-		return m, nil
-	case ok:
-		return nil, fmt.Errorf("the key-signed archive has a %s member", envelope.MaterialFile)
-	}
-	return sigstore.FromEnvelope(env, keyID)
-}
-
 // attestationMembers reads an archive and returns its envelope and its
 // Sigstore material members, when present.
 func attestationMembers(archiveBytes []byte) (map[string][]byte, error) {

@@ -3,15 +3,13 @@ package action
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/internal/durable"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/run"
 )
 
@@ -39,11 +37,7 @@ func (j *job) writeProducts(x *bundle.ExportResult) error {
 		return nil
 	}
 	top := filepath.Join(j.stateDir, productsDir)
-	if err := os.MkdirAll(top, 0o755); err != nil {
-		return environment("products directory: %w", err)
-	}
-	ignore := []byte("# written by the ProofGate action: products are not source\n*\n")
-	if err := durable.CreateExclusive(filepath.Join(top, ".gitignore"), ignore, 0o644); err != nil && !errors.Is(err, fs.ErrExist) {
+	if err := app.IgnoredDir(top, "written by the ProofGate action: products are not source"); err != nil {
 		return environment("products directory: %w", err)
 	}
 	dir := filepath.Join(top, j.res.RunID)
