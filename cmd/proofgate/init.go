@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strings"
 
 	"github.com/distribution/reference"
@@ -135,10 +133,10 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("run proofgate init inside a git repository (git init first): %w", err))
 	}
-	if wd, err = absReal(wd); err != nil {
+	if wd, err = source.AbsReal(wd); err != nil {
 		return nil, envErr(err)
 	}
-	p := &initPlan{root: root, wd: wd, repo: originRepo(ctx, root)}
+	p := &initPlan{root: root, wd: wd, repo: starter.OriginRepo(ctx, root)}
 	if p.starter, err = starter.New(root, wd); err != nil {
 		return nil, err
 	}
@@ -169,8 +167,8 @@ func planInit(ctx context.Context, g *globals, f initFlags) (*initPlan, error) {
 			return nil, err
 		}
 	}
-	if p.ignore, err = ignoreLines(ctx, root, g.state); err != nil {
-		return nil, err
+	if p.ignore, err = starter.IgnoreLines(ctx, root, g.state); err != nil {
+		return nil, envErr(err)
 	}
 	if err := p.refuseExisting(); err != nil {
 		return nil, err
@@ -262,7 +260,7 @@ func (p *initPlan) write() (keyID string, written []string, err error) {
 
 // show prints a path relative to the working directory when it is inside it.
 func (p *initPlan) show(path string) string {
-	if rel, err := relLocal(p.wd, path); err == nil {
+	if rel, err := source.RelLocal(p.wd, path); err == nil {
 		return rel
 	}
 	return path
@@ -311,36 +309,15 @@ func keyPath(root, dir string) (string, error) {
 		}
 		dir = filepath.Join(cfg, "proofgate", "keys")
 	}
-	abs, err := absReal(dir)
+	abs, err := source.AbsReal(dir)
 	if err != nil {
 		return "", envErr(err)
 	}
-	if _, err := relLocal(root, abs); err == nil || abs == root {
+	if _, err := source.RelLocal(root, abs); err == nil || abs == root {
 		return "", usageErr(fmt.Errorf("the key directory %s is inside the work tree %s: a private key must never be in the repository; pass --key-dir DIR outside it", dir, root))
 	}
 	sum := sha256.Sum256([]byte(root))
 	return filepath.Join(abs, starter.ContractName(root)+"-"+hex.EncodeToString(sum[:4])+".pem"), nil
-}
-
-// ignoreLines returns the state directory's runs/ as a .gitignore line
-// unless git already ignores it (or it lies outside the repository).
-func ignoreLines(ctx context.Context, root, state string) ([]string, error) {
-	abs, err := filepath.Abs(filepath.Join(state, "runs"))
-	if err != nil {
-		return nil, envErr(err)
-	}
-	if r, err := absReal(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(r, "runs")
-	}
-	rel, err := relLocal(root, abs)
-	if err != nil {
-		return nil, nil
-	}
-	probe := exec.CommandContext(ctx, "git", "-C", root, "check-ignore", "-q", "--no-index", rel+"/x")
-	if probe.Run() == nil {
-		return nil, nil
-	}
-	return []string{"/" + rel + "/"}, nil
 }
 
 // appendLines appends lines to a file, creating it, on a fresh line.
@@ -366,17 +343,4 @@ func appendLines(path string, lines []string) error {
 		return err
 	}
 	return f.Close()
-}
-
-var githubRemote = regexp.MustCompile(`github\.com[:/]([A-Za-z0-9_.-]+)/([A-Za-z0-9_.-]+?)(\.git)?/?$`)
-
-// originRepo returns OWNER/NAME of a GitHub origin remote, or "OWNER/NAME".
-func originRepo(ctx context.Context, root string) string {
-	out, err := exec.CommandContext(ctx, "git", "-C", root, "remote", "get-url", "origin").Output()
-	if err == nil {
-		if m := githubRemote.FindStringSubmatch(strings.TrimSpace(string(out))); m != nil {
-			return m[1] + "/" + m[2]
-		}
-	}
-	return "OWNER/NAME"
 }

@@ -34,7 +34,7 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 	trustNote := ""
 	if p.keyPath != "" {
 		var add string
-		add, trustNote = trustAddCommand(trustStore, pub, p.repo)
+		add, trustNote = starter.TrustAddCommand(trustStore, pub, p.repo)
 		ci = []string{
 			"gh secret set PROOFGATE_SIGNING_KEY < " + shellQuote(p.keyPath),
 			add,

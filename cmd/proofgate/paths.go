@@ -2,33 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 
 	"github.com/proofgate/proofgate/internal/source"
 )
-
-// absReal returns p as an absolute path with symlinks resolved.
-func absReal(p string) (string, error) {
-	abs, err := filepath.Abs(p)
-	if err != nil {
-		return "", err
-	}
-	if r, err := filepath.EvalSymlinks(abs); err == nil {
-		return r, nil
-	}
-	return abs, nil
-}
-
-// relLocal returns p relative to root when it lies inside it.
-func relLocal(root, p string) (string, error) {
-	rel, err := filepath.Rel(root, p)
-	if err != nil || !filepath.IsLocal(rel) {
-		return "", errors.New("outside")
-	}
-	return filepath.ToSlash(rel), nil
-}
 
 // resolveDefaults points the default --state and --contract at the
 // repository's .proofgate when a command runs below the directory that
@@ -50,7 +28,7 @@ func (g *globals) resolveDefaults(ctx context.Context, changed func(flag string)
 	if err != nil {
 		return
 	}
-	if wd, err = absReal(wd); err != nil {
+	if wd, err = source.AbsReal(wd); err != nil {
 		return
 	}
 	root, err := source.Root(ctx, wd)
@@ -73,7 +51,7 @@ func (g *globals) resolveDefaults(ctx context.Context, changed func(flag string)
 // .proofgate entry, or root when none does.
 func stateBase(wd, root string) string {
 	for d := wd; ; d = filepath.Dir(d) {
-		if _, err := relLocal(root, d); err != nil && d != root {
+		if _, err := source.RelLocal(root, d); err != nil && d != root {
 			return root // wd is not below root (git resolved another path)
 		}
 		if _, err := os.Lstat(filepath.Join(d, ".proofgate")); err == nil {

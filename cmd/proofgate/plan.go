@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/proofgate/proofgate/internal/source"
 	"io/fs"
 
 	"github.com/spf13/cobra"
@@ -106,15 +107,15 @@ func (p *planFlags) planConnected(ctx context.Context, g *globals, ef execFlags,
 }
 
 func contractOrigin(repo, file string) (string, error) {
-	abs, err := absReal(file)
+	abs, err := source.AbsReal(file)
 	if err != nil {
 		return "", envErr(err)
 	}
-	root, err := absReal(repo)
+	root, err := source.AbsReal(repo)
 	if err != nil {
 		return "", envErr(err)
 	}
-	if rel, err := relLocal(root, abs); err == nil {
+	if rel, err := source.RelLocal(root, abs); err == nil {
 		return "file:" + rel, nil
 	}
 	return "file:" + abs, nil

@@ -5,7 +5,7 @@
 // verb's several spellings, would otherwise assemble each in its own code:
 // connecting the runtimes a contract needs (Connect), listing the runs of
 // a state directory (List), reading a check's recorded output
-// (OpenOutput) and exporting a run's signed bundle with its companion
-// Sigstore bundle (Export). The errors a caller acts on carry their exit
+// (OpenOutput), exporting a run's signed bundle with its companion
+// Sigstore bundle (Export) and the doctor's findings (Doctor). The errors a caller acts on carry their exit
 // class (kernel/exit); a failed write is the caller's to word.
 package app

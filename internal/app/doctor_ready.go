@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"bufio"
@@ -14,7 +14,9 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/process"
+	"github.com/proofgate/proofgate/internal/starter"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -46,7 +48,7 @@ func (d *doctor) executables() {
 			d.fail(exit.Environment, name, err.Error(), executableFix(c.Run, nf.PathFrom))
 			continue
 		case err != nil:
-			d.fail(exit.Usage, name, err.Error(), "fix the check's run or dir in "+d.g.contract)
+			d.fail(exit.Usage, name, err.Error(), "fix the check's run or dir in "+d.o.Contract)
 			continue
 		}
 		d.ok(name, describeExecutable(c.Run[0], l))
@@ -83,7 +85,7 @@ func executableFix(argv []string, from string) string {
 	if len(argv) == 0 || argv[0] == "" {
 		return "give the check a run: [argv...]"
 	}
-	name := shellQuote(argv[0])
+	name := printable.ShellQuote(argv[0])
 	switch {
 	case from == process.PathFromHost:
 		return "install " + name + " or put its directory on the PATH you run proofgate with (command -v " + name + "), or run it by absolute path"
@@ -193,13 +195,13 @@ func (d *doctor) trustIdentities(s *trust.Store) {
 			continue
 		}
 		switch {
-		case k.Identity == "repo:"+placeholderRepo:
-			d.fail(exit.Usage, "trust store", fmt.Sprintf("%s: key %s has the placeholder identity repo:%s: it verifies no bundle", d.trust, shortKey(k.ID), placeholderRepo),
-				"set its identity to repo:<the repository> in "+d.trust+", or remove the file and: "+d.trustAddFix(repo))
+		case k.Identity == "repo:"+starter.PlaceholderRepo:
+			d.fail(exit.Usage, "trust store", fmt.Sprintf("%s: key %s has the placeholder identity repo:%s: it verifies no bundle", d.o.Trust, shortKey(k.ID), starter.PlaceholderRepo),
+				"set its identity to repo:<the repository> in "+d.o.Trust+", or remove the file and: "+d.trustAddFix(repo))
 		case k.Identity == "" || k.Identity == "repo:"+repo:
 			accepts = accepts || k.Status == trust.Active
 		default:
-			other = append(other, fmt.Sprintf("key %s is for %s", shortKey(k.ID), esc(k.Identity)))
+			other = append(other, fmt.Sprintf("key %s is for %s", shortKey(k.ID), printable.Escape(k.Identity)))
 		}
 	}
 	switch {
@@ -208,7 +210,7 @@ func (d *doctor) trustIdentities(s *trust.Store) {
 		d.warn("trust identity", "no GitHub origin remote: a local run records no repository, so "+strings.Join(other, ", ")+" refuses its bundles",
 			"run with --repo OWNER/NAME, or: git remote add origin https://github.com/OWNER/NAME")
 	case !accepts:
-		d.fail(exit.Usage, "trust identity", fmt.Sprintf("%s: %s; this repository's origin is %s, whose bundles no key accepts", d.trust, strings.Join(other, ", "), repo),
+		d.fail(exit.Usage, "trust identity", fmt.Sprintf("%s: %s; this repository's origin is %s, whose bundles no key accepts", d.o.Trust, strings.Join(other, ", "), repo),
 			d.trustAddFix(repo)+"   (or run with --repo OWNER/NAME if the origin is not the repository)")
 	default:
 		d.warn("trust identity", strings.Join(other, ", ")+": those keys refuse bundles of "+repo, "")
@@ -218,7 +220,7 @@ func (d *doctor) trustIdentities(s *trust.Store) {
 // trustAddFix is the trust add that fixes the store, with the origin's
 // repository when known.
 func (d *doctor) trustAddFix(repo string) string {
-	cmd, _ := trustAddCommand(d.trust, "KEY.pub.pem", repo)
+	cmd, _ := starter.TrustAddCommand(d.o.Trust, "KEY.pub.pem", repo)
 	if repo == "" {
 		cmd += "   (no GitHub origin: the key is then not bound to a repository)"
 	}
@@ -238,5 +240,5 @@ func (d *doctor) originRepo() string {
 	if d.root == "" {
 		return ""
 	}
-	return localRepo(d.ctx, d.root)
+	return starter.LocalRepo(d.ctx, d.root)
 }

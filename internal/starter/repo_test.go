@@ -1,4 +1,4 @@
-package main
+package starter
 
 import (
 	"strings"
@@ -9,13 +9,13 @@ import (
 // read as a path, a second component, or terminal control.
 func TestCheckRepo(t *testing.T) {
 	for _, ok := range []string{"acme/widget", "Acme-1/wid.get_2", "a/b", "x/" + strings.Repeat("n", 100)} {
-		if err := checkRepo("--repo", ok); err != nil {
+		if err := CheckRepo("--repo", ok); err != nil {
 			t.Errorf("%q refused: %v", ok, err)
 		}
 	}
 	for _, bad := range []string{"", "acme", "/widget", "acme/", "acme/widget/x", "../widget", "acme/..", "./x", "acme/.",
 		"acme/wid get", "acme/wid\nget", "acme/wid\x1b[2Jget", "acme\\widget", "acme/wïdget", "x/" + strings.Repeat("n", 101)} {
-		err := checkRepo("--repo", bad)
+		err := CheckRepo("--repo", bad)
 		if err == nil {
 			t.Errorf("%q accepted", bad)
 			continue
@@ -30,26 +30,26 @@ func TestCheckRepo(t *testing.T) {
 // binds the key to it (local runs record the origin, so their bundles
 // satisfy it); without one it binds nothing and says how to.
 func TestTrustAddCommand(t *testing.T) {
-	cmd, note := trustAddCommand(".proofgate/trust.json", "/k/my key.pub.pem", "acme/widget")
+	cmd, note := TrustAddCommand(".proofgate/trust.json", "/k/my key.pub.pem", "acme/widget")
 	if cmd != "proofgate trust add --store .proofgate/trust.json --public-key '/k/my key.pub.pem' --identity repo:acme/widget" || note != "" {
 		t.Fatalf("%q %q", cmd, note)
 	}
-	for _, none := range []string{"", placeholderRepo, "../x"} {
-		cmd, note = trustAddCommand(".proofgate/trust.json", "k.pub.pem", none)
+	for _, none := range []string{"", PlaceholderRepo, "../x"} {
+		cmd, note = TrustAddCommand(".proofgate/trust.json", "k.pub.pem", none)
 		if cmd != "proofgate trust add --store .proofgate/trust.json --public-key k.pub.pem" || !strings.Contains(note, "--repo OWNER/NAME") {
 			t.Fatalf("%q: %q %q", none, cmd, note)
 		}
 	}
 }
 
-// FuzzCheckRepo: what checkRepo accepts is exactly OWNER/NAME of the
+// FuzzCheckRepo: what CheckRepo accepts is exactly OWNER/NAME of the
 // allowed bytes, neither part a dot directory.
 func FuzzCheckRepo(f *testing.F) {
 	for _, s := range []string{"acme/widget", "../x", "a/b/c", "a/.."} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if checkRepo("--repo", s) != nil {
+		if CheckRepo("--repo", s) != nil {
 			return
 		}
 		owner, name, _ := strings.Cut(s, "/")
