@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proofgate/proofgate/internal/source"
 	"io/fs"
 
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/internal/source"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 

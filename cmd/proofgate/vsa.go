@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/exit"
@@ -222,20 +223,16 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 	if err != nil {
 		return err
 	}
-	b, signedBy, err := w.sign(ctx, st)
-	if err != nil {
+	signedBy, err := app.WriteSummary(ctx, st, doc, app.SummaryOptions{Key: w.signer, Keyless: w.keyless,
+		Out: w.f.out, Policy: w.f.policyOut, Replace: w.f.force})
+	var fe *app.SummaryFileError
+	switch {
+	case errors.As(err, &fe) && fe.Path == w.f.policyOut:
+		return outputErr(fmt.Errorf("--vsa-policy %s: %w", fe.Path, fe.Err))
+	case errors.As(err, &fe):
+		return outputErr(fmt.Errorf("--vsa %s: %w", fe.Path, fe.Err))
+	case err != nil:
 		return envErr(err)
-	}
-	if p := w.f.policyOut; p != "" {
-		if err := writeOutput(p, doc, w.f.force); err != nil {
-			return outputErr(fmt.Errorf("--vsa-policy %s: %w", p, err))
-		}
-	}
-	if err := writeOutput(w.f.out, b, w.f.force); err != nil {
-		if w.f.policyOut != "" {
-			os.Remove(w.f.policyOut) // no policy document without its summary
-		}
-		return outputErr(fmt.Errorf("--vsa %s: %w", w.f.out, err))
 	}
 	fmt.Fprintf(g.stderr, "wrote VSA %s (%s, policy sha256 %s, signed by %s)\n", w.f.out, st.Predicate.VerificationResult,
 		st.Predicate.Policy.Digest["sha256"], signedBy)
@@ -243,17 +240,6 @@ func (w *vsaWrite) write(ctx context.Context, g *globals, trustPath string, opts
 		fmt.Fprintf(g.stderr, "wrote its policy document %s\n", w.f.policyOut)
 	}
 	return nil
-}
-
-// sign signs st with the gate's key, or keyless, and returns the file's
-// bytes and who signed.
-func (w *vsaWrite) sign(ctx context.Context, st *vsa.Statement) ([]byte, string, error) {
-	if w.keyless != nil {
-		b, err := vsa.SignKeyless(ctx, w.keyless, st)
-		return b, "a keyless certificate for " + w.keyless.KeyID(), err
-	}
-	b, err := vsa.Sign(ctx, w.signer, st)
-	return b, w.signer.KeyID(), err
 }
 
 // statement is the summary and its policy document: the archive as

@@ -15,8 +15,8 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
-	"github.com/proofgate/proofgate/internal/durable"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -206,35 +206,25 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	if err != nil {
 		return err
 	}
-	b, err := s.sign(ctx, g, st)
-	if err != nil {
+	o := app.SummaryOptions{Key: s.signer, Out: g.abs(s.path), Policy: g.abs(policyPath(s.path))}
+	if s.keyless != nil {
+		if o.Keyless, err = newKeylessSigner(ctx, g.o, g.f, *s.keyless, errNoVSAToken); err != nil {
+			return err
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(o.Out), 0o755); err != nil {
 		return err
 	}
-	out, docOut := g.abs(s.path), g.abs(policyPath(s.path))
-	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
-		return err
+	_, err = app.WriteSummary(ctx, st, doc, o)
+	var fe *app.SummaryFileError
+	if errors.As(err, &fe) {
+		name := s.path
+		if fe.Path == o.Policy {
+			name = policyPath(s.path)
+		}
+		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", name, fe.Err)
 	}
-	if err := durable.CreateExclusive(docOut, doc, 0o644); err != nil {
-		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", policyPath(s.path), err)
-	}
-	if err := durable.CreateExclusive(out, b, 0o644); err != nil {
-		os.Remove(docOut)
-		return fmt.Errorf("vsa-path %s: %w (remove it or choose another vsa-path)", s.path, err)
-	}
-	return nil
-}
-
-// sign signs st with the gate's key or, keyless, with a certificate for
-// the job's OIDC identity.
-func (s *vsaGate) sign(ctx context.Context, g *gate, st *vsa.Statement) ([]byte, error) {
-	if s.keyless == nil {
-		return vsa.Sign(ctx, s.signer, st)
-	}
-	ms, err := newKeylessSigner(ctx, g.o, g.f, *s.keyless, errNoVSAToken)
-	if err != nil {
-		return nil, err
-	}
-	return vsa.SignKeyless(ctx, ms, st)
+	return err
 }
 
 // artifactURI is the web address of an artifact, the summary's resourceUri.
