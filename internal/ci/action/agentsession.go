@@ -47,6 +47,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
@@ -185,7 +186,7 @@ func (j *job) agentOpener(ctx context.Context, pin *contract.AgentSessions) (bun
 		if !ok || ks == nil {
 			return nil, &bundle.AgentSessionError{Reason: AgentNoVerifier, Detail: "key mode: agent-session evidence is verified with the job's signing key, and there is none"}
 		}
-		vs := keyVerifiers{id: ks.KeyID(), pub: ks.Public}
+		vs := handoff.KeyVerifiers{ID: ks.KeyID(), Pub: ks.Public}
 		return func(att, material []byte) ([]byte, func(time.Time, string, string) error, error) {
 			if material != nil {
 				return nil, nil, &bundle.AgentSessionError{Reason: bundle.AgentMalformed, Detail: "key-signed evidence carries " + envelope.MaterialFile}
@@ -263,4 +264,13 @@ func agentKeylessRefusal(err error) error {
 		}
 	}
 	return &bundle.AgentSessionError{Reason: bundle.AgentSignature, Detail: err.Error()}
+}
+
+// clipID quotes s, clipped to 80 bytes when longer (an id from untrusted
+// evidence).
+func clipID(s string) string {
+	if len(s) > 80 {
+		return s[:80] + "…"
+	}
+	return fmt.Sprintf("%q", s)
 }

@@ -2,7 +2,6 @@ package action
 
 import (
 	"bytes"
-	"context"
 	"crypto/ed25519"
 	"crypto/rand"
 	"os"
@@ -16,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -163,7 +163,7 @@ func TestReviewFastPathHostile(t *testing.T) {
 		if len(runs) != 1 {
 			t.Fatalf("runs: %v", runs)
 		}
-		data, err := exportRun(context.Background(), filepath.Dir(runs[0]), HandoffPR{Number: prNum, HeadSHA: ff.head, BaseSHA: ff.base}, s.KeyID(),
+		data, err := handoff.Export(filepath.Dir(runs[0]), handoff.PR{Number: prNum, HeadSHA: ff.head, BaseSHA: ff.base}, s.KeyID(),
 			func(p []byte) ([]byte, []byte, error) {
 				env, err := envelope.Sign(s, bundle.PayloadType, p)
 				return env, nil, err
@@ -171,7 +171,7 @@ func TestReviewFastPathHostile(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		z, err := artifact.Zip(map[string][]byte{"x" + runArchiveSuffix: data})
+		z, err := artifact.Zip(map[string][]byte{"x" + handoff.ArchiveSuffix: data})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,15 +181,15 @@ func TestReviewFastPathHostile(t *testing.T) {
 		name  string
 		files map[string]string
 		setup func(t *testing.T, ff *fastFixture)
-		want  FastPathReason
+		want  handoff.Reason
 	}{
-		{"none listed", nil, func(*testing.T, *fastFixture) {}, FastNotFound},
+		{"none listed", nil, func(*testing.T, *fastFixture) {}, handoff.NotFound},
 		{"fork workflow run", nil, func(t *testing.T, ff *fastFixture) {
 			ff.list(githubtest.Artifact{Data: ff.zip, HeadRepositoryID: 99})
-		}, FastFork},
+		}, handoff.Fork},
 		{"listed for another head", nil, func(t *testing.T, ff *fastFixture) {
 			ff.list(githubtest.Artifact{Data: ff.zip, HeadSHA: ff.base})
-		}, FastNotFound},
+		}, handoff.NotFound},
 		{"run for another head", nil, func(t *testing.T, ff *fastFixture) {
 			// The PR moved to a new head (same tree); a hand-off of the old
 			// head is listed under the new head's name.
@@ -199,26 +199,26 @@ func TestReviewFastPathHostile(t *testing.T) {
 			ff.reviewEvent(id)
 			ff.head = newHead
 			ff.list(githubtest.Artifact{Data: ff.zip})
-		}, FastOtherHead},
+		}, handoff.OtherHead},
 		{"run under another contract", map[string]string{".proofgate/other.yaml": strings.Replace(slowContract, "timeout: 60s", "timeout: 61s", 1)}, func(t *testing.T, ff *fastFixture) {
 			ff.env["INPUT_CONTRACT"] = ".proofgate/other.yaml"
 			ff.list(githubtest.Artifact{Data: ff.zip})
-		}, FastOtherContract},
+		}, handoff.OtherContract},
 		{"signed by another key", nil, func(t *testing.T, ff *fastFixture) {
 			ff.list(githubtest.Artifact{Data: otherKey(t, ff)})
-		}, FastBadSignature},
+		}, handoff.BadSignature},
 		{"evidence edited", nil, func(t *testing.T, ff *fastFixture) {
 			ff.list(githubtest.Artifact{Data: forge(t, ff.zip, bundle.RunFile, func(b []byte) []byte { return append(b, ' ') })})
-		}, FastMalformed},
+		}, handoff.Malformed},
 		{"extra file", nil, func(t *testing.T, ff *fastFixture) {
 			ff.list(githubtest.Artifact{Data: rezip(t, ff.zip, func(f map[string][]byte) { f["README"] = []byte("x") })})
-		}, FastMalformed},
+		}, handoff.Malformed},
 		{"base moved: another test merge", nil, func(t *testing.T, ff *fastFixture) {
 			ws := ff.env["GITHUB_WORKSPACE"]
 			m := git(t, ws, "commit-tree", ff.merge+"^{tree}", "-p", ff.base, "-p", ff.head, "-m", "re-merged")
 			git(t, ws, "checkout", "-q", "--detach", m)
 			ff.list(githubtest.Artifact{Data: ff.zip})
-		}, FastCheckout},
+		}, handoff.Checkout},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -235,7 +235,7 @@ func TestReviewFastPathHostile(t *testing.T) {
 			if !strings.Contains(ff.summary(), "Review fast path not taken") || !strings.Contains(ff.log.String(), string(tc.want)) {
 				t.Errorf("summary/log do not say why:\n%s", ff.summary())
 			}
-			if tc.want != FastCheckout {
+			if tc.want != handoff.Checkout {
 				mustCode(t, res.Code, ExitOK, err, ff.log.String())
 			}
 		})

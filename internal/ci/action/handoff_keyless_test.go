@@ -8,6 +8,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -94,22 +95,22 @@ func TestKeylessHandoffHostile(t *testing.T) {
 		rootOf *sigstoretest.Services
 		claims func(*githubtest.Claims)
 		env    map[string]string
-		want   FastPathReason
+		want   handoff.Reason
 		detail string
 	}{
 		{"another workflow file", svc, func(c *githubtest.Claims) {
 			c.JobWorkflowRef = strings.Replace(c.JobWorkflowRef, "proofgate.yml", "other.yml", 1)
 			c.WorkflowRef = c.JobWorkflowRef
-		}, nil, FastSignerID, "signer workflow"},
+		}, nil, handoff.SignerID, "signer workflow"},
 		{"another ref", svc, func(c *githubtest.Claims) {
 			c.Ref = "refs/heads/topic"
 			c.JobWorkflowRef = strings.Replace(c.JobWorkflowRef, "refs/pull/7/merge", c.Ref, 1)
 			c.WorkflowRef = c.JobWorkflowRef
-		}, nil, FastSignerID, "refs/heads/topic"},
-		{"another repository", svc, func(c *githubtest.Claims) { c.Repository = owner + "/fork" }, nil, FastSignerID, "source repository"},
-		{"another commit", svc, func(c *githubtest.Claims) { c.SHA = strings.Repeat("e", 40) }, nil, FastSignerID, "source digest"},
-		{"untrusted root", other, nil, nil, FastUntrusted, "certificate"},
-		{"no trusted root input", svc, nil, map[string]string{"INPUT_TRUSTED-ROOT": ""}, FastNoTrustedRoot, "trusted-root"},
+		}, nil, handoff.SignerID, "refs/heads/topic"},
+		{"another repository", svc, func(c *githubtest.Claims) { c.Repository = owner + "/fork" }, nil, handoff.SignerID, "source repository"},
+		{"another commit", svc, func(c *githubtest.Claims) { c.SHA = strings.Repeat("e", 40) }, nil, handoff.SignerID, "source digest"},
+		{"untrusted root", other, nil, nil, handoff.Untrusted, "certificate"},
+		{"no trusted root input", svc, nil, map[string]string{"INPUT_TRUSTED-ROOT": ""}, handoff.NoTrustedRoot, "trusted-root"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

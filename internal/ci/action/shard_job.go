@@ -14,6 +14,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
@@ -239,5 +240,5 @@ func (j *job) shardVerifier(kv *sigstore.Verifiers) (shard.Verifier, error) {
 	if !ok {
 		return nil, shardRefuse(ShardNoSigner, "", "the signer is not an Ed25519 key")
 	}
-	return &bundle.ShardVerifier{Keys: keyVerifiers{id: ks.KeyID(), pub: ks.Public}}, nil
+	return &bundle.ShardVerifier{Keys: handoff.KeyVerifiers{ID: ks.KeyID(), Pub: ks.Public}}, nil
 }

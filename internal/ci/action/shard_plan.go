@@ -10,12 +10,13 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // The planned run of a sharded run travels as the run hand-off does
-// (handoff.go, docs/SPEC.md "Run hand-off artifact"): a zip holding one
+// (internal/ci/handoff, docs/SPEC.md "Run hand-off artifact"): a zip holding one
 // <run id>.run.tar.gz with the run's files (run.json, events.ndjson,
 // contract.json, referenced blobs) and attestation.dsse.json (plus, keyless,
 // attestation.sigstore.json), the envelope over a PlanStatement whose
@@ -72,7 +73,7 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 	}
 	w := j.wrun
 	wr := PlanWorkflowRun{Repository: j.repo, ID: w.ID, Attempt: w.Attempt}
-	data, err := packRun(j.r.Dir, replay.Planned, func(rep *replay.Report, subjects []bundle.Subject, signedAt string) any {
+	data, err := handoff.Pack(j.r.Dir, replay.Planned, func(rep *replay.Report, subjects []bundle.Subject, signedAt string) any {
 		return &PlanStatement{Type: bundle.StatementType, PredicateType: PlanPredicateType, Subject: subjects,
 			Predicate: PlanPredicate{SignedAt: signedAt, KeyID: keyID, Run: bundle.Summarize(rep), WorkflowRun: wr}}
 	}, sign)
@@ -80,7 +81,7 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 		return 0, environment("pack the planned run: %w", err)
 	}
 	name := PlanArtifactName(w.ID, w.Attempt)
-	if _, err := uploadArtifact(ctx, j.f, tok, results, name, map[string][]byte{j.r.ID + runArchiveSuffix: data}); err != nil {
+	if _, err := uploadArtifact(ctx, j.f, tok, results, name, map[string][]byte{j.r.ID + handoff.ArchiveSuffix: data}); err != nil {
 		return 0, shardRefuse(ShardNoArtifacts, name, "upload: %v", err)
 	}
 	j.f.output("plan-artifact", name)
@@ -112,7 +113,7 @@ func (j *job) importPlan(ctx context.Context, kv *sigstore.Verifiers) error {
 	case found[0].Expired:
 		return shardRefuse(ShardExpired, name, "the artifact has expired")
 	}
-	zipData, err := artifact.Download(ctx, j.gh, j.owner, j.name, found[0].ID, MaxRunArtifactBytes)
+	zipData, err := artifact.Download(ctx, j.gh, j.owner, j.name, found[0].ID, handoff.MaxArtifactBytes)
 	if err != nil {
 		return shardRefuse(ShardAPI, name, "download: %v", err)
 	}
@@ -134,7 +135,7 @@ func (j *job) importPlan(ctx context.Context, kv *sigstore.Verifiers) error {
 
 // planInvalid makes a hand-off refusal of the plan a ShardError.
 func planInvalid(name string, err error) error {
-	var fe *FastPathError
+	var fe *handoff.Error
 	if errors.As(err, &fe) {
 		return &ShardError{Reason: ShardPlanInvalid, Artifact: name, Detail: fe.Error(), Err: err}
 	}
@@ -144,28 +145,28 @@ func planInvalid(name string, err error) error {
 // openPlan verifies the plan archive's signature and statement and replays
 // its files to PLANNED.
 func (j *job) openPlan(zipData []byte, kv *sigstore.Verifiers) (map[string][]byte, *PlanStatement, error) {
-	files, payload, wk, err := j.openSignedRun(zipData, kv)
+	files, payload, wk, err := handoff.OpenSigned(zipData, j.signer, kv)
 	if err != nil {
 		return nil, nil, err
 	}
 	var st PlanStatement
 	if err := strictjson.Decode(payload, &st); err != nil {
-		return nil, nil, refuse(FastMalformed, "statement: %v", err)
+		return nil, nil, handoff.Refuse(handoff.Malformed, "statement: %v", err)
 	}
 	if c, err := canon.Marshal(&st); err != nil || !bytes.Equal(c, payload) {
-		return nil, nil, refuse(FastMalformed, "the statement is not its canonical JSON")
+		return nil, nil, handoff.Refuse(handoff.Malformed, "the statement is not its canonical JSON")
 	}
 	if st.Type != bundle.StatementType || st.PredicateType != PlanPredicateType {
-		return nil, nil, refuse(FastMalformed, "statement type %q / predicate type %q, want %s", st.Type, st.PredicateType, PlanPredicateType)
+		return nil, nil, handoff.Refuse(handoff.Malformed, "statement type %q / predicate type %q, want %s", st.Type, st.PredicateType, PlanPredicateType)
 	}
-	if err := checkSubjects(st.Subject, files); err != nil {
+	if err := handoff.CheckSubjects(st.Subject, files); err != nil {
 		return nil, nil, err
 	}
-	if err := replayClaimed(files, replay.Planned, st.Predicate.Run, st.Predicate.SignedAt); err != nil {
+	if err := handoff.ReplayClaimed(files, replay.Planned, st.Predicate.Run, st.Predicate.SignedAt); err != nil {
 		return nil, nil, err
 	}
 	if wk != nil {
-		if err := checkKeylessTime(wk, st.Predicate.KeyID, st.Predicate.SignedAt, st.Predicate.Run.Repo); err != nil {
+		if err := handoff.CheckKeylessTime(wk, st.Predicate.KeyID, st.Predicate.SignedAt, st.Predicate.Run.Repo); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -177,7 +178,7 @@ func (j *job) openPlan(zipData []byte, kv *sigstore.Verifiers) (map[string][]byt
 func (j *job) bindPlan(ctx context.Context, st *PlanStatement) error {
 	p, r := st.Predicate.WorkflowRun, st.Predicate.Run
 	if p.ID != j.wrun.ID || p.Attempt != j.wrun.Attempt || p.Repository != j.repo {
-		return refuse(FastOtherHead, "the plan is for workflow run %d attempt %d of %q, this job is run %d attempt %d of %s",
+		return handoff.Refuse(handoff.OtherHead, "the plan is for workflow run %d attempt %d of %q, this job is run %d attempt %d of %s",
 			p.ID, p.Attempt, p.Repository, j.wrun.ID, j.wrun.Attempt, j.repo)
 	}
 	return j.bindSummary(ctx, r, "the run was planned under contract %s, this job resolved %s",

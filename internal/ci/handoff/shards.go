@@ -1,4 +1,4 @@
-package action
+package handoff
 
 import (
 	"errors"
@@ -40,8 +40,8 @@ func readMergedShards(dir string, mem map[string][]byte) error {
 			if err != nil {
 				return err
 			}
-			if total += int64(len(b)); total > MaxRunArtifactBytes {
-				return fmt.Errorf("%s: over %d bytes", replay.ShardDir, MaxRunArtifactBytes)
+			if total += int64(len(b)); total > MaxArtifactBytes {
+				return fmt.Errorf("%s: over %d bytes", replay.ShardDir, MaxArtifactBytes)
 			}
 			mem[n] = b
 		}
