@@ -147,7 +147,7 @@ type Result struct {
 	StatusPosted string
 	// Imported is true when the review job imported the pull_request
 	// job's verified run instead of re-running the checks; FastPathRefusal
-	// says why it did not (a FastPathReason), "" when it did or never tried.
+	// says why it did not (a handoff.Reason), "" when it did or never tried.
 	Imported        bool
 	FastPathRefusal string
 	// ShardRefusal is why a plan, shard or merge job refused (a
