@@ -27,9 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	goruntime "runtime"
@@ -633,7 +631,7 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 
 // record records the counted approvals of dec through the kernel.
 func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget) int {
-	tree := commitTree(ctx, j.ws, j.gh, j.owner, j.name, t.head)
+	tree := event.CommitTree(ctx, j.ws, j.gh, j.owner, j.name, t.head)
 	fresh := run.Freshness{RepoDir: j.ws, StateDir: j.stateDir}
 	// With approval rules every credited approval is recorded (held until
 	// the last): the decision then proves each rule the evaluation found
@@ -839,43 +837,6 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 		return 0, err
 	}
 	return ExitOK, nil
-}
-
-// commitTree returns the tree of commit sha: from git when the checkout has
-// the commit, else from the REST API, else "" (unknown).
-func commitTree(ctx context.Context, ws string, gh *github.Client, owner, name, sha string) string {
-	if !event.IsHexSHA(sha) {
-		return ""
-	}
-	if t, err := gitTree(ctx, ws, sha); err == nil {
-		return t
-	}
-	if gh == nil {
-		return ""
-	}
-	var c struct {
-		Tree struct {
-			SHA string `json:"sha"`
-		} `json:"tree"`
-	}
-	if _, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/git/commits/%s", url.PathEscape(owner), url.PathEscape(name), sha), &c); err != nil || !event.IsHexSHA(c.Tree.SHA) {
-		return ""
-	}
-	return c.Tree.SHA
-}
-
-func gitTree(ctx context.Context, ws, sha string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", "-c", "safe.directory="+ws, "-C", ws, "rev-parse", "--verify", "--quiet", sha+"^{tree}")
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git rev-parse %s^{tree}: %w", sha, err)
-	}
-	t := strings.TrimSpace(string(out))
-	if !event.IsHexSHA(t) {
-		return "", fmt.Errorf("git rev-parse %s^{tree}: unexpected %q", sha, t)
-	}
-	return t, nil
 }
 
 func short(sha string) string {

@@ -355,7 +355,7 @@ func (g *gate) policy(ctx context.Context) *refusal {
 		g.opts.Commit = in.commit
 		return nil
 	}
-	g.res.Tree = commitTree(ctx, g.ws, g.gh, g.owner, g.name, in.commit)
+	g.res.Tree = event.CommitTree(ctx, g.ws, g.gh, g.owner, g.name, in.commit)
 	if g.res.Tree == "" {
 		return &refusal{exit.Environment, ReasonGitHubAPI,
 			fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit)}
