@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/internal/bounded"
-	"github.com/proofgate/proofgate/internal/ci/action"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -190,7 +189,7 @@ func TestReleaseProducts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := action.PostAttestation(ctx, client, "acme", "widget", comp); err != nil {
+	if _, err := ghapi.PostAttestation(ctx, client, "acme", "widget", comp); err != nil {
 		t.Fatal(err)
 	}
 	proxy, ca := gh.APIProxy(t)

@@ -24,9 +24,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	goruntime "runtime"
@@ -44,6 +42,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/ci/review"
+	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
@@ -343,7 +342,7 @@ func (j *job) run(ctx context.Context) (int, error) {
 	}
 	imported := j.tryFastPath(ctx)
 	if !imported {
-		j.report(ctx, StatusPending, "running the checks of the base contract")
+		j.report(ctx, status.Pending, "running the checks of the base contract")
 		if err := j.plan(ctx); err != nil {
 			return 0, err
 		}
@@ -630,7 +629,7 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 
 // record records the counted approvals of dec through the kernel.
 func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget) int {
-	tree := commitTree(ctx, j.ws, j.gh, j.owner, j.name, t.head)
+	tree := event.CommitTree(ctx, j.ws, j.gh, j.owner, j.name, t.head)
 	fresh := run.Freshness{RepoDir: j.ws, StateDir: j.stateDir}
 	// With approval rules every credited approval is recorded (held until
 	// the last): the decision then proves each rule the evaluation found
@@ -825,43 +824,6 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 		return 0, err
 	}
 	return ExitOK, nil
-}
-
-// commitTree returns the tree of commit sha: from git when the checkout has
-// the commit, else from the REST API, else "" (unknown).
-func commitTree(ctx context.Context, ws string, gh *github.Client, owner, name, sha string) string {
-	if !event.IsHexSHA(sha) {
-		return ""
-	}
-	if t, err := gitTree(ctx, ws, sha); err == nil {
-		return t
-	}
-	if gh == nil {
-		return ""
-	}
-	var c struct {
-		Tree struct {
-			SHA string `json:"sha"`
-		} `json:"tree"`
-	}
-	if _, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/git/commits/%s", url.PathEscape(owner), url.PathEscape(name), sha), &c); err != nil || !event.IsHexSHA(c.Tree.SHA) {
-		return ""
-	}
-	return c.Tree.SHA
-}
-
-func gitTree(ctx context.Context, ws, sha string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", "-c", "safe.directory="+ws, "-C", ws, "rev-parse", "--verify", "--quiet", sha+"^{tree}")
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1")
-	out, err := cmd.Output()
-	if err != nil {
-		return "", fmt.Errorf("git rev-parse %s^{tree}: %w", sha, err)
-	}
-	t := strings.TrimSpace(string(out))
-	if !event.IsHexSHA(t) {
-		return "", fmt.Errorf("git rev-parse %s^{tree}: unexpected %q", sha, t)
-	}
-	return t, nil
 }
 
 func short(sha string) string {

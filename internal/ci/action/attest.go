@@ -1,16 +1,12 @@
 package action
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"strconv"
 
-	"github.com/google/go-github/v62/github"
+	"github.com/proofgate/proofgate/internal/ci/ghapi"
 )
 
 // readAttest reads input attest: "true" stores the keyless companion
@@ -30,37 +26,6 @@ func readAttest(f *workflow, keyless bool) (bool, error) {
 	}
 }
 
-// AttestPermissionError is an attestation the token may not store (HTTP
-// 403): the job warns and goes on, since the evidence is uploaded anyway.
-type AttestPermissionError struct{}
-
-func (*AttestPermissionError) Error() string {
-	return "the token may not store attestations (HTTP 403): give the job `permissions: attestations: write`"
-}
-
-// PostAttestation stores the Sigstore bundle comp in owner/repo's
-// attestation store (POST /repos/{owner}/{repo}/attestations, body
-// {"bundle": comp}) and returns its id.
-func PostAttestation(ctx context.Context, gh *github.Client, owner, repo string, comp []byte) (int64, error) {
-	if !json.Valid(comp) {
-		return 0, errors.New("the companion Sigstore bundle is not JSON")
-	}
-	body := map[string]json.RawMessage{"bundle": bytes.TrimSpace(comp)}
-	req, err := gh.NewRequest(http.MethodPost, fmt.Sprintf("repos/%s/%s/attestations", url.PathEscape(owner), url.PathEscape(repo)), body)
-	if err != nil {
-		return 0, err
-	}
-	var created struct {
-		ID int64 `json:"id"`
-	}
-	_, err = gh.Do(ctx, req, &created)
-	var ge *github.ErrorResponse
-	if errors.As(err, &ge) && ge.Response != nil && ge.Response.StatusCode == http.StatusForbidden {
-		return 0, &AttestPermissionError{}
-	}
-	return created.ID, err
-}
-
 // attest stores the companion of the exported bundle when input attest is
 // true; a failure is a warning, never the job's.
 func (j *job) attest(ctx context.Context, comp []byte) {
@@ -71,7 +36,7 @@ func (j *job) attest(ctx context.Context, comp []byte) {
 		j.f.annotate("warning", "ProofGate attestation not stored", "input attest: true, but there is no github-token")
 		return
 	}
-	id, err := PostAttestation(ctx, j.gh, j.owner, j.name, comp)
+	id, err := ghapi.PostAttestation(ctx, j.gh, j.owner, j.name, comp)
 	if err != nil {
 		j.f.annotate("warning", "ProofGate attestation not stored", err.Error())
 		return

@@ -4,13 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-github/v62/github"
 
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
@@ -97,31 +94,6 @@ func TestActionAttest(t *testing.T) {
 	res, _ = key.run()
 	if res.Code != ExitUsage || !strings.Contains(key.log.String(), "needs signing: keyless") {
 		t.Fatalf("key mode with attest: exit %d\n%s", res.Code, key.log.String())
-	}
-}
-
-// TestFakeAttestationStoreRefuses: the fake refuses what GitHub's
-// documented endpoint refuses (422) and what the action never sends.
-func TestFakeAttestationStoreRefuses(t *testing.T) {
-	fx := newFixture(t, processContract, nil)
-	gh, err := ghapi.NewClient(context.Background(), fx.gh.Token, fx.gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		name, comp string
-		status     int
-	}{
-		{"not a bundle", `{"mediaType":"application/json"}`, 422},
-		{"no certificate", `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"publicKey":{"hint":"x"}},"dsseEnvelope":{"payloadType":"application/vnd.in-toto+json","payload":"e30="}}`, 422},
-		{"no envelope", `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","verificationMaterial":{"certificate":{"rawBytes":"AA=="}}}`, 422},
-		{"duplicate member", `{"mediaType":"application/vnd.dev.sigstore.bundle.v0.3+json","mediaType":"x"}`, 400},
-	} {
-		_, err := PostAttestation(context.Background(), gh, owner, repo, []byte(c.comp))
-		var ge *github.ErrorResponse
-		if !errors.As(err, &ge) || ge.Response.StatusCode != c.status {
-			t.Errorf("%s: %v, want %d", c.name, err, c.status)
-		}
 	}
 }
 

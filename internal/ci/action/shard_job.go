@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
+	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
@@ -76,7 +77,7 @@ func (j *job) sharded(ctx context.Context) (int, error) {
 // execShard is a matrix job: import the plan, execute shard I/N, sign the
 // shard directory and upload it.
 func (j *job) execShard(ctx context.Context, kv *sigstore.Verifiers) (int, error) {
-	j.statusMode = StatusModeNone // the merge job reports the run's state
+	j.statusMode = status.ModeNone // the merge job reports the run's state
 	sp := *j.in.shard
 	tok, results := j.o.Getenv("ACTIONS_RUNTIME_TOKEN"), j.o.Getenv("ACTIONS_RESULTS_URL")
 	if tok == "" || results == "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/durable"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
@@ -159,7 +160,7 @@ func (j *job) downloadShards(ctx context.Context, sel []selectedShard, tmp strin
 // shards, merge them (internal/shard verifies each), then decide as an
 // unsharded run does.
 func (j *job) mergeShards(ctx context.Context, kv *sigstore.Verifiers) (int, error) {
-	j.report(ctx, StatusPending, "merging the shards of the sharded run")
+	j.report(ctx, status.Pending, "merging the shards of the sharded run")
 	if err := j.importPlan(ctx, kv); err != nil {
 		return 0, err
 	}

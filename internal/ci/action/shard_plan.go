@@ -11,6 +11,7 @@ import (
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
+	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -56,9 +57,9 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 	if tok == "" || results == "" {
 		return 0, shardRefuse(ShardNoArtifacts, "", "ACTIONS_RUNTIME_TOKEN or ACTIONS_RESULTS_URL is missing: the planned run cannot be uploaded for the shard jobs")
 	}
-	j.report(ctx, StatusPending, "sharded run planned; its shard jobs run the checks")
+	j.report(ctx, status.Pending, "sharded run planned; its shard jobs run the checks")
 	// The shard jobs post nothing; the merge job reports the run's state.
-	j.statusMode = StatusModeNone
+	j.statusMode = status.ModeNone
 	if err := j.plan(ctx); err != nil {
 		return 0, err
 	}

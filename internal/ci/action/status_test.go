@@ -3,12 +3,8 @@ package action
 import (
 	"strings"
 	"testing"
-	"unicode/utf8"
 
-	"github.com/google/go-github/v62/github"
-	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
-	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
@@ -112,54 +108,5 @@ func TestStatusNoneAndBadInput(t *testing.T) {
 	mustCode(t, res.Code, ExitUsage, err, fx.log.String())
 	if !strings.Contains(err.Error(), "input status") {
 		t.Fatalf("error does not name the input: %v", err)
-	}
-}
-
-func TestClipDescription(t *testing.T) {
-	long := strings.Repeat("é", 200) + "\x1b[31m"
-	got := ClipDescription(long)
-	if n := utf8.RuneCountInString(got); n != MaxStatusDescription || !utf8.ValidString(got) || !strings.HasSuffix(got, "…") {
-		t.Fatalf("clipped to %d runes: %q", n, got)
-	}
-	if strings.ContainsRune(ClipDescription("a\x1b[31mb\nc"), 0x1b) {
-		t.Fatal("an escape reached the description")
-	}
-	w := WaitingFor(contract.Approval{Required: 2, Roles: []string{"admin"}})
-	if w != "waiting for: 2 approvals by admin" {
-		t.Fatalf("WaitingFor: %q", w)
-	}
-	// The fake refuses a description over 140 characters as GitHub does:
-	// a long rule text still posts once clipped.
-	fx := newFixture(t, processContract, nil)
-	if err := PostStatus(t.Context(), ghClient(t, fx), StatusModeCommit, owner, repo, fx.head, StatusReport{State: "pending", Description: long}); err != nil {
-		t.Fatal(err)
-	}
-	if err := PostStatus(t.Context(), ghClient(t, fx), StatusModeCommit, owner, repo, fx.head, StatusReport{State: "waiting"}); err == nil {
-		t.Fatal("the fake accepted a state outside the enum")
-	}
-}
-
-func ghClient(t *testing.T, fx *fixture) *github.Client {
-	t.Helper()
-	c, err := ghapi.NewClient(t.Context(), fx.gh.Token, fx.gh.URL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
-func TestRunURL(t *testing.T) {
-	env := map[string]string{"GITHUB_SERVER_URL": "https://ghe.example/", "GITHUB_REPOSITORY": "acme/widget", "GITHUB_RUN_ID": "12", "GITHUB_RUN_ATTEMPT": "2"}
-	get := func(k string) string { return env[k] }
-	if u := RunURL(get); u != "https://ghe.example/acme/widget/actions/runs/12/attempts/2" {
-		t.Fatalf("RunURL %q", u)
-	}
-	env["GITHUB_RUN_ID"] = "12/../../x"
-	if u := RunURL(get); u != "" {
-		t.Fatalf("RunURL of a hostile run id: %q", u)
-	}
-	delete(env, "GITHUB_RUN_ID")
-	if u := RunURL(get); u != "" {
-		t.Fatalf("RunURL without a run id: %q", u)
 	}
 }

@@ -6,13 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net/http"
-	"net/url"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -30,17 +27,8 @@ import (
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
-// Bounds of the verify step.
-const (
-	// MaxCandidates bounds how many artifacts one verify downloads.
-	MaxCandidates = 10
-	// MaxArtifactBytes bounds a downloaded artifact zip.
-	MaxArtifactBytes = 512 << 20
-	// maxScanPages bounds the recent-artifacts scan (100 per page).
-	maxScanPages = 3
-	// DefaultTrustStore is the trust-store input's default.
-	DefaultTrustStore = ".proofgate/trust.json"
-)
+// DefaultTrustStore is the trust-store input's default.
+const DefaultTrustStore = ".proofgate/trust.json"
 
 // Reasons of a refusal that happens before a bundle is verified. Bundle
 // refusals use bundle.Reason values. They are untyped: a verdict's reason
@@ -122,7 +110,7 @@ type verifyInputs struct {
 // commit itself; the artifacts for the heads of the pull requests GitHub
 // associates with the commit (commits/{sha}/pulls); and, when those give
 // none, the newest unexpired artifacts whose name is artifact-name (or starts
-// with "proofgate-"), at most MaxCandidates in all. Each candidate is
+// with "proofgate-"), at most artifact.MaxCandidates in all. Each candidate is
 // verified with the commit's tree required; the first accepted wins. The
 // name is only a hint: a bundle is accepted because its signed, verified
 // tree equals the release commit's tree, never because of its name.
@@ -367,7 +355,7 @@ func (g *gate) policy(ctx context.Context) *refusal {
 		g.opts.Commit = in.commit
 		return nil
 	}
-	g.res.Tree = commitTree(ctx, g.ws, g.gh, g.owner, g.name, in.commit)
+	g.res.Tree = event.CommitTree(ctx, g.ws, g.gh, g.owner, g.name, in.commit)
 	if g.res.Tree == "" {
 		return &refusal{exit.Environment, ReasonGitHubAPI,
 			fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit)}
@@ -409,14 +397,7 @@ func (g *gate) verifyArtifacts(ctx context.Context) *refusal {
 	if g.owner == "" {
 		return refuseUsage("GITHUB_REPOSITORY %q is not owner/name", g.o.Getenv("GITHUB_REPOSITORY"))
 	}
-	in := g.in
-	nameFor := func(head string) string {
-		if in.artifactName != "" {
-			return in.artifactName
-		}
-		return ArtifactPrefix + head
-	}
-	cands, findErr := candidates(ctx, g.gh, g.owner, g.name, in, nameFor)
+	cands, findErr := artifact.Candidates(ctx, g.gh, g.owner, g.name, g.search())
 	if len(cands) == 0 {
 		miss := g.notFound(findErr)
 		if miss.class != exit.Refused {
@@ -435,6 +416,22 @@ func (g *gate) verifyArtifacts(ctx context.Context) *refusal {
 		}
 	}
 	return &refusal{exit.Refused, first.Reason, first.Detail}
+}
+
+// search is what the gate looks for: the artifacts named input
+// artifact-name, else ArtifactPrefix and the head. A run hand-off
+// (RunArtifactPrefix) and a run's products (ProductsArtifactPrefix) are
+// never a bundle.
+func (g *gate) search() artifact.Search {
+	in := g.in
+	return artifact.Search{Commit: in.commit, ByCommit: in.match == verifyMatchCommit, Name: in.artifactName,
+		Prefix: ArtifactPrefix, Exclude: []string{RunArtifactPrefix, ProductsArtifactPrefix},
+		NameFor: func(head string) string {
+			if in.artifactName != "" {
+				return in.artifactName
+			}
+			return ArtifactPrefix + head
+		}}
 }
 
 // notFound is the refusal when no candidate artifact was found.
@@ -459,22 +456,26 @@ const noArtifactsAPIHint = "; where the REST artifacts API is missing (act, Gite
 // the artifact's created_at.
 func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 	label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, short(a.Run.HeadSHA))
-	zipData, err := artifact.Download(ctx, g.gh, g.owner, g.name, a.ID, MaxArtifactBytes)
+	zipData, err := artifact.Download(ctx, g.gh, g.owner, g.name, a.ID, artifact.MaxBundleBytes)
 	if err != nil {
 		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonGitHubAPI, Detail: err.Error()}
 		g.res.Attempts = append(g.res.Attempts, att)
 		return att
 	}
-	name, data, comp, err := bundleFromZip(zipData)
+	b, err := artifact.BundleFromZip(zipData, artifact.MaxBundleBytes, companionName)
 	if err != nil {
 		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
 		g.res.Attempts = append(g.res.Attempts, att)
 		return att
 	}
+	var comp *companionFile
+	if b.Companion != "" {
+		comp = &companionFile{name: b.Companion, data: b.CompanionData}
+	}
 	witnessed := g.opts
 	witnessed.Witnessed = a.CreatedAt
-	att := g.verifyOne(data, comp, witnessed, label)
-	g.noteVSA(data, path.Base(name), g.artifactURI(a.Run.ID, a.ID), witnessed, att)
+	att := g.verifyOne(b.Data, comp, witnessed, label)
+	g.noteVSA(b.Data, path.Base(b.Name), g.artifactURI(a.Run.ID, a.ID), witnessed, att)
 	return att
 }
 
@@ -498,140 +499,6 @@ func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, n
 		return "", &refusal{exit.Refused, ReasonNoContract, err.Error()}
 	}
 	return h, nil
-}
-
-// bundleFromZip returns the name and bytes of the bundle inside an
-// artifact zip, found by name:
-// exactly one .tar.gz file, beside which only its companion Sigstore
-// bundle (the name without .tar.gz, plus .sigstore.json) may lie. The
-// companion is nil when the artifact has none (one made before the action
-// uploaded it).
-func bundleFromZip(zipData []byte) (string, []byte, *companionFile, error) {
-	files, err := artifact.Unzip(zipData, MaxArtifactBytes, MaxArtifactBytes)
-	if err != nil {
-		return "", nil, nil, err
-	}
-	var name string
-	n := 0
-	for f := range files {
-		if strings.HasSuffix(f, ".tar.gz") {
-			name = f
-			n++
-		}
-	}
-	if n != 1 {
-		return "", nil, nil, fmt.Errorf("the artifact holds %d .tar.gz bundles, want exactly 1", n)
-	}
-	var comp *companionFile
-	cn := companionName(name)
-	for f, b := range files {
-		switch f {
-		case name:
-		case cn:
-			comp = &companionFile{name: cn, data: b}
-		default:
-			return "", nil, nil, fmt.Errorf("the artifact holds %q beside %s: only its companion %s may", f, name, cn)
-		}
-	}
-	return name, files[name], comp, nil
-}
-
-// candidates lists the artifacts to try, most specific first (see Verify).
-func candidates(ctx context.Context, gh *github.Client, owner, repo string, in verifyInputs, nameFor func(string) string) ([]*artifact.Artifact, error) {
-	var out []*artifact.Artifact
-	seen := map[int64]bool{}
-	add := func(a *artifact.Artifact) {
-		if a != nil && !seen[a.ID] && len(out) < MaxCandidates {
-			seen[a.ID] = true
-			out = append(out, a)
-		}
-	}
-	a, firstErr := artifact.Find(ctx, gh, owner, repo, nameFor(in.commit), in.commit)
-	add(a)
-	if in.match == verifyMatchCommit {
-		return out, firstErr
-	}
-	if !isFindMiss(firstErr) {
-		return out, firstErr
-	}
-	// Heads of the pull requests GitHub associates with the commit.
-	var prs []struct {
-		Head struct {
-			SHA string `json:"sha"`
-		} `json:"head"`
-	}
-	_, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/commits/%s/pulls?per_page=100", url.PathEscape(owner), url.PathEscape(repo), url.PathEscape(in.commit)), &prs)
-	if err != nil {
-		var ge *github.ErrorResponse
-		if !errors.As(err, &ge) || ge.Response == nil || ge.Response.StatusCode != http.StatusNotFound && ge.Response.StatusCode != http.StatusUnprocessableEntity {
-			return out, fmt.Errorf("pull requests for %s: %w", in.commit, err)
-		}
-	}
-	for _, p := range prs {
-		h := p.Head.SHA
-		if !event.IsHexSHA(h) || h == in.commit {
-			continue
-		}
-		a, err := artifact.Find(ctx, gh, owner, repo, nameFor(h), h)
-		if err != nil && !isFindMiss(err) {
-			return out, err
-		}
-		add(a)
-	}
-	if len(out) > 0 {
-		return out, nil
-	}
-	// The newest unexpired ProofGate artifacts: the verified tree decides.
-	recent, err := listRecent(ctx, gh, owner, repo, in.artifactName)
-	if err != nil {
-		return out, err
-	}
-	for _, a := range recent {
-		add(a)
-	}
-	return out, firstErr
-}
-
-func isFindMiss(err error) bool {
-	return err == nil || errors.Is(err, artifact.ErrNotFound) || errors.Is(err, artifact.ErrExpired) || errors.Is(err, artifact.ErrOtherCommit)
-}
-
-// listRecent lists the newest unexpired artifacts named name (or, when name
-// is empty, starting with ArtifactPrefix), newest first.
-func listRecent(ctx context.Context, gh *github.Client, owner, repo, name string) ([]*artifact.Artifact, error) {
-	var out []*artifact.Artifact
-	for page := 1; page != 0 && page <= maxScanPages; {
-		q := url.Values{"per_page": {"100"}, "page": {strconv.Itoa(page)}}
-		if name != "" {
-			q.Set("name", name)
-		}
-		var list struct {
-			Artifacts []*artifact.Artifact `json:"artifacts"`
-		}
-		resp, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s", url.PathEscape(owner), url.PathEscape(repo), q.Encode()), &list)
-		if err != nil {
-			return nil, fmt.Errorf("list artifacts in %s/%s: %w", owner, repo, err)
-		}
-		for _, a := range list.Artifacts {
-			if a == nil || a.Expired {
-				continue
-			}
-			// A run hand-off (RunArtifactPrefix) and a run's products
-			// (ProductsArtifactPrefix) are never a bundle.
-			if (name != "" && a.Name == name) || (name == "" && strings.HasPrefix(a.Name, ArtifactPrefix) &&
-				!strings.HasPrefix(a.Name, RunArtifactPrefix) && !strings.HasPrefix(a.Name, ProductsArtifactPrefix)) {
-				out = append(out, a)
-			}
-		}
-		page = resp.NextPage
-	}
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreatedAt.Equal(out[j].CreatedAt) {
-			return out[i].CreatedAt.After(out[j].CreatedAt)
-		}
-		return out[i].ID > out[j].ID
-	})
-	return out, nil
 }
 
 func renderVerify(r *VerifyResult) string {

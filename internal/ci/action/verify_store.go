@@ -2,9 +2,7 @@ package action
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"net/url"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/sigstore"
@@ -28,25 +26,16 @@ func (g *gate) verifyStore(ctx context.Context, miss *refusal) *refusal {
 		return miss
 	}
 	d := "sha256:" + g.opts.RequireSubjects[0]
-	var list struct {
-		Attestations []struct {
-			Bundle json.RawMessage `json:"bundle"`
-		} `json:"attestations"`
-	}
-	u := fmt.Sprintf("repos/%s/%s/attestations/%s?per_page=%d&predicate_type=%s", url.PathEscape(g.owner), url.PathEscape(g.name),
-		d, maxStoreCandidates, url.QueryEscape(bundle.PredicateType))
-	if _, err := ghapi.Get(ctx, g.gh, u, &list); err != nil {
+	stored, err := ghapi.Attestations(ctx, g.gh, g.owner, g.name, d, bundle.PredicateType, maxStoreCandidates)
+	if err != nil {
 		return &refusal{miss.class, miss.reason, miss.detail + "; the attestation store: " + err.Error()}
 	}
-	if len(list.Attestations) == 0 {
+	if len(stored) == 0 {
 		return &refusal{miss.class, miss.reason, miss.detail + "; the attestation store holds no ProofGate statement for " + d}
 	}
 	var first *Attempt
-	for i, a := range list.Attestations {
-		if i == maxStoreCandidates {
-			break
-		}
-		att := g.verifyStored(a.Bundle, fmt.Sprintf("attestation store %s #%d", d, i+1))
+	for i, comp := range stored {
+		att := g.verifyStored(comp, fmt.Sprintf("attestation store %s #%d", d, i+1))
 		if att.Verdict == VerdictAccepted {
 			return nil
 		}
