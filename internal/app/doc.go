@@ -6,6 +6,7 @@
 // connecting the runtimes a contract needs (Connect), listing the runs of
 // a state directory (List), reading a check's recorded output
 // (OpenOutput), exporting a run's signed bundle with its companion
-// Sigstore bundle (Export) and the doctor's findings (Doctor). The errors a caller acts on carry their exit
+// Sigstore bundle (Export), writing a signed verification summary with its
+// policy document (WriteSummary) and the doctor's findings (Doctor). The errors a caller acts on carry their exit
 // class (kernel/exit); a failed write is the caller's to word.
 package app
