@@ -3,13 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bench"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -40,28 +40,6 @@ composite score.`,
 	return c
 }
 
-// manifestPath is --manifest, or the default manifest that exists ("" when
-// none; both existing is ambiguous).
-func manifestPath(flag string, required bool) (string, error) {
-	if flag != "" {
-		return flag, nil
-	}
-	y, j := ".proofgate/benchmark.yaml", ".proofgate/benchmark.json"
-	_, ey := os.Stat(y)
-	_, ej := os.Stat(j)
-	switch {
-	case ey == nil && ej == nil:
-		return "", usageErr(fmt.Errorf("both %s and %s exist; pass --manifest", y, j))
-	case ey == nil:
-		return y, nil
-	case ej == nil:
-		return j, nil
-	case required:
-		return "", usageErr(fmt.Errorf("no benchmark manifest (%s or %s; or pass --manifest)", y, j))
-	}
-	return "", nil
-}
-
 func benchmarkReportCmd(g *globals, manifest *string) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
@@ -82,21 +60,13 @@ Examples:
     proofgate benchmark report --json | jq '.tasks[] | {task, comparable, reason}'`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := manifestPath(*manifest, false)
+			path, err := app.ManifestPath(*manifest, false)
 			if err != nil {
 				return err
 			}
-			rep, err := bench.History(g.state)
+			rep, err := app.BenchmarkReport(g.state, path)
 			if err != nil {
-				return envErr(err)
-			}
-			if path != "" {
-				m, digest, err := bench.Load(path)
-				if err != nil {
-					return usageErr(err)
-				}
-				rep.Manifest, rep.ManifestDigest = path, digest
-				bench.Compare(rep, m)
+				return err
 			}
 			if asJSON {
 				if err := writeJSON(g.stdout, rep); err != nil {
@@ -182,7 +152,7 @@ Examples:
     proofgate benchmark baseline --task other --status not-run`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
-			path, err := manifestPath(*manifest, true)
+			path, err := app.ManifestPath(*manifest, true)
 			if err != nil {
 				return err
 			}
@@ -190,9 +160,9 @@ Examples:
 			if err := baselineFlags(cmd, &o, duration, review, attempts); err != nil {
 				return err
 			}
-			b, err := bench.RecordBaseline(path, o)
+			b, err := app.RecordBaseline(path, o)
 			if err != nil {
-				return classifyBench(err)
+				return err
 			}
 			if asJSON {
 				return writeJSON(g.stdout, struct {
@@ -248,20 +218,4 @@ func baselineFlags(cmd *cobra.Command, o *bench.BaselineOptions, duration, revie
 		o.Attempts = &attempts
 	}
 	return nil
-}
-
-// classifyBench maps manifest refusals to exit codes: an unreadable or
-// invalid manifest is input (2), a refused write a refusal (1).
-func classifyBench(err error) error {
-	var be *bench.Error
-	if !errors.As(err, &be) {
-		return envErr(err)
-	}
-	switch be.Reason {
-	case bench.ReasonManifestInvalid, bench.ReasonManifestMissing:
-		return usageErr(err)
-	case bench.ReasonManifestIO:
-		return envErr(err)
-	}
-	return refusedErr(err)
 }

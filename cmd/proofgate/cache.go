@@ -1,22 +1,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/cache"
-	"github.com/proofgate/proofgate/kernel/contract"
 )
-
-// cacheNow is the clock of cache prune (a test hook).
-var cacheNow = time.Now
 
 func cacheCmd(g *globals) *cobra.Command {
 	c := &cobra.Command{Use: "cache", Short: "Work with the cache root that keeps the contract's caches"}
@@ -28,14 +23,6 @@ type cachePruneFlags struct {
 	root, olderThan string
 	scopes          []string
 	apply, asJSON   bool
-}
-
-// cachePruneOutput is `proofgate cache prune --json`.
-type cachePruneOutput struct {
-	cache.PruneReport
-	OlderThan string `json:"older_than,omitempty"`
-	Removed   int    `json:"removed"`
-	Bytes     int64  `json:"bytes"`
 }
 
 func cachePruneCmd(g *globals) *cobra.Command {
@@ -94,29 +81,9 @@ Examples:
 }
 
 func runCachePrune(g *globals, f cachePruneFlags) error {
-	o, err := cachePruneOptions(f)
+	out, err := app.PruneCaches(app.CachePruneOptions{Root: f.root, OlderThan: f.olderThan, Scopes: f.scopes, Apply: f.apply, Now: time.Now, Getenv: os.Getenv})
 	if err != nil {
 		return err
-	}
-	root := f.root
-	if root == "" {
-		if root, err = cache.DefaultRoot(os.Getenv); err != nil {
-			return envErr(err)
-		}
-	}
-	if root, err = filepath.Abs(root); err != nil {
-		return usageErr(err)
-	}
-	rep, err := cache.Prune(root, o)
-	if err != nil {
-		return cachePruneErr(err)
-	}
-	out := cachePruneOutput{PruneReport: rep, OlderThan: f.olderThan}
-	for _, s := range append(rep.Scopes, rep.Leftovers...) {
-		if s.Action == cache.ActionRemoved || s.Action == cache.ActionWouldRemove {
-			out.Removed++
-			out.Bytes += s.Bytes
-		}
 	}
 	if f.asJSON {
 		return writeJSON(g.stdout, out)
@@ -125,36 +92,7 @@ func runCachePrune(g *globals, f cachePruneFlags) error {
 	return nil
 }
 
-func cachePruneOptions(f cachePruneFlags) (cache.PruneOptions, error) {
-	o := cache.PruneOptions{Scopes: f.scopes, Apply: f.apply, Now: cacheNow}
-	if f.olderThan == "" && len(f.scopes) == 0 {
-		return o, usageErr(errors.New("say what to prune: --older-than AGE, --scope S, or both (see 'proofgate clean caches --help')"))
-	}
-	if f.olderThan != "" {
-		d, err := contract.ParseAge(f.olderThan)
-		if err != nil || d <= 0 {
-			return o, usageErr(fmt.Errorf("--older-than: %q is not an age (want e.g. 14d or 36h)", f.olderThan))
-		}
-		o.OlderThan = time.Duration(d)
-	}
-	return o, nil
-}
-
-// cachePruneErr classifies a Prune error: a refused name or root is bad
-// input (2); a filesystem failure is the environment (4).
-func cachePruneErr(err error) error {
-	var ce *cache.Error
-	if errors.As(err, &ce) && ce.Reason == cache.ReasonIO {
-		return envErr(err)
-	}
-	var pe *os.PathError
-	if errors.As(err, &pe) && !errors.Is(err, os.ErrNotExist) {
-		return envErr(err)
-	}
-	return usageErr(err)
-}
-
-func printCachePrune(w io.Writer, out cachePruneOutput) {
+func printCachePrune(w io.Writer, out *app.CachesPruned) {
 	if out.Apply {
 		fmt.Fprintf(w, "cache prune: applied in %s\n", esc(out.Root))
 	} else {
@@ -173,7 +111,7 @@ func printCachePrune(w io.Writer, out cachePruneOutput) {
 	for _, s := range out.Scopes {
 		act := "-"
 		if !s.Activity.IsZero() {
-			act = s.Activity.Format(time.RFC3339) + " (" + ago(cacheNow().Sub(s.Activity)) + " ago)"
+			act = s.Activity.Format(time.RFC3339) + " (" + ago(time.Since(s.Activity)) + " ago)"
 		}
 		b := fmt.Sprintf("%d", s.Bytes)
 		if s.BytesTruncated {

@@ -10,56 +10,15 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/internal/printable"
-	"github.com/proofgate/proofgate/internal/record"
-	"github.com/proofgate/proofgate/internal/run"
-	"github.com/proofgate/proofgate/internal/source"
-	"github.com/proofgate/proofgate/kernel/exit"
-
 	"github.com/proofgate/proofgate/bundle/checkpoint"
-	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/internal/app"
+	"github.com/proofgate/proofgate/internal/printable"
+	"github.com/proofgate/proofgate/kernel/exit"
 )
-
-// checkpointCover is what a verified checkpoint covered: the first Length
-// events of run RunID, ending at Head, signed at Time by KeyID.
-type checkpointCover struct {
-	RunID  string `json:"run_id"`
-	Length int    `json:"length"`
-	Head   string `json:"head"`
-	Time   string `json:"time"`
-	KeyID  string `json:"key_id"`
-}
-
-// verifyCheckpoint checks events against a signed checkpoint. It returns
-// what the checkpoint covered, or a refusal reason and detail, or an error
-// when the inputs are unusable.
-func verifyCheckpoint(cpFile, trustFile string, events []eventlog.Event) (cover *checkpointCover, reason, detail string, err error) {
-	store, err := trust.Load(trustFile)
-	if err != nil {
-		return nil, "", "", err
-	}
-	cp, err := checkpoint.ReadFile(cpFile)
-	if err != nil {
-		return nil, "", "", err
-	}
-	v, err := checkpoint.Verify(cp, store)
-	if err == nil {
-		err = checkpoint.Match(&v.Checkpoint, events)
-	}
-	if err != nil {
-		var ce *checkpoint.Error
-		if errors.As(err, &ce) {
-			return nil, string(ce.Reason), ce.Detail, nil
-		}
-		return nil, string(checkpoint.Invalid), err.Error(), nil
-	}
-	return &checkpointCover{RunID: v.Run, Length: v.Length, Head: v.Head, Time: v.Time, KeyID: v.KeyID}, "", "", nil
-}
 
 // printCheckpointCover says, under an ok events verify, what the checkpoint
 // covered and what it did not.
-func printCheckpointCover(w io.Writer, c *checkpointCover, total int) {
+func printCheckpointCover(w io.Writer, c *app.CheckpointCover, total int) {
 	fmt.Fprintf(w, "checkpoint: covers events 1..%d of %d of run %s (head %s), signed at %s by key %s\n",
 		c.Length, total, c.RunID, c.Head, esc(c.Time), c.KeyID)
 	if total > c.Length {
@@ -89,11 +48,7 @@ func (f *stateFlags) repository(ctx context.Context) (checkpoint.Repository, err
 	if err != nil {
 		return checkpoint.Repository{}, err
 	}
-	root, err := source.RootCommit(ctx, dir)
-	if err != nil {
-		return checkpoint.Repository{}, usageErr(fmt.Errorf("--all binds the repository's root commit: %w", err))
-	}
-	return checkpoint.Repository{Root: root, ID: f.repoID}, nil
+	return app.RootRepository(ctx, dir, f.repoID)
 }
 
 // stateCheckpoint is events checkpoint --all.
@@ -111,12 +66,8 @@ func stateCheckpoint(cmd *cobra.Command, g *globals, sf *stateFlags, keyRef, out
 			return err
 		}
 	}
-	rec, err := record.State(g.state, repo, s, time.Now())
+	rec, err := app.CheckpointState(repo, app.CheckpointOptions{State: g.state, Signer: s, Now: time.Now()})
 	if err != nil {
-		var se *checkpoint.StateError
-		if errors.As(err, &se) {
-			return exit.Wrap(exit.Refused, err)
-		}
 		return classify(err)
 	}
 	if out != "" {
@@ -145,92 +96,29 @@ func stateCheckpoint(cmd *cobra.Command, g *globals, sf *stateFlags, keyRef, out
 	return nil
 }
 
-// stateVerifyResult is events verify --all's result.
-type stateVerifyResult struct {
-	OK         bool                   `json:"ok"`
-	Runs       []eventsResult         `json:"runs"`
-	Checkpoint *stateCover            `json:"checkpoint,omitempty"`
-	Uncovered  []string               `json:"uncovered,omitempty"`
-	Reason     string                 `json:"reason,omitempty"`
-	RunID      string                 `json:"run_id,omitempty"`
-	File       string                 `json:"file,omitempty"`
-	Line       int                    `json:"line,omitempty"`
-	Detail     string                 `json:"detail,omitempty"`
-	Repository *checkpoint.Repository `json:"repository,omitempty"`
-}
-
-// stateCover is what a verified state checkpoint covered.
-type stateCover struct {
-	Runs       int                   `json:"runs"`
-	Repository checkpoint.Repository `json:"repository"`
-	Time       string                `json:"time"`
-	KeyID      string                `json:"key_id"`
-}
-
 // stateVerify is events verify --all [--checkpoint F --trust T]: every
 // run's chain, then (with a checkpoint) the state checkpoint.
 func stateVerify(cmd *cobra.Command, g *globals, sf *stateFlags, cpFile, trustFile string, asJSON bool) error {
 	if (cpFile == "") != (trustFile == "") {
 		return usageErr(errors.New("--checkpoint and --trust go together"))
 	}
-	store := run.NewStore(g.state)
-	ids, err := store.List()
+	res, err := app.VerifyStateChains(g.state)
 	if err != nil {
 		return classify(err)
-	}
-	res := stateVerifyResult{OK: true, Runs: []eventsResult{}}
-	for _, id := range ids {
-		r := verifyEvents(store.Path(id), id, "", "")
-		if !r.OK && res.OK {
-			res.OK, res.Reason, res.RunID, res.File, res.Line, res.Detail = false, r.Reason, id, r.File, r.Line, r.Detail
-		}
-		r.Proved, r.NotProved = nil, ""
-		res.Runs = append(res.Runs, r)
 	}
 	if cpFile != "" && res.OK {
-		if err := res.checkState(cmd.Context(), g, sf, cpFile, trustFile); err != nil {
+		repo, err := sf.repository(cmd.Context())
+		if err != nil {
 			return err
 		}
-	}
-	return printStateVerify(g, &res, asJSON)
-}
-
-func (res *stateVerifyResult) checkState(ctx context.Context, g *globals, sf *stateFlags, cpFile, trustFile string) error {
-	repo, err := sf.repository(ctx)
-	if err != nil {
-		return err
-	}
-	res.Repository = &repo
-	ts, err := trust.Load(trustFile)
-	if err != nil {
-		return usageErr(err)
-	}
-	env, err := checkpoint.ReadFile(cpFile)
-	if err != nil {
-		return usageErr(err)
-	}
-	rep, err := record.VerifyState(g.state, env, ts, repo)
-	var se *checkpoint.StateError
-	var ce *checkpoint.Error
-	var le *eventlog.ChainError
-	switch {
-	case errors.As(err, &se):
-		res.OK, res.Reason, res.RunID, res.Detail = false, string(se.Reason), se.Run, se.Detail
-		if errors.As(err, &le) {
-			res.File, res.Line = le.File, le.Line
+		if err := res.CheckCheckpoint(g.state, repo, cpFile, trustFile); err != nil {
+			return classify(err)
 		}
-	case errors.As(err, &ce):
-		res.OK, res.Reason, res.Detail = false, string(ce.Reason), ce.Detail
-	case err != nil:
-		return classify(err)
-	default:
-		res.Checkpoint = &stateCover{Runs: len(rep.Runs), Repository: rep.Repository, Time: rep.Time, KeyID: rep.KeyID}
-		res.Uncovered = rep.Uncovered
 	}
-	return nil
+	return printStateVerify(g, res, asJSON)
 }
 
-func printStateVerify(g *globals, res *stateVerifyResult, asJSON bool) error {
+func printStateVerify(g *globals, res *app.StateVerified, asJSON bool) error {
 	if asJSON {
 		if err := writeJSON(g.stdout, res); err != nil {
 			return err
@@ -302,7 +190,7 @@ truncated or rewritten one, and a state directory of another repository.`,
 					return err
 				}
 			}
-			rec, err := record.Checkpoint(g.state, args[0], s, time.Now())
+			rec, err := app.CheckpointRun(args[0], app.CheckpointOptions{State: g.state, Signer: s, Now: time.Now()})
 			if err != nil {
 				return classify(err)
 			}

@@ -1,29 +1,17 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/internal/cleanup"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/printable"
-	"github.com/proofgate/proofgate/internal/run"
-	"github.com/proofgate/proofgate/kernel/contract"
-	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // addHistoryCommands registers benchmark and context (issue 16).
 func addHistoryCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(benchmarkCmd(g), contextCmd(g))
-}
-
-// cleanOutput is `proofgate clean --json`.
-type cleanOutput struct {
-	*cleanup.Result
-	RunID    string `json:"run_id,omitempty"`
-	Recorded bool   `json:"recorded"`
-	Removed  int    `json:"removed"`
 }
 
 func cleanCmd(g *globals) *cobra.Command {
@@ -81,42 +69,9 @@ func runClean(cmd *cobra.Command, g *globals, apply, asJSON bool, runID, actor s
 	if err != nil {
 		return err
 	}
-	var r *run.Run
-	var roots []string
-	if runID != "" {
-		if r, err = run.Open(g.state, runID); err != nil {
-			return classify(err)
-		}
-		defer r.Close()
-		roots = r.Contract.Cleanup
-	} else {
-		ct, err := contract.Load(g.contract, "")
-		if err != nil {
-			return classify(err)
-		}
-		roots = ct.Cleanup
-	}
-	if len(roots) == 0 {
-		return usageErr(errors.New("the contract declares no cleanup roots (add `cleanup: [dir, ...]`)"))
-	}
-	res, cerr := cleanup.Clean(repo, g.state, roots, apply)
-	out := cleanOutput{Result: res}
-	if res != nil {
-		out.Removed = res.Removed()
-	}
-	if r != nil && res != nil && res.Applied {
-		out.RunID = r.ID
-		if _, err := r.Append(replay.TypeCleanup, cleanupData(res, actor)); err != nil {
-			return envErr(fmt.Errorf("record cleanup in run %s: %w", r.ID, err))
-		}
-		out.Recorded = true
-	}
-	if cerr != nil {
-		var ce *cleanup.Error
-		if errors.As(cerr, &ce) && ce.Reason != cleanup.ReasonIO {
-			return refusedErr(cerr)
-		}
-		return envErr(cerr)
+	out, err := app.CleanRoots(app.CleanOptions{Repo: repo, State: g.state, Run: runID, Actor: actor, Contract: g.contract, Apply: apply})
+	if err != nil {
+		return classify(err)
 	}
 	if asJSON {
 		return writeJSON(g.stdout, out)
@@ -125,22 +80,7 @@ func runClean(cmd *cobra.Command, g *globals, apply, asJSON bool, runID, actor s
 	return nil
 }
 
-func cleanupData(res *cleanup.Result, actor string) replay.CleanupData {
-	d := replay.CleanupData{Actor: actor, Roots: []replay.CleanupRoot{}}
-	for _, rt := range res.Roots {
-		cr := replay.CleanupRoot{Root: rt.Root, Missing: rt.Missing, Removed: []replay.CleanupEntry{}}
-		for _, e := range rt.Entries {
-			cr.Removed = append(cr.Removed, replay.CleanupEntry(e))
-		}
-		for _, e := range rt.Skipped {
-			cr.Skipped = append(cr.Skipped, replay.CleanupEntry(e))
-		}
-		d.Roots = append(d.Roots, cr)
-	}
-	return d
-}
-
-func printClean(g *globals, out cleanOutput) {
+func printClean(g *globals, out *app.Cleaned) {
 	verb := "would remove"
 	if out.Applied {
 		verb = "removed"

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/proofgate/proofgate/internal/app"
 )
 
 // historyRepo makes a git repository with the given contract and files,
@@ -54,7 +56,7 @@ func TestCleanDryRunApplyAndRecord(t *testing.T) {
 	os.Symlink(outside, filepath.Join(dir, "build", "escape"))
 
 	code, out, errs := hcli("clean", "--json")
-	var dry cleanOutput
+	var dry app.Cleaned
 	if code != 0 || json.Unmarshal([]byte(out), &dry) != nil || dry.Applied || dry.Removed != 4 {
 		t.Fatalf("dry run: %d %s %s", code, out, errs)
 	}

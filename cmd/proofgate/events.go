@@ -3,16 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/internal/lock"
-	"github.com/proofgate/proofgate/internal/retention"
-	"github.com/proofgate/proofgate/internal/run"
-	"github.com/proofgate/proofgate/kernel/eventlog"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -60,17 +56,15 @@ checkpoint-foreign-repository. Runs planned after it are listed as
 			if sf.repoID != "" {
 				return usageErr(errors.New("--repo-id goes with --all"))
 			}
-			store := run.NewStore(g.state)
-			id, err := store.Resolve(args[0])
-			if err != nil {
+			res, err := app.VerifyEvents(g.state, args[0], cpFile, trustFile)
+			if res == nil {
 				return classify(err)
 			}
-			res := verifyEvents(store.Path(id), id, cpFile, trustFile)
-			if err := g.printEvents(res, asJSON); err != nil {
+			if err := g.printEvents(res, err != nil, asJSON); err != nil {
 				return err
 			}
-			if res.usage != nil {
-				return usageErr(res.usage)
+			if err != nil {
+				return err
 			}
 			if !res.OK {
 				return silent(exit.Refused)
@@ -86,8 +80,9 @@ checkpoint-foreign-repository. Runs planned after it are listed as
 }
 
 // printEvents reports an events verify result: JSON, or a line saying ok
-// (with what was proved) or refused (with file, line and reason).
-func (g *globals) printEvents(res eventsResult, asJSON bool) error {
+// (with what was proved) or refused (with file, line and reason); nothing
+// in text for unusable input, which the error says.
+func (g *globals) printEvents(res *app.EventsVerified, unusable, asJSON bool) error {
 	switch {
 	case asJSON:
 		return writeJSON(g.stdout, res)
@@ -97,7 +92,7 @@ func (g *globals) printEvents(res eventsResult, asJSON bool) error {
 		if res.Checkpoint != nil {
 			printCheckpointCover(g.stdout, res.Checkpoint, res.Length)
 		}
-	case res.usage != nil:
+	case unusable:
 	case res.File != "":
 		fmt.Fprintf(g.stdout, "refused: %s line %d: %s: %s\n", res.File, res.Line, res.Reason, res.Detail)
 	case res.Line > 0:
@@ -106,86 +101,6 @@ func (g *globals) printEvents(res eventsResult, asJSON bool) error {
 		fmt.Fprintf(g.stdout, "refused: %s: %s\n", res.Reason, res.Detail)
 	}
 	return nil
-}
-
-type eventsResult struct {
-	OK     bool   `json:"ok"`
-	RunID  string `json:"run_id"`
-	Length int    `json:"length,omitempty"`
-	Head   string `json:"head,omitempty"`
-	Reason string `json:"reason,omitempty"`
-	// File is the log file the refused line is in (a sealed segment
-	// events.NNNNNNNN.ndjson or the active events.ndjson); Line counts
-	// in it.
-	File   string `json:"file,omitempty"`
-	Line   int    `json:"line,omitempty"`
-	Detail string `json:"detail,omitempty"`
-	// Proved names what an ok result established; NotProved says what it
-	// did not, and which command does.
-	Proved    []string `json:"proved,omitempty"`
-	NotProved string   `json:"not_proved,omitempty"`
-	// Checkpoint is what a verified --checkpoint covered (checkpoint.go).
-	Checkpoint *checkpointCover `json:"checkpoint,omitempty"`
-	usage      error
-}
-
-// What events verify proves: the chain, never the history it chains.
-var (
-	provedChain      = []string{"chain (every line canonical, linked to the one before, seq without gaps)", "binding (one run, contract and source on every line)"}
-	provedCheckpoint = "checkpoint (the first %d events are the ones the signed checkpoint names: none rewritten or removed)"
-	notProvedChain   = "a history forged and re-chained from line 1, or a log cut back after any line, passes a chain check; 'proofgate status RUN --audit' replays the log against the contract and run.json, and '--checkpoint FILE --trust trust.json' detects rewriting or truncation before a signed checkpoint"
-	notProvedAfterCp = "events after the checkpoint are proved by the chain only (a later checkpoint covers them); 'proofgate status RUN --audit' replays the log against the contract"
-)
-
-func verifyEvents(dir, id, cpFile, trustFile string) eventsResult {
-	res := eventsResult{RunID: id}
-	if (cpFile == "") != (trustFile == "") {
-		res.usage = errors.New("--checkpoint and --trust go together")
-		return res
-	}
-	var events []eventlog.Event
-	var sum eventlog.Summary
-	var err error
-	if cpFile != "" {
-		events, err = run.ReadLog(dir)
-		sum.Len = len(events)
-		if len(events) > 0 {
-			sum.Head = events[len(events)-1].Hash
-		}
-	} else {
-		sum, err = run.VerifyLog(dir)
-	}
-	if err != nil {
-		var ce *eventlog.ChainError
-		var re *retention.Error
-		if errors.As(err, &ce) {
-			res.Reason, res.File, res.Line, res.Detail = string(ce.Reason), ce.File, ce.Line, ce.Detail
-		} else if errors.As(err, &re) {
-			res.Reason, res.Detail = string(re.Reason), re.Detail
-		} else {
-			res.Reason, res.Detail = "unreadable", err.Error()
-		}
-		return res
-	}
-	res.OK, res.Length, res.Head = true, sum.Len, sum.Head
-	res.Proved, res.NotProved = provedChain, notProvedChain
-	if cpFile != "" {
-		cover, reason, detail, uerr := verifyCheckpoint(cpFile, trustFile, events)
-		switch {
-		case uerr != nil:
-			res.OK, res.usage, res.Reason, res.Detail = false, uerr, "unusable-input", uerr.Error()
-		case reason != "":
-			res.OK, res.Reason, res.Detail = false, reason, detail
-		default:
-			res.Proved = append(slices.Clone(provedChain), fmt.Sprintf(provedCheckpoint, cover.Length))
-			res.Checkpoint = cover
-			res.NotProved = notProvedAfterCp
-		}
-	}
-	if !res.OK {
-		res.Proved, res.NotProved = nil, ""
-	}
-	return res
 }
 
 func eventsUnlockCmd(g *globals) *cobra.Command {
@@ -212,12 +127,8 @@ lock.broken with --actor.`,
 			if !cmd.Flags().Changed("older-than") {
 				return usageErr(errors.New("--older-than is required (e.g. 10m)"))
 			}
-			u, err := run.Unlock(g.state, args[0], actor, olderThan, time.Now())
-			var refused *lock.BreakRefused
-			switch {
-			case errors.Is(err, run.ErrNoLock), errors.As(err, &refused):
-				return refusedErr(err)
-			case u.Owner.PID == 0 && err != nil:
+			u, err := app.Unlock(g.state, args[0], actor, olderThan, time.Now())
+			if u == nil {
 				return classify(err)
 			}
 			fmt.Fprintf(g.stdout, "unlocked run %s (writer pid %d on %s is dead)\n", u.ID, u.Owner.PID, esc(u.Owner.Host))

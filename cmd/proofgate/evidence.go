@@ -6,15 +6,12 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/evidence"
-	"github.com/proofgate/proofgate/internal/process"
-	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/exit"
-	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // The evidence verbs (issue 16 item 1): thin; internal/evidence decides.
@@ -80,11 +77,11 @@ func evidenceErr(g *globals, asJSON bool, err error) error {
 	return silent(class)
 }
 
-// loadAllowlist reads the allowlist named by flag or the environment,
-// refusing one inside the repository of the working directory (when there
-// is one).
-func loadAllowlist(flag string) (*evidence.Allowlist, error) {
-	path := flag
+// allowlistPath is --allowlist, else $PROOFGATE_EVIDENCE_ALLOWLIST; and
+// the repository of the working directory it must lie outside ("" when
+// there is none).
+func allowlistPath(flag string) (path, repo string) {
+	path = flag
 	if path == "" {
 		path = os.Getenv(evidence.EnvAllowlist)
 	}
@@ -94,50 +91,7 @@ func loadAllowlist(flag string) (*evidence.Allowlist, error) {
 	if err != nil {
 		repo = "" // not in a repository: there is none to keep it out of
 	}
-	return evidence.Load(path, repo)
-}
-
-// openEvidenceRun opens --run for appending evidence, or returns nil.
-func openEvidenceRun(g *globals, id string) (*run.Run, error) {
-	if id == "" {
-		return nil, nil
-	}
-	r, err := run.Open(g.state, id)
-	if err != nil {
-		return nil, classify(err)
-	}
-	return r, nil
-}
-
-// collectLockWait is how long evidence collect waits for another writer
-// (an approval, a prune deciding about the run) to release the run's lock.
-const collectLockWait = 10 * time.Second
-
-// collectTarget resolves --run (without locking it) and the evidence
-// directory.
-func collectTarget(g *globals, runID, dir string) (id, root string, err error) {
-	if runID == "" {
-		root, err = evidenceRoot(dir, "")
-		return "", root, err
-	}
-	store := run.NewStore(g.state)
-	if id, err = store.Resolve(runID); err != nil {
-		return "", "", classify(err)
-	}
-	root, err = evidenceRoot(dir, store.Path(id))
-	return id, root, err
-}
-
-// evidenceRoot is --dir, or the run's evidence/ directory (inside the
-// state directory's runs/, which the work-tree digest leaves out).
-func evidenceRoot(dir, runDir string) (string, error) {
-	switch {
-	case dir != "":
-		return filepath.Abs(dir)
-	case runDir != "":
-		return filepath.Abs(filepath.Join(runDir, "evidence"))
-	}
-	return "", usageErr(errors.New("--dir DIR is required without --run (keep it outside the repository, or the work tree is no longer clean)"))
+	return path, repo
 }
 
 func evidenceCollectCmd(g *globals) *cobra.Command {
@@ -169,40 +123,14 @@ Example:
 			if strings.TrimSpace(claim) == "" {
 				return usageErr(errors.New("--claim is required: the evidence is for one claim"))
 			}
-			a, err := loadAllowlist(allowlist)
-			if err != nil {
-				return evidenceErr(g, asJSON, err)
-			}
-			e, err := a.Lookup(args[0], args[1:])
-			if err != nil {
-				return evidenceErr(g, asJSON, err)
-			}
-			// The run is resolved now and opened (locked) only after the
-			// command: a collection may take minutes, and the run's writer
-			// lock would hold off approvals meanwhile.
-			id, root, err := collectTarget(g, runID, dir)
-			if err != nil {
-				return err
-			}
-			if id != "" {
-				// A lease instead: `proofgate prune` leaves the run alone
-				// until the collection is chained (or this process dies).
-				l, err := run.Lease(g.state, id, "evidence collect", collectLockWait)
-				if err != nil {
-					return classify(err)
-				}
-				defer l.Release()
-			}
+			path, repo := allowlistPath(allowlist)
 			ctx, cancel := signalContext()
 			defer cancel()
-			col, err := evidence.Collect(ctx, evidence.CollectOptions{Entry: e, Allowlist: a, Claim: claim, Root: root, Runtime: process.New()})
+			col, err := app.Collect(ctx, app.CollectOptions{State: g.state, Allowlist: path, Repo: repo, ID: args[0], Args: args[1:], Claim: claim, Run: runID, Dir: dir})
 			if err != nil {
 				return evidenceErr(g, asJSON, err)
 			}
-			if err := chainCollection(g, id, col); err != nil {
-				return err
-			}
-			return printCollection(g, asJSON, col, id)
+			return printCollection(g, asJSON, col)
 		},
 	}
 	c.Flags().StringVar(&claim, "claim", "", "the claim the evidence is for (required)")
@@ -213,34 +141,9 @@ Example:
 	return c
 }
 
-// chainCollection chains col into run id's log (none when id is "").
-func chainCollection(g *globals, id string, col *evidence.Collection) error {
-	if id == "" {
-		return nil
-	}
-	r, err := run.OpenWait(g.state, id, collectLockWait)
-	if err != nil {
-		return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, id, err))
-	}
-	defer r.Close()
-	d := replay.EvidenceCollectedData{Digest: col.Digest, Report: col.Report}
-	if _, err := r.AppendEvidence(replay.TypeEvidenceCollected, d, col.Stdout, col.Stderr); err != nil {
-		return classify(fmt.Errorf("collection %s written, but not chained into run %s: %w", col.Dir, r.ID, err))
-	}
-	return nil
-}
-
-type collectionOut struct {
-	Dir    string          `json:"dir"`
-	Digest string          `json:"report_digest"`
-	Run    string          `json:"run,omitempty"`
-	Report evidence.Report `json:"report"`
-}
-
-func printCollection(g *globals, asJSON bool, col *evidence.Collection, runID string) error {
-	out := collectionOut{Dir: col.Dir, Digest: col.Digest, Report: col.Report, Run: runID}
+func printCollection(g *globals, asJSON bool, col *app.Collected) error {
 	if asJSON {
-		return writeJSON(g.stdout, out)
+		return writeJSON(g.stdout, col)
 	}
 	rep := col.Report
 	fmt.Fprintf(g.stdout, "collection %s: %s %s, exit %d, %d ms\n", rep.Collection, rep.ID, rep.Outcome, rep.ExitCode, rep.DurationMS)
@@ -255,8 +158,8 @@ func printCollection(g *globals, asJSON bool, col *evidence.Collection, runID st
 		fmt.Fprintf(g.stdout, "  %s  %d bytes  %s%s\n", s.File, s.Size, s.Digest, tr)
 	}
 	fmt.Fprintf(g.stdout, "  report %s  %s\n", filepath.Join(col.Dir, rep.ID+".json"), col.Digest)
-	if runID != "" {
-		fmt.Fprintf(g.stdout, "  chained into run %s as evidence.collected\n", runID)
+	if col.Run != "" {
+		fmt.Fprintf(g.stdout, "  chained into run %s as evidence.collected\n", col.Run)
 	}
 	return nil
 }

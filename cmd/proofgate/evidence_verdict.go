@@ -3,15 +3,11 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
-	"strings"
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/evidence"
-	"github.com/proofgate/proofgate/internal/run"
-	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 type verdictFlags struct {
@@ -79,35 +75,12 @@ func runVerdict(g *globals, f verdictFlags, arg string) error {
 	case len(f.artifacts) > 0:
 		return usageErr(errors.New("--artifact belongs to an --observation tool=NAME@TARGET"))
 	}
-	r, err := openEvidenceRun(g, f.runID)
-	if err != nil {
-		return err
-	}
-	if r != nil {
-		defer r.Close()
-	}
-	dir, err := collectionDir(arg, f.dir, r)
-	if err != nil {
-		return err
-	}
-	l, err := evidence.Open(dir)
+	j, err := app.Verdict(app.VerdictOptions{State: g.state, Collection: arg, Dir: f.dir, Run: f.runID,
+		Verdict: f.verdict, Reason: f.reason, Actor: f.actor, Observation: obs})
 	if err != nil {
 		return evidenceErr(g, f.asJSON, err)
 	}
-	if r != nil {
-		if err := chainedCollection(r, l); err != nil {
-			return evidenceErr(g, f.asJSON, err)
-		}
-	}
-	rec, blobs, err := evidence.Record(l, evidence.VerdictOptions{Verdict: f.verdict, Reason: f.reason, Actor: f.actor, Observation: obs})
-	if err != nil {
-		return evidenceErr(g, f.asJSON, err)
-	}
-	if r != nil {
-		if _, err := r.AppendEvidence(replay.TypeEvidenceVerdict, rec, blobs...); err != nil {
-			return classify(fmt.Errorf("verdict written to %s, but not chained into run %s: %w", dir, r.ID, err))
-		}
-	}
+	rec := j.Record
 	if f.asJSON {
 		return writeJSON(g.stdout, rec)
 	}
@@ -115,41 +88,8 @@ func runVerdict(g *globals, f verdictFlags, arg string) error {
 	if rec.Limitation != "" {
 		fmt.Fprintf(g.stdout, "  limitation: %s\n", rec.Limitation)
 	}
-	if r != nil {
-		fmt.Fprintf(g.stdout, "  chained into run %s as evidence.verdict\n", r.ID)
-	}
-	return nil
-}
-
-// collectionDir resolves COLLECTION: a directory path, or a collection id
-// inside dir (or the run's evidence directory).
-func collectionDir(arg, dir string, r *run.Run) (string, error) {
-	if strings.ContainsRune(arg, os.PathSeparator) || !replay.ValidCollectionID(arg) {
-		return arg, nil
-	}
-	runDir := ""
-	if r != nil {
-		runDir = r.Dir
-	}
-	root, err := evidenceRoot(dir, runDir)
-	if err != nil {
-		if fi, serr := os.Stat(arg); serr == nil && fi.IsDir() {
-			return arg, nil
-		}
-		return "", usageErr(errors.New("COLLECTION is an id: give --dir DIR or --run RUN to find it, or pass the collection's directory"))
-	}
-	return filepath.Join(root, arg), nil
-}
-
-// chainedCollection refuses a verdict for run r on a collection its log
-// does not record, or whose report is no longer the one recorded.
-func chainedCollection(r *run.Run, l *evidence.Loaded) error {
-	d, ok := r.Collection(l.Report.Collection)
-	switch {
-	case !ok:
-		return &evidence.ArtifactError{Path: l.Dir, Reason: evidence.ArtifactMissing, Detail: fmt.Sprintf("collection %s is not chained into run %s: collect it with --run %s", l.Report.Collection, r.ID, r.ID)}
-	case d.Digest != l.Digest:
-		return &evidence.ArtifactError{Path: l.Dir, Reason: evidence.ArtifactTampered, Detail: fmt.Sprintf("its report digests to %s, run %s recorded %s", l.Digest, r.ID, d.Digest)}
+	if j.Run != "" {
+		fmt.Fprintf(g.stdout, "  chained into run %s as evidence.verdict\n", j.Run)
 	}
 	return nil
 }

@@ -5,21 +5,15 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
-	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/retention"
-	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
-
-// PrunePayloadType is the DSSE payload type of the checkpoint an apply
-// with --key records in the prune log.
-const PrunePayloadType = "application/vnd.proofgate.prune-checkpoint+json"
 
 // Test hooks, set only by the package's tests (prune_test.go): the clock,
 // and a settle time below retention.MinSettle. The shipped binary has no
@@ -84,7 +78,7 @@ state directory has an integrity error (a recorded archive is missing).`,
 }
 
 func runPrune(cmd *cobra.Command, g *globals, f pruneFlags) error {
-	s, err := pruneSettings(g, f)
+	s, err := app.RetentionSettings(g.contract, app.RetentionFlags{ArchiveAfter: f.archiveAfter, BlobMinAge: f.blobMinAge, Settle: f.settle}, os.Getenv)
 	if err != nil {
 		return err
 	}
@@ -92,9 +86,9 @@ func runPrune(cmd *cobra.Command, g *globals, f pruneFlags) error {
 		if f.keyRef != "" {
 			return usageErr(errors.New("--key signs what --apply archives; it needs --apply"))
 		}
-		plan, err := retention.Scan(g.state, s, pruneNow())
+		plan, err := app.PruneScan(g.state, s, pruneNow())
 		if err != nil {
-			return pruneErr(err)
+			return err
 		}
 		if f.asJSON {
 			if err := writeJSON(g.stdout, plan); err != nil {
@@ -108,25 +102,20 @@ func runPrune(cmd *cobra.Command, g *globals, f pruneFlags) error {
 		}
 		return nil
 	}
-	o := retention.Options{Settings: s, Now: pruneNow, Progress: pruneTestProgress}
-	if o.Actor, err = pruneActor(f.actor); err != nil {
+	o := app.PruneOptions{Settings: s, Now: pruneNow, Progress: pruneTestProgress, TestSettle: pruneTestSettle}
+	if o.Actor, err = app.PruneActor(f.actor); err != nil {
 		return err
 	}
-	if pruneTestSettle > 0 {
-		o.Settings.Settle.Value, o.Settings.Settle.Text, o.UnsafeShortSettle = pruneTestSettle, pruneTestSettle.String(), true
-	}
 	if f.keyRef != "" {
-		sg, err := loadSigner(f.keyRef)
-		if err != nil {
+		if o.Signer, err = loadSigner(f.keyRef); err != nil {
 			return err
 		}
-		o.Signer = pruneSigner{sg}
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	res, err := retention.Apply(ctx, g.state, o)
+	res, err := app.PruneApply(ctx, g.state, o)
 	if err != nil {
-		return pruneErr(err)
+		return err
 	}
 	if f.asJSON {
 		return writeJSON(g.stdout, res)
@@ -139,61 +128,6 @@ func runPrune(cmd *cobra.Command, g *globals, f pruneFlags) error {
 		fmt.Fprintf(g.stdout, "  not archived after all: %s: %s\n", sk.Run, esc(sk.Reason))
 	}
 	return nil
-}
-
-// pruneSettings resolves the settings from the flags, the environment and
-// the contract's retention: section.
-func pruneSettings(g *globals, f pruneFlags) (retention.Settings, error) {
-	var base *contract.Retention
-	if _, err := os.Stat(g.contract); err == nil {
-		c, err := contract.Load(g.contract, "")
-		if err != nil {
-			return retention.Settings{}, usageErr(err)
-		}
-		base = c.Retention
-	}
-	in := retention.Inputs{
-		ArchiveAfter: retention.Input{Flag: f.archiveAfter, FlagName: "--archive-after", Env: os.Getenv(retention.EnvArchiveAfter), EnvName: retention.EnvArchiveAfter},
-		BlobMinAge:   retention.Input{Flag: f.blobMinAge, FlagName: "--blob-min-age", Env: os.Getenv(retention.EnvBlobMinAge), EnvName: retention.EnvBlobMinAge},
-		Settle:       retention.Input{Flag: f.settle, FlagName: "--settle", Env: os.Getenv(retention.EnvSettle), EnvName: retention.EnvSettle},
-	}
-	s, err := retention.Resolve(base, in)
-	if err != nil {
-		return s, pruneErr(err)
-	}
-	return s, nil
-}
-
-func pruneActor(flag string) (string, error) {
-	a := flag
-	if a == "" {
-		if u, err := user.Current(); err == nil {
-			a = u.Username
-		} else {
-			a = os.Getenv("USER")
-		}
-	}
-	if a == "" {
-		return "", usageErr(errors.New("--actor is required (no OS user name)"))
-	}
-	if err := checkNames(a, ""); err != nil {
-		return "", err
-	}
-	return a, nil
-}
-
-func pruneErr(err error) error {
-	if errors.Is(err, exit.Usage) {
-		return usageErr(err)
-	}
-	return refusedErr(err)
-}
-
-// pruneSigner signs the apply checkpoint as a DSSE envelope.
-type pruneSigner struct{ s envelope.Signer }
-
-func (p pruneSigner) SignCheckpoint(payload []byte) ([]byte, error) {
-	return envelope.Sign(p.s, PrunePayloadType, payload)
 }
 
 func printPlan(w io.Writer, p *retention.Plan, applied bool) {

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/fscopy"
 	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/internal/retention"
@@ -464,7 +465,7 @@ func TestPruneWithKey(t *testing.T) {
 		t.Fatalf("prune log %v", types)
 	}
 	var cp retention.CheckpointData
-	if err := json.Unmarshal(evs[0].Data, &cp); err != nil || len(cp.Runs) != 2 || cp.Runs[0].Run != ids[0] || !bytes.Contains(cp.Envelope, []byte(PrunePayloadType)) {
+	if err := json.Unmarshal(evs[0].Data, &cp); err != nil || len(cp.Runs) != 2 || cp.Runs[0].Run != ids[0] || !bytes.Contains(cp.Envelope, []byte(app.PrunePayloadType)) {
 		t.Fatalf("checkpoint %s", evs[0].Data)
 	}
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"time"
 
@@ -13,9 +11,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/cache"
-	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/lock"
-	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 
@@ -50,28 +46,15 @@ harness is gone (its owner lock is free). Live checks of running harnesses
 are never touched.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := gcProcesses(g); err != nil {
+			res, err := app.CollectOrphans(cmd.Context(), app.OrphanOptions{State: g.state, CacheRoot: cacheRoot, Getenv: os.Getenv, Now: time.Now()})
+			printOrphans(g.stdout, res)
+			if err != nil {
 				return err
 			}
-			if err := gcRunCaches(g, cacheRoot); err != nil {
-				return err
-			}
-			d, err := docker.New(cmd.Context())
-			if err != nil {
-				if errors.Is(err, docker.ErrNoDaemon) {
-					return envErr(err)
-				}
-				return envErr(err)
-			}
-			defer d.Close()
-			removed, err := d.GC(cmd.Context())
-			if err != nil {
-				return envErr(err)
-			}
-			for _, id := range removed {
+			for _, id := range res.Containers {
 				fmt.Fprintln(g.stdout, "removed", id)
 			}
-			fmt.Fprintf(g.stdout, "%d container(s) removed\n", len(removed))
+			fmt.Fprintf(g.stdout, "%d container(s) removed\n", len(res.Containers))
 			return nil
 		},
 	}
@@ -79,44 +62,21 @@ are never touched.`,
 	return c
 }
 
-// gcRunCaches is the run-lifetime cache part of gc: the directories left
-// by dead harnesses under the cache root (none when it does not exist).
-func gcRunCaches(g *globals, root string) error {
-	if root == "" {
-		var err error
-		if root, err = cache.DefaultRoot(os.Getenv); err != nil {
-			return envErr(err)
-		}
+// printOrphans says what clean orphans did with the check processes and
+// run-lifetime caches of dead harnesses.
+func printOrphans(w io.Writer, res *app.Orphans) {
+	for _, p := range res.Processes {
+		fmt.Fprintf(w, "run %s: ", p.Run)
+		printProcesses(w, []lock.Killed{p.Killed})
 	}
-	if _, err := os.Lstat(root); errors.Is(err, fs.ErrNotExist) {
-		return nil
-	}
-	reps, err := cache.SweepRuns(root, false)
-	if err != nil {
-		return envErr(err)
-	}
-	for _, r := range reps {
+	for _, r := range res.RunCaches {
 		switch r.Action {
 		case cache.ActionRemoved:
-			fmt.Fprintf(g.stdout, "removed run cache %s (%d bytes)\n", esc(r.Name), r.Bytes)
+			fmt.Fprintf(w, "removed run cache %s (%d bytes)\n", esc(r.Name), r.Bytes)
 		case cache.ActionSkipped:
-			fmt.Fprintf(g.stdout, "kept run cache %s: %s\n", esc(r.Name), esc(r.Reason))
+			fmt.Fprintf(w, "kept run cache %s: %s\n", esc(r.Name), esc(r.Reason))
 		}
 	}
-	return nil
-}
-
-// gcProcesses is the process part of gc.
-func gcProcesses(g *globals) error {
-	ps, err := run.GCProcesses(g.state, time.Now())
-	for _, p := range ps {
-		fmt.Fprintf(g.stdout, "run %s: ", p.Run)
-		printProcesses(g.stdout, []lock.Killed{p.Killed})
-	}
-	if err != nil {
-		return envErr(err)
-	}
-	return nil
 }
 
 // printProcesses says what became of the process records of a dead harness.

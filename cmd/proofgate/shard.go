@@ -8,7 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/shard"
 )
@@ -84,28 +84,12 @@ func (f *shardFlags) execShard(ctx context.Context, c *cobra.Command, g *globals
 	if err != nil {
 		return err
 	}
-	res, err := shard.Exec(ctx, g.state, id, shard.ExecOptions{Spec: spec, Out: f.out, Run: run.ExecOptions{RepoDir: repo, StateDir: g.state,
+	res, err := app.ExecShard(ctx, id, app.ShardOptions{Spec: spec, Out: f.out, Key: s, Keyless: ms, Exec: run.ExecOptions{RepoDir: repo, StateDir: g.state,
 		Runtimes: p.Providers, Jobs: ef.jobs, Progress: textProgress(progress), Heartbeat: hb, Caches: caches}})
 	if err != nil {
 		return classifyShard(err)
 	}
-	if err := signShard(ctx, res.Dir, s, ms); err != nil {
-		return err
-	}
 	return printShard(g, res, ef.asJSON)
-}
-
-func signShard(ctx context.Context, dir string, s envelope.Signer, ms envelope.MaterialSigner) error {
-	var err error
-	if ms != nil {
-		err = bundle.SignShardWith(ctx, dir, ms)
-	} else {
-		err = bundle.SignShardContext(ctx, dir, s)
-	}
-	if err != nil {
-		return envErr(err)
-	}
-	return nil
 }
 
 func printShard(g *globals, res *shard.Result, asJSON bool) error {
@@ -125,7 +109,8 @@ func printShard(g *globals, res *shard.Result, asJSON bool) error {
 }
 
 // classifyShard maps shard refusals to exit codes: a bad flag value is
-// usage (2), a refused shard or merge is refused (1).
+// usage (2), a refused shard or merge is refused (1); anything else as
+// classify says.
 func classifyShard(err error) error {
 	var (
 		se *shard.SpecError
@@ -178,19 +163,14 @@ event (the shard's chain head and length), and the run concludes as after
 			if err != nil {
 				return err
 			}
-			res, err := shard.Merge(ctx, g.state, args[0], args[1:], shard.MergeOptions{Verifier: v})
+			res, err := app.Merge(ctx, g.state, args[0], args[1:], v)
 			if err != nil {
 				return classifyShard(err)
 			}
-			r, err := run.Open(g.state, args[0])
-			if err != nil {
-				return classify(err)
-			}
-			defer r.Close()
 			if !f.asJSON {
 				fmt.Fprintf(g.stdout, "merged %d shards, %d checks\n", res.Shards, res.Checks)
 			}
-			return report(g, r.Report(), r.Stale(), f.asJSON, false)
+			return report(g, res.Report, res.Stale, f.asJSON, false)
 		},
 	}
 	c.Flags().StringVar(&f.trust, "trust", "", "trust store (trust.json) holding the shard signers' keys")
