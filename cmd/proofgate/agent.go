@@ -6,77 +6,26 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sync"
 
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/internal/app"
-	"github.com/proofgate/proofgate/internal/docker"
 	"github.com/proofgate/proofgate/internal/mcp"
 	"github.com/proofgate/proofgate/internal/printable"
-	"github.com/proofgate/proofgate/internal/process"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/session"
-	"github.com/proofgate/proofgate/kernel/actor"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/input"
-	"github.com/proofgate/proofgate/kernel/replay"
-	"github.com/proofgate/proofgate/kernel/runtime"
 )
 
-// The agent verbs (issue 13): mcp, session, tool. They are thin: every
-// decision is internal/session's; these parse flags and print.
+// The agent verbs (issue 13): mcp, session, tool. They are thin: opening
+// sessions, making and deciding calls and planning the implementation run
+// are internal/app's, the recording internal/session's; these parse flags
+// and print.
 
 // addAgentCommands registers mcp, session and tool.
 func addAgentCommands(root *cobra.Command, g *globals) {
 	root.AddCommand(mcpCmd(g), sessionCmd(g), toolCmd(g))
-}
-
-// runtimes connects a tool's runtime the first time a call needs it: a
-// contract whose tools are all processes never needs a Docker daemon.
-type runtimes struct {
-	ctx    context.Context
-	mu     sync.Mutex
-	docker *docker.Runtime
-}
-
-func (r *runtimes) get(kind string) (runtime.Runtime, error) {
-	switch kind {
-	case "process":
-		return process.New(), nil
-	case "docker":
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.docker != nil {
-			return r.docker, nil
-		}
-		d, err := docker.New(r.ctx)
-		if err != nil {
-			return nil, fmt.Errorf("the tool runs in Docker, but %w (set DOCKER_HOST, or start a daemon)", err)
-		}
-		r.docker = d
-		return d, nil
-	}
-	return nil, fmt.Errorf("unknown runtime %q", kind)
-}
-
-func (r *runtimes) Close() {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.docker != nil {
-		r.docker.Close()
-	}
-}
-
-// sessionOptions are the options of a session on runArg, from the current
-// repository.
-func sessionOptions(ctx context.Context, g *globals, runArg, agent string) (session.Options, *runtimes, error) {
-	repo, err := repoDir(ctx)
-	if err != nil {
-		return session.Options{}, nil, err
-	}
-	rt := &runtimes{ctx: ctx}
-	return session.Options{StateDir: g.state, Run: runArg, RepoDir: repo, Agent: agent, Runtime: rt.get}, rt, nil
 }
 
 // checkAgent refuses an --agent that is not a printable one-line name.
@@ -185,35 +134,33 @@ func serveMCP(ctx context.Context, g *globals, stdin io.Reader, pf *planFlags, r
 		logger.Info("planned run (IMPLEMENTING)", "run", id)
 		runArg = id
 	}
-	o, rt, err := sessionOptions(ctx, g, runArg, agent)
+	repo, err := repoDir(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
+	rts := app.NewToolRuntimes(ctx)
+	defer rts.Close()
 	srv := mcp.New(mcp.Options{
 		Name:    "proofgate",
 		Version: currentBuild().Version,
 		End:     sess == "",
 		Logger:  logger,
 		Open: func(ctx context.Context, client string) (mcp.Session, error) {
-			so := o
+			so := app.SessionOptions{State: g.state, Run: runArg, RepoDir: repo, Agent: agent, Session: sess, Runtimes: rts}
 			if so.Agent == "" {
-				so.Agent = clientAgent(client)
+				so.Agent = app.ClientAgent(client)
 			}
-			if sess != "" {
-				s, amb, err := session.Resume(ctx, so, sess)
-				if err != nil {
-					return nil, err
-				}
-				for _, st := range s.Stopped() {
-					logger.Warn("the dead recorder's call: "+stoppedLine(st), "action", st.Action)
-				}
-				if len(amb) > 0 {
-					logger.Warn("session has ambiguous actions: a human decides each with 'proofgate tool retry|abandon'", "actions", amb)
-				}
-				return s, nil
+			s, err := app.OpenSession(ctx, so)
+			if err != nil {
+				return nil, err
 			}
-			return session.Start(ctx, so)
+			for _, st := range s.Stopped() {
+				logger.Warn("the dead recorder's call: "+stoppedLine(st), "action", st.Action)
+			}
+			if len(s.Ambiguous) > 0 {
+				logger.Warn("session has ambiguous actions: a human decides each with 'proofgate tool retry|abandon'", "actions", s.Ambiguous)
+			}
+			return s.Session, nil
 		},
 	})
 	err = srv.Run(ctx, mcp.Stdio(stdin, g.stdout))
@@ -245,22 +192,6 @@ func serveRefusal(ctx context.Context, g *globals, stdin io.Reader, pf *planFlag
 	return classify(refusal)
 }
 
-// clientAgent is the agent identity of an MCP client that did not get
-// --agent: "mcp:<client name>", escaped and bounded.
-func clientAgent(client string) string {
-	if client == "" {
-		return "mcp-client"
-	}
-	a := "mcp:" + printable.Escape(client)
-	if len(a) > 200 {
-		a = a[:200]
-	}
-	if actor.Check("agent", a) != nil { // e.g. a client name in Cyrillic beside "mcp:"
-		return "mcp-client"
-	}
-	return a
-}
-
 // planImplementing plans a run from the contract and moves it to
 // IMPLEMENTING; it returns the run id.
 func planImplementing(ctx context.Context, g *globals, pf *planFlags) (string, error) {
@@ -268,30 +199,12 @@ func planImplementing(ctx context.Context, g *globals, pf *planFlags) (string, e
 	if err != nil {
 		return "", err
 	}
-	if len(c.Tools) == 0 {
-		return "", usageErr(fmt.Errorf("%s declares no tools: an agent session needs a tools: section (see examples/agent)", g.contract))
-	}
-	opts, err := pf.options(ctx, g, c)
-	if err != nil {
-		return "", err
-	}
-	opts.Implement = true
-	r, err := run.Plan(ctx, opts)
+	id, err := app.PlanImplementing(ctx, app.ImplementOptions{Contract: c, File: g.contract,
+		Plan: func() (run.PlanOptions, error) { return pf.options(ctx, g, c) }})
 	if err != nil {
 		return "", classify(err)
 	}
-	id := r.ID
-	r.Close()
 	return id, nil
-}
-
-// implementingReport is what 'plan --implement --json' prints.
-func implementingReport(g *globals, id string) (*replay.Report, error) {
-	rep, err := run.Audit(run.NewStore(g.state).Path(id))
-	if err != nil && !app.IsLag(err) {
-		return nil, classify(err)
-	}
-	return rep, nil
 }
 
 // planImplementCmd is 'plan --implement': the run id (or, --json, its
@@ -305,9 +218,9 @@ func planImplementCmd(ctx context.Context, g *globals, pf *planFlags, asJSON boo
 		fmt.Fprintln(g.stdout, id)
 		return nil
 	}
-	rep, err := implementingReport(g, id)
+	rep, err := app.AuditRun(g.state, id)
 	if err != nil {
-		return err
+		return classify(err)
 	}
 	return writeJSON(g.stdout, rep)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
@@ -60,40 +59,4 @@ func printAction(w io.Writer, runID string, a replay.CallView, open, audit bool)
 		line += ", retry of " + esc(a.RetryOf)
 	}
 	fmt.Fprintf(w, "%s, input %s\n", line, a.InputHash)
-}
-
-// actionRef names one action that waits for a person.
-type actionRef struct {
-	Session   string `json:"session"`
-	Action    string `json:"action"`
-	Tool      string `json:"tool"`
-	InputHash string `json:"input_hash"`
-}
-
-// statusDoc is what status and audit print with --json: the reconciled
-// status, and the actions that wait for a person (also in "sessions"): a
-// pending approval of an open session, an ambiguous action.
-type statusDoc struct {
-	*run.Status
-	PendingApprovals []actionRef `json:"pending_approvals,omitempty"`
-	Ambiguous        []actionRef `json:"ambiguous,omitempty"`
-}
-
-func withAgentNotes(st *run.Status) statusDoc {
-	d := statusDoc{Status: st}
-	if st.Report == nil {
-		return d
-	}
-	for _, s := range st.Sessions {
-		for _, a := range s.Calls {
-			ref := actionRef{Session: s.ID, Action: a.ID, Tool: a.Tool, InputHash: a.InputHash}
-			switch {
-			case a.Status == replay.CallPending && s.Open:
-				d.PendingApprovals = append(d.PendingApprovals, ref)
-			case a.Status == replay.CallAmbiguous:
-				d.Ambiguous = append(d.Ambiguous, ref)
-			}
-		}
-	}
-	return d
 }

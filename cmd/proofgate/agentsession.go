@@ -1,13 +1,11 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/spf13/cobra"
@@ -55,17 +53,15 @@ Example:
 			if err := g.checkOutput("-o", out); err != nil {
 				return err
 			}
-			if force {
-				if err := os.Remove(out); err != nil && !errors.Is(err, os.ErrNotExist) {
-					return envErr(err)
-				}
-			}
-			keyID, sign := agentSigner(cmd.Context(), s, ms)
-			if err := bundle.ExportAgentSessionStored(runOpener(g.state), id, out, keyID, sign); err != nil {
-				var ee *bundle.ExportError
-				if errors.As(err, &ee) {
-					return exit.Wrap(exit.Refused, err)
-				}
+			err = app.ExportAgentSession(cmd.Context(), app.AgentSessionOptions{Run: id, Opener: runOpener(g.state), Out: out, Replace: force, Key: s, Keyless: ms})
+			var re *app.ReplaceError
+			var ee *bundle.ExportError
+			switch {
+			case errors.As(err, &re):
+				return envErr(re.Err)
+			case errors.As(err, &ee):
+				return exit.Wrap(exit.Refused, err)
+			case err != nil:
 				return outputErr(err)
 			}
 			fmt.Fprintf(g.stdout, "%s\n", out)
@@ -77,21 +73,4 @@ Example:
 	c.Flags().BoolVar(&force, "force", false, "replace an existing output file")
 	kx.register(c)
 	return c
-}
-
-// agentSigner is the key id and sign function of the key signer s or,
-// when nil, the keyless signer ms.
-func agentSigner(ctx context.Context, s envelope.Signer, ms envelope.MaterialSigner) (string, func([]byte) ([]byte, []byte, error)) {
-	if ctx == nil {
-		ctx = context.Background()
-	}
-	if s != nil {
-		return s.KeyID(), func(p []byte) ([]byte, []byte, error) {
-			env, err := envelope.SignContext(ctx, s, bundle.PayloadType, p)
-			return env, nil, err
-		}
-	}
-	return ms.KeyID(), func(p []byte) ([]byte, []byte, error) {
-		return envelope.SignWithMaterial(ctx, ms, bundle.PayloadType, p)
-	}
 }

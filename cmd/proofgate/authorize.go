@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -46,18 +47,11 @@ Example:
 			if target == "" {
 				return usageErr(errors.New("--target is required"))
 			}
-			d, err := openDecision(g, args[0], actor, reason, reject)
+			a, err := authorize(g, args[0], run.AuthorizeOptions{Target: target, Actor: actor, Reject: reject, Reason: reason})
 			if err != nil {
 				return err
 			}
-			defer d.close()
-			r := d.r
-			err = r.Authorize(d.ctx, run.AuthorizeOptions{Target: target, Actor: actor, Reject: reject, Reason: reason, Fresh: d.fresh})
-			var done *run.DecidedError
-			if err != nil && !errors.As(err, &done) {
-				return classify(approveHint(err, r.ID))
-			}
-			rep := r.Report()
+			rep, done := a.Report, a.Recorded
 			if asJSON {
 				return writeJSON(g.stdout, rep)
 			}
@@ -78,6 +72,36 @@ Example:
 	c.Flags().StringVar(&reason, "reason", "", "why (required with --reject)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print the run as JSON")
 	return c
+}
+
+// authorize checks the decision's flags (--actor, --reason with --reject,
+// both printable) and records it on run id.
+func authorize(g *globals, id string, o run.AuthorizeOptions) (*app.Authorized, error) {
+	switch {
+	case o.Actor == "":
+		return nil, usageErr(errors.New("--actor is required"))
+	case o.Reject && o.Reason == "":
+		return nil, usageErr(errors.New("a rejection needs --reason"))
+	}
+	if err := checkNames(o.Actor, o.Reason); err != nil {
+		return nil, err
+	}
+	ctx, cancel := signalContext()
+	defer cancel()
+	f, err := freshness(ctx, g)
+	if err != nil {
+		return nil, err
+	}
+	o.Fresh = f
+	a, err := app.Authorize(ctx, app.AuthorizeOptions{State: g.state, Run: id, Authorization: o})
+	var de *app.DecisionError
+	if errors.As(err, &de) {
+		return nil, classify(approveHint(de.Err, de.Run))
+	}
+	if err != nil {
+		return nil, classify(err)
+	}
+	return a, nil
 }
 
 // printAuthorized names, under an accepted verdict, the targets the run

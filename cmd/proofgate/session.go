@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/lock"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/session"
@@ -68,15 +69,11 @@ another live recorder owns an open session.
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			o, rt, err := sessionOptions(ctx, g, args[0], agent)
+			s, rts, err := openSession(ctx, g, app.SessionOptions{Run: args[0], Agent: agent})
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			s, err := session.Start(ctx, o)
-			if err != nil {
-				return classifySession(err)
-			}
+			defer rts.Close()
 			if asJSON {
 				return writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Agent: agent, Open: true, Ambiguous: []string{}})
 			}
@@ -114,14 +111,12 @@ process group or cgroup, its container) is stopped first and reported
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			s, amb, rt, err := resumeSession(ctx, g, args[0], sess)
+			s, rts, err := openSession(ctx, g, app.SessionOptions{Run: args[0], Session: sess})
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
-			if amb == nil {
-				amb = []string{}
-			}
+			defer rts.Close()
+			amb := s.Ambiguous
 			if asJSON {
 				if err := writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: true, Ambiguous: amb, Stopped: s.Stopped()}); err != nil {
 					return err
@@ -168,19 +163,16 @@ recorder owns it. After the last session ends the run can be verified:
 			}
 			ctx, cancel := signalContext()
 			defer cancel()
-			s, amb, rt, err := resumeSession(ctx, g, args[0], sess)
+			s, rts, err := openSession(ctx, g, app.SessionOptions{Run: args[0], Session: sess})
 			if err != nil {
 				return err
 			}
-			defer rt.Close()
+			defer rts.Close()
 			if err := s.End(reason); err != nil {
 				return classifySession(err)
 			}
-			if amb == nil {
-				amb = []string{}
-			}
 			if asJSON {
-				return writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: false, Ambiguous: amb})
+				return writeJSON(g.stdout, sessionDoc{RunID: s.Run(), Session: s.ID(), Open: false, Ambiguous: s.Ambiguous})
 			}
 			fmt.Fprintf(g.stdout, "session %s ended\nnext: proofgate exec %s (verify the run)\n", s.ID(), s.Run())
 			return nil
@@ -192,19 +184,20 @@ recorder owns it. After the last session ends the run can be verified:
 	return c
 }
 
-// resumeSession takes over session sess of the run runArg (session
-// resume and end): the runtimes it returns are closed by the caller.
-func resumeSession(ctx context.Context, g *globals, runArg, sess string) (*session.Session, []string, *runtimes, error) {
-	o, rt, err := sessionOptions(ctx, g, runArg, "")
+// openSession opens the session o names (o.State, o.RepoDir and
+// o.Runtimes filled in here) with runtimes the caller closes.
+func openSession(ctx context.Context, g *globals, o app.SessionOptions) (*app.AgentSession, *app.ToolRuntimes, error) {
+	repo, err := repoDir(ctx)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
-	s, amb, err := session.Resume(ctx, o, sess)
+	o.State, o.RepoDir, o.Runtimes = g.state, repo, app.NewToolRuntimes(ctx)
+	s, err := app.OpenSession(ctx, o)
 	if err != nil {
-		rt.Close()
-		return nil, nil, nil, classifySession(err)
+		o.Runtimes.Close()
+		return nil, nil, classifySession(err)
 	}
-	return s, amb, rt, nil
+	return s, o.Runtimes, nil
 }
 
 // stoppedLine says what resume did with one thing a dead recorder's call

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/run"
 )
 
@@ -76,7 +77,7 @@ func status(g *globals, id string, audit, asJSON bool) error {
 		return classify(err)
 	}
 	if asJSON {
-		if err := writeJSON(g.stdout, withAgentNotes(st)); err != nil {
+		if err := writeJSON(g.stdout, app.NewStatusDoc(st)); err != nil {
 			return err
 		}
 	} else {

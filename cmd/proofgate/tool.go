@@ -1,11 +1,9 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"text/tabwriter"
 
@@ -16,9 +14,7 @@ import (
 	"github.com/proofgate/proofgate/internal/mcp"
 	"github.com/proofgate/proofgate/internal/policy"
 	"github.com/proofgate/proofgate/internal/printable"
-	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/session"
-	"github.com/proofgate/proofgate/internal/tool"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/input"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -45,16 +41,6 @@ approval; 4 environment (no Docker for a docker tool, unwritable state).`,
 	return c
 }
 
-// toolRow is one line of 'tool list --json'.
-type toolRow struct {
-	Name        string         `json:"name"`
-	Description string         `json:"description,omitempty"`
-	Effect      policy.Effect  `json:"effect"`
-	RuleID      string         `json:"rule_id"`
-	Runtime     string         `json:"runtime"`
-	InputSchema map[string]any `json:"input_schema"`
-}
-
 func toolListCmd(g *globals) *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
@@ -69,9 +55,9 @@ and, with --json, the JSON Schema of its arguments.
   proofgate tool list latest --json | jq '.[].name'`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			rows, err := toolRows(g, args[0])
+			rows, err := app.ListTools(g.state, args[0])
 			if err != nil {
-				return err
+				return classify(err)
 			}
 			if asJSON {
 				return writeJSON(g.stdout, rows)
@@ -86,30 +72,6 @@ and, with --json, the JSON Schema of its arguments.
 	}
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
-}
-
-// toolRows reads RUN's frozen contract (after the log reconciles) and
-// returns its visible tools.
-func toolRows(g *globals, runArg string) ([]toolRow, error) {
-	store := run.NewStore(g.state)
-	id, err := store.Resolve(runArg)
-	if err != nil {
-		return nil, classify(err)
-	}
-	if _, err := run.Audit(store.Path(id)); err != nil && !app.IsLag(err) {
-		return nil, classify(err)
-	}
-	c, _, err := replay.ReadContract(os.DirFS(store.Path(id)))
-	if err != nil {
-		return nil, classify(err)
-	}
-	gate := policy.New(c)
-	rows := []toolRow{}
-	for _, t := range gate.Visible() {
-		d := gate.Decide(t.Name)
-		rows = append(rows, toolRow{Name: t.Name, Description: t.Description, Effect: d.Effect, RuleID: d.RuleID, Runtime: t.Runtime, InputSchema: tool.InputSchema(t)})
-	}
-	return rows, nil
 }
 
 // execDoc is what 'tool exec --json' prints.
@@ -191,49 +153,19 @@ func toolExec(cmd *cobra.Command, g *globals, f *execFlagsTool, runArg, name str
 	}
 	ctx, cancel := signalContext()
 	defer cancel()
-	s, rt, err := openSession(ctx, g, runArg, f.sess, f.agent)
+	repo, err := repoDir(ctx)
 	if err != nil {
 		return err
 	}
-	defer rt.Close()
-	defer s.Close() // the session may stay open: its kept files go
-	res, err := s.Call(ctx, session.Call{Tool: name, Args: args, TraceParent: f.traceparent, TraceState: f.tracestate})
-	open := f.sess != "" || (err == nil && res.Status == session.PendingApproval)
-	if !open {
-		if endErr := s.End("one call"); endErr != nil && err == nil {
-			return classifySession(fmt.Errorf("session %s: %w", s.ID(), endErr))
-		}
-	}
+	rts := app.NewToolRuntimes(ctx)
+	defer rts.Close()
+	called, err := app.CallTool(ctx, app.CallOptions{
+		SessionOptions: app.SessionOptions{State: g.state, Run: runArg, RepoDir: repo, Agent: f.agent, Session: f.sess, Runtimes: rts},
+		Call:           session.Call{Tool: name, Args: args, TraceParent: f.traceparent, TraceState: f.tracestate}})
 	if err != nil {
 		return classifySession(err)
 	}
-	return printExec(g, s, res, open, f.asJSON)
-}
-
-// openSession resumes sess, or starts a session for one call.
-func openSession(ctx context.Context, g *globals, runArg, sess, agent string) (*session.Session, *runtimes, error) {
-	if sess == "" {
-		o, rt, err := sessionOptions(ctx, g, runArg, agent)
-		if err != nil {
-			return nil, nil, err
-		}
-		s, err := session.Start(ctx, o)
-		if err != nil {
-			rt.Close()
-			return nil, nil, classifySession(err)
-		}
-		return s, rt, nil
-	}
-	o, rt, err := sessionOptions(ctx, g, runArg, "")
-	if err != nil {
-		return nil, nil, err
-	}
-	s, _, err := session.Resume(ctx, o, sess)
-	if err != nil {
-		rt.Close()
-		return nil, nil, classifySession(err)
-	}
-	return s, rt, nil
+	return printExec(g, called, f.asJSON)
 }
 
 // readInput reads --input, bounded by input.MaxInput.
@@ -257,15 +189,16 @@ func readInput(stdin io.Reader, file string) ([]byte, error) {
 	return b, nil
 }
 
-func printExec(g *globals, s *session.Session, res session.Result, open, asJSON bool) error {
-	doc := execDoc{RunID: s.Run(), Session: s.ID(), SessionOpen: open, Action: res.Action, Status: res.Status,
+func printExec(g *globals, called *app.Called, asJSON bool) error {
+	res, runID, sess := called.Result, called.Run, called.Session
+	doc := execDoc{RunID: runID, Session: sess, SessionOpen: called.SessionOpen, Action: res.Action, Status: res.Status,
 		Decision: res.Decision, InputHash: res.InputHash}
 	var code error
 	switch res.Status {
 	case session.Blocked:
 		doc.Message, code = mcp.BlockedText(res.Decision), silent(exit.Refused)
 	case session.PendingApproval:
-		doc.Message, code = mcp.PendingText(s.Run(), res.Action)+fmt.Sprintf(" (--session %s)", s.ID()), silent(exit.Awaiting)
+		doc.Message, code = mcp.PendingText(runID, res.Action)+fmt.Sprintf(" (--session %s)", sess), silent(exit.Awaiting)
 	case session.Rejected:
 		doc.Message, code = fmt.Sprintf("action %s was rejected", res.Action), silent(exit.Refused)
 	default:
@@ -285,30 +218,26 @@ func printExec(g *globals, s *session.Session, res session.Result, open, asJSON 
 	}
 	g.stdout.Write(res.Stdout)
 	g.stderr.Write(res.Stderr)
-	fmt.Fprintf(g.stderr, "%s (run %s, session %s)\n", doc.Message, s.Run(), s.ID())
+	fmt.Fprintf(g.stderr, "%s (run %s, session %s)\n", doc.Message, runID, sess)
 	return code
 }
 
-// decideVerb is one human decision on an action.
+// decideVerb is one human decision on a call: its name is the decision
+// (replay.DecisionApprove, ...).
 type decideVerb struct {
 	name, short, example string
 	needsReason          bool
-	do                   func(o session.Options, action, actor, reason string) error
 }
 
 var decideVerbs = []decideVerb{
-	{name: "approve", short: "Approve an action waiting for approval (bound to its input hash)",
-		example: "proofgate tool approve latest a-0123456789ab --actor alice",
-		do:      func(o session.Options, a, actor, _ string) error { return session.Approve(o, a, actor) }},
-	{name: "reject", short: "Reject an action waiting for approval", needsReason: true,
-		example: `proofgate tool reject latest a-0123456789ab --actor alice --reason "not today"`,
-		do:      session.Reject},
-	{name: "retry", short: "Let an ambiguous action run again, as a new action decided by policy again",
-		example: "proofgate tool retry latest a-0123456789ab --actor alice",
-		do:      func(o session.Options, a, actor, _ string) error { return session.Retry(o, a, actor) }},
-	{name: "abandon", short: "Close an ambiguous action for good: it never runs again", needsReason: true,
-		example: `proofgate tool abandon latest a-0123456789ab --actor alice --reason "finished by hand"`,
-		do:      session.Abandon},
+	{name: replay.DecisionApprove, short: "Approve an action waiting for approval (bound to its input hash)",
+		example: "proofgate tool approve latest a-0123456789ab --actor alice"},
+	{name: replay.DecisionReject, short: "Reject an action waiting for approval", needsReason: true,
+		example: `proofgate tool reject latest a-0123456789ab --actor alice --reason "not today"`},
+	{name: replay.DecisionRetry, short: "Let an ambiguous action run again, as a new action decided by policy again",
+		example: "proofgate tool retry latest a-0123456789ab --actor alice"},
+	{name: replay.DecisionAbandon, short: "Close an ambiguous action for good: it never runs again", needsReason: true,
+		example: `proofgate tool abandon latest a-0123456789ab --actor alice --reason "finished by hand"`},
 }
 
 // decideDoc is what the decision verbs print with --json.
@@ -361,19 +290,15 @@ unknown action.
 				return usageErr(err)
 			}
 			// retry asks the tool's runtime whether its call still runs
-			rt := &runtimes{ctx: cmd.Context()}
-			defer rt.Close()
-			o := session.Options{StateDir: g.state, Run: args[0], Runtime: rt.get}
-			if repo, err := repoDir(cmd.Context()); err == nil {
-				o.RepoDir = repo
-			}
-			if err := v.do(o, args[1], actor, reason); err != nil {
+			rts := app.NewToolRuntimes(cmd.Context())
+			defer rts.Close()
+			repo, _ := repoDir(cmd.Context()) // outside a repository: none
+			id, err := app.DecideCall(app.DecideOptions{State: g.state, Run: args[0], RepoDir: repo,
+				Call: args[1], Decision: v.name, Actor: actor, Reason: reason, Runtimes: rts})
+			if err != nil {
 				return classifySession(err)
 			}
-			doc := decideDoc{RunID: args[0], Action: args[1], Decision: v.name, Actor: actor, Reason: reason}
-			if id, err := run.NewStore(g.state).Resolve(args[0]); err == nil {
-				doc.RunID = id
-			}
+			doc := decideDoc{RunID: id, Action: args[1], Decision: v.name, Actor: actor, Reason: reason}
 			if asJSON {
 				return writeJSON(g.stdout, doc)
 			}
