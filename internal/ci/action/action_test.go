@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
@@ -560,11 +561,11 @@ func checkArtifactFiles(t *testing.T, fx *fixture, zipData []byte, res *Result) 
 	if err != nil {
 		t.Fatal(err)
 	}
-	members, err := attestationMembers(files[archiveName])
+	members, err := artifact.AttestationMembers(files[archiveName])
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := sb.SameEnvelope(members[envelopeFile]); err != nil {
+	if err := sb.SameEnvelope(members[bundle.AttestationFile]); err != nil {
 		t.Fatalf("companion: %v", err)
 	}
 	if _, ok := members["attestation.sigstore.json"]; ok {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -52,7 +53,7 @@ func TestAgentPinInputIgnored(t *testing.T) {
 	fx := keylessAgentFixture(t, svc)
 	fx.env["INPUT_AGENT-WORKFLOW"] = ".github/workflows/release.yml"
 	res, err := keylessAgentRun(t, svc, fx, workflowClaims(".github/workflows/release.yml", "refs/heads/main"))
-	wantUnproven(t, fx, res, err, AgentSignerID)
+	wantUnproven(t, fx, res, err, review.AgentSignerID)
 	if d := res.Decision.AgentSession.Detail; !strings.Contains(d, "agent.yml") {
 		t.Fatalf("the refusal does not name the pinned workflow: %s", d)
 	}
@@ -67,7 +68,7 @@ func TestAgentPinPullRequestEditsPin(t *testing.T) {
 	t.Run("signed by the pull request's pin", func(t *testing.T) {
 		fx := keylessAgentFixtureWith(t, svc, pinnedAgentContract, evil)
 		res, err := keylessAgentRun(t, svc, fx, workflowClaims(".github/workflows/release.yml", "refs/heads/main"))
-		wantUnproven(t, fx, res, err, AgentSignerID)
+		wantUnproven(t, fx, res, err, review.AgentSignerID)
 		if !res.ContractChanged {
 			t.Fatalf("the pull request's contract edit was not noticed: %+v", res)
 		}
@@ -83,7 +84,7 @@ func TestAgentPinPullRequestEditsPin(t *testing.T) {
 	t.Run("the pull request adds a pin the base lacks", func(t *testing.T) {
 		fx := keylessAgentFixtureWith(t, svc, agentContract, map[string]string{".proofgate/contract.yaml": pinnedAgentContract})
 		res, err := keylessAgentRun(t, svc, fx, agentClaims("refs/heads/main"))
-		wantUnproven(t, fx, res, err, AgentNoPin)
+		wantUnproven(t, fx, res, err, review.AgentNoPin)
 	})
 }
 
@@ -95,11 +96,11 @@ func TestAgentPinMissingKeyless(t *testing.T) {
 	svc := sigstoretest.Start(t)
 	fx := keylessAgentFixtureWith(t, svc, agentContract, nil)
 	res, err := keylessAgentRun(t, svc, fx, agentClaims("refs/heads/main"))
-	wantUnproven(t, fx, res, err, AgentNoPin)
+	wantUnproven(t, fx, res, err, review.AgentNoPin)
 	if d := res.Decision.AgentSession.Detail; !strings.Contains(d, "approval.agent_sessions.workflow") {
 		t.Fatalf("the reason does not name the contract field: %s", d)
 	}
-	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "from_agent_session is not proven ("+string(AgentNoPin)) {
+	if s := strings.ReplaceAll(fx.summary(), `\`, ""); !strings.Contains(s, "from_agent_session is not proven ("+string(review.AgentNoPin)) {
 		t.Fatalf("the summary does not say why:\n%s", s)
 	}
 }
@@ -114,5 +115,5 @@ func TestAgentPinReviewEvent(t *testing.T) {
 	fx.reviewEvent(id)
 	fx.env[idTokenURLEnv], fx.env[idTokenTokenEnv] = svc.OIDC.RequestEndpoint(reviewIdentity(fx, "pull_request_review"))
 	res, err := keylessAgentRun(t, svc, fx, workflowClaims(".github/workflows/release.yml", "refs/heads/main"))
-	wantUnproven(t, fx, res, err, AgentSignerID)
+	wantUnproven(t, fx, res, err, review.AgentSignerID)
 }

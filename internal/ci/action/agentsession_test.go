@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -210,7 +211,7 @@ func agentFixture(t *testing.T) *fixture {
 // upload lists the evidence as an artifact of the agent workflow's run
 // (dispatched on the base: its head_sha is not the agent's commit).
 func (fx *fixture) uploadEvidence(zipData []byte, headRepo int64) {
-	fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: AgentSessionArtifactPrefix + fx.head, HeadSHA: fx.base, Data: zipData, HeadRepositoryID: headRepo})
+	fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: review.AgentSessionArtifactPrefix + fx.head, HeadSHA: fx.base, Data: zipData, HeadRepositoryID: headRepo})
 }
 
 func TestAgentSessionRelaxesWhenProven(t *testing.T) {
@@ -219,7 +220,7 @@ func TestAgentSessionRelaxesWhenProven(t *testing.T) {
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
 	a := res.Decision.AgentSession
-	if res.State != replay.Complete || a == nil || !a.Proven || a.Sessions != 1 || a.Implementation == "" || a.Artifact != AgentSessionArtifactPrefix+fx.head {
+	if res.State != replay.Complete || a == nil || !a.Proven || a.Sessions != 1 || a.Implementation == "" || a.Artifact != review.AgentSessionArtifactPrefix+fx.head {
 		t.Fatalf("%+v agent session %+v\n%s", res, a, fx.log.String())
 	}
 	rep, err := run.Audit(filepath.Join(fx.ws, ".proofgate", "runs", res.RunID))
@@ -238,7 +239,7 @@ func TestAgentSessionHostile(t *testing.T) {
 		headRepo int64
 		want     string
 	}{
-		{"no artifact", nil, 0, string(AgentNoArtifact)},
+		{"no artifact", nil, 0, string(review.AgentNoArtifact)},
 		{"forged: signed by another key", func(t *testing.T, fx *fixture) []byte {
 			s := otherKey(t)
 			return agentEvidence(t, fx, evidenceOpts{sign: keySign(s), keyID: s.KeyID()})
@@ -266,7 +267,7 @@ func TestAgentSessionHostile(t *testing.T) {
 		}, 0, string(bundle.AgentNoSession)},
 		{"artifact from a fork's run", func(t *testing.T, fx *fixture) []byte {
 			return agentEvidence(t, fx, evidenceOpts{})
-		}, 99, string(AgentFork)},
+		}, 99, string(review.AgentFork)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := agentFixture(t)
@@ -338,18 +339,18 @@ func TestAgentSessionKeylessIdentity(t *testing.T) {
 		want   string // "" = proven
 	}{
 		{"the base branch's agent workflow", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/main") }, ""},
-		{"the agent workflow of another branch", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/topic") }, string(AgentSignerID)},
+		{"the agent workflow of another branch", func(*fixture) githubtest.Claims { return agentClaims("refs/heads/topic") }, string(review.AgentSignerID)},
 		{"another workflow of the base branch", func(*fixture) githubtest.Claims {
 			return workflowClaims(".github/workflows/release.yml", "refs/heads/main")
-		}, string(AgentSignerID)},
-		{"the pull request's own workflow", func(fx *fixture) githubtest.Claims { return reviewIdentity(fx, "pull_request") }, string(AgentSignerID)},
+		}, string(review.AgentSignerID)},
+		{"the pull request's own workflow", func(fx *fixture) githubtest.Claims { return reviewIdentity(fx, "pull_request") }, string(review.AgentSignerID)},
 		{"another repository's agent workflow", func(*fixture) githubtest.Claims {
 			c := agentClaims("refs/heads/main")
 			c.Repository = "evil/widget"
 			c.WorkflowRef = "evil/widget/.github/workflows/agent.yml@refs/heads/main"
 			c.JobWorkflowRef = c.WorkflowRef
 			return c
-		}, string(AgentSignerID)},
+		}, string(review.AgentSignerID)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx := keylessAgentFixture(t, svc)

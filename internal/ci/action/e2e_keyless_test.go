@@ -106,7 +106,7 @@ func TestE2EKeyless(t *testing.T) {
 		t.Fatal(err)
 	}
 	archiveName, compName := runID+".bundle.tar.gz", runID+".bundle.sigstore.json"
-	members, err := attestationMembers(files[archiveName])
+	members, err := artifact.AttestationMembers(files[archiveName])
 	if err != nil {
 		t.Fatal(err)
 	}

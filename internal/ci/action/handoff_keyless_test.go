@@ -65,7 +65,7 @@ func TestKeylessHandoffImportsWithoutRerunning(t *testing.T) {
 		t.Fatalf("hand-off zip: %d files, %v", len(files), err)
 	}
 	for _, b := range files {
-		m, err := attestationMembers(b)
+		m, err := artifact.AttestationMembers(b)
 		if err != nil || len(m[envelope.MaterialFile]) == 0 {
 			t.Fatalf("the keyless hand-off carries no %s (%v)", envelope.MaterialFile, err)
 		}

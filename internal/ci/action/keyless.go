@@ -9,22 +9,16 @@ package action
 // involved, so the job needs `permissions: id-token: write` instead.
 
 import (
-	"bytes"
 	"context"
-	"crypto/x509"
 	"errors"
 	"fmt"
-	"net"
-	"net/url"
 	"strings"
 	"time"
 
-	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
-	"google.golang.org/protobuf/encoding/protojson"
-
-	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/keyless"
 )
 
 // Values of input signing.
@@ -92,45 +86,11 @@ func readSigningInput(f *workflow, name string) (signingInputs, error) {
 		if u.v == "" {
 			continue
 		}
-		if err := checkServiceURL(u.v); err != nil {
+		if err := keyless.CheckServiceURL(u.v); err != nil {
 			return s, fmt.Errorf("input %s: %w", u.name, err)
 		}
 	}
 	return s, nil
-}
-
-// checkServiceURL accepts an https URL, or an http URL of a loopback host
-// (a local test instance): the OIDC token goes to Fulcio, and must never
-// cross a network in the clear. Credentials, queries and fragments in the
-// URL are refused.
-func checkServiceURL(v string) error {
-	u, err := url.Parse(v)
-	if err != nil {
-		return fmt.Errorf("%q is not a URL: %w", v, err)
-	}
-	switch {
-	case u.Host == "" || u.Opaque != "":
-		return fmt.Errorf("%q is not an absolute http(s) URL", v)
-	case u.User != nil:
-		return fmt.Errorf("%q carries credentials", u.Redacted())
-	case u.RawQuery != "" || u.Fragment != "":
-		return fmt.Errorf("%q has a query or fragment", v)
-	case u.Scheme == "https":
-		return nil
-	case u.Scheme == "http" && isLoopback(u.Hostname()):
-		return nil
-	case u.Scheme == "http":
-		return fmt.Errorf("%q is plain http to a host that is not loopback: use https", v)
-	}
-	return fmt.Errorf("%q: scheme %q is not https", v, u.Scheme)
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // keylessReady reports, before the checks run, whether a keyless bundle
@@ -187,61 +147,12 @@ func newKeylessSigner(ctx context.Context, o *Options, f *workflow, s signingInp
 	return ks, nil
 }
 
-// companionName is the companion Sigstore bundle's name beside the archive
-// name: without .tar.gz, plus .sigstore.json (as `bundle export` names it).
-func companionName(archiveName string) string {
-	return strings.TrimSuffix(archiveName, ".tar.gz") + ".sigstore.json"
-}
+// companionName is the companion Sigstore bundle's name beside the
+// archive name (artifact.CompanionName).
+func companionName(archiveName string) string { return artifact.CompanionName(archiveName) }
 
-// attestationMembers reads an archive and returns its envelope and its
-// Sigstore material members, when present.
-func attestationMembers(archiveBytes []byte) (map[string][]byte, error) {
-	keep := func(name string) bool { return name == envelopeFile || name == envelope.MaterialFile }
-	files, err := archive.ReadKeep(bytes.NewReader(archiveBytes), archive.DefaultLimits, keep)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]byte{}
-	for _, f := range files {
-		if keep(f.Name) {
-			out[f.Name] = f.Data
-		}
-	}
-	return out, nil
-}
-
-// envelopeFile is the archive member holding the DSSE envelope.
-const envelopeFile = "attestation.dsse.json"
-
-// certificateIdentity returns the identity of the leaf certificate of a
-// Sigstore bundle: its first URI SAN (for GitHub, the job's workflow at
-// its ref), else its first email SAN. It reports only: the material was
-// made by this job's signer, and verification judges it.
+// certificateIdentity is the identity a Sigstore bundle's certificate
+// names (keyless.CertificateIdentity).
 func certificateIdentity(material []byte) (string, error) {
-	if len(material) > sigstore.MaxSize {
-		return "", fmt.Errorf("sigstore bundle: %d bytes, over the %d-byte limit", len(material), sigstore.MaxSize)
-	}
-	var b protobundle.Bundle
-	if err := (protojson.UnmarshalOptions{DiscardUnknown: true}).Unmarshal(material, &b); err != nil {
-		return "", fmt.Errorf("sigstore bundle: %w", err)
-	}
-	vm := b.GetVerificationMaterial()
-	der := vm.GetCertificate().GetRawBytes()
-	if chain := vm.GetX509CertificateChain().GetCertificates(); der == nil && len(chain) > 0 {
-		der = chain[0].GetRawBytes()
-	}
-	if der == nil {
-		return "", errors.New("sigstore bundle: no certificate")
-	}
-	c, err := x509.ParseCertificate(der)
-	if err != nil {
-		return "", fmt.Errorf("sigstore bundle certificate: %w", err)
-	}
-	switch {
-	case len(c.URIs) > 0:
-		return c.URIs[0].String(), nil
-	case len(c.EmailAddresses) > 0:
-		return c.EmailAddresses[0], nil
-	}
-	return "", errors.New("sigstore bundle certificate: no URI or email subject alternative name")
+	return keyless.CertificateIdentity(material)
 }

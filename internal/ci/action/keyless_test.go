@@ -2,30 +2,18 @@ package action
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/base64"
 	"errors"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-	"time"
-
-	protobundle "github.com/sigstore/protobuf-specs/gen/pb-go/bundle/v1"
-	protocommon "github.com/sigstore/protobuf-specs/gen/pb-go/common/v1"
 
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
@@ -157,19 +145,6 @@ func TestSigningInputs(t *testing.T) {
 	}
 }
 
-func TestCheckServiceURL(t *testing.T) {
-	for _, ok := range []string{"https://fulcio.sigstore.dev", "https://timestamp.sigstore.dev/api/v1/timestamp", "http://127.0.0.1:5555", "http://[::1]:80/api/v1/timestamp", "http://localhost:1"} {
-		if err := checkServiceURL(ok); err != nil {
-			t.Errorf("%s: %v", ok, err)
-		}
-	}
-	for _, bad := range []string{"http://10.0.0.1", "http://127.0.0.1.evil.example", "https://u@x.example", "https://x.example/?a=b", "https://x.example/#f", "ftp://x.example", "mailto:a@b", "x.example", "https://", "http://localhost.evil.example"} {
-		if err := checkServiceURL(bad); err == nil {
-			t.Errorf("%s accepted", bad)
-		}
-	}
-}
-
 // A keyless job without id-token: write runs, but a COMPLETE run fails
 // with an error naming the permission; nothing is uploaded.
 func TestKeylessWithoutIDTokenPermission(t *testing.T) {
@@ -288,92 +263,6 @@ func TestKeylessTokenRequest(t *testing.T) {
 				t.Fatal("uploaded without a signature")
 			}
 		})
-	}
-}
-
-// leafWithSAN makes a self-signed certificate with the given SANs.
-func leafWithSAN(t *testing.T, uri, email string) []byte {
-	t.Helper()
-	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{}, NotBefore: time.Now(), NotAfter: time.Now().Add(10 * time.Minute)}
-	if uri != "" {
-		u, _ := url.Parse(uri)
-		tmpl.URIs = []*url.URL{u}
-	}
-	if email != "" {
-		tmpl.EmailAddresses = []string{email}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &k.PublicKey, k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return der
-}
-
-func certBundle(t *testing.T, der []byte) []byte {
-	t.Helper()
-	b, err := sigstore.Marshal(&protobundle.Bundle{MediaType: sigstore.MediaType, VerificationMaterial: &protobundle.VerificationMaterial{
-		Content: &protobundle.VerificationMaterial_Certificate{Certificate: &protocommon.X509Certificate{RawBytes: der}}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
-
-func TestCertificateIdentity(t *testing.T) {
-	const san = "https://github.com/OWNER/proofgate/.github/workflows/proofgate.yml@refs/tags/v1"
-	got, err := certificateIdentity(certBundle(t, leafWithSAN(t, san, "")))
-	if err != nil || got != san {
-		t.Fatalf("%q %v", got, err)
-	}
-	if got, err := certificateIdentity(certBundle(t, leafWithSAN(t, "", "a@example.com"))); err != nil || got != "a@example.com" {
-		t.Fatalf("%q %v", got, err)
-	}
-	hint, err := sigstore.FromEnvelope([]byte(`{"payloadType":"x","payload":"","signatures":[{"keyid":"k","sig":"AA=="}]}`), "k")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, b := range map[string][]byte{
-		"key bundle":   hint,
-		"no SAN":       certBundle(t, leafWithSAN(t, "", "")),
-		"bad DER":      certBundle(t, []byte("not a certificate")),
-		"not JSON":     []byte("{"),
-		"oversize":     bytes.Repeat([]byte(" "), sigstore.MaxSize+1),
-		"wrong fields": []byte(`{"mediaType": 7}`),
-	} {
-		if got, err := certificateIdentity(b); err == nil {
-			t.Errorf("%s: identity %q", name, got)
-		}
-	}
-}
-
-// checkCompanion compares a keyless archive's material member with its
-// companion byte for byte (app.Export writes the companion: its tests hold
-// that it is the member).
-func TestKeylessCompanion(t *testing.T) {
-	env := []byte(`{"payloadType":"application/vnd.in-toto+json","payload":"e30=","signatures":[{"keyid":"keyless:00","sig":"AA=="}]}`)
-	material := certBundle(t, leafWithSAN(t, "https://github.com/o/r/.github/workflows/w.yml@refs/heads/main", ""))
-	pack := func(entries ...archive.Entry) []byte {
-		var b bytes.Buffer
-		if err := archive.Write(&b, entries); err != nil {
-			t.Fatal(err)
-		}
-		return b.Bytes()
-	}
-	keyless := pack(archive.BytesEntry("run.json", []byte("{}")), archive.BytesEntry(envelopeFile, env), archive.BytesEntry("attestation.sigstore.json", material))
-	if err := checkCompanion(keyless, material); err != nil {
-		t.Fatal(err)
-	}
-	flipped := bytes.Clone(material)
-	flipped[len(flipped)/2] ^= 1
-	if err := checkCompanion(keyless, flipped); err == nil {
-		t.Fatal("a changed keyless companion accepted")
-	}
-	if err := checkCompanion(keyless, append(bytes.Clone(material), ' ')); err == nil {
-		t.Fatal("a keyless companion with a trailing byte accepted")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -21,13 +22,13 @@ import (
 // request the entry came from. GitHub names it in merge_group.head_ref
 // (refs/heads/gh-readonly-queue/<base>/pr-<N>-<sha>), which is only a
 // hint: the PR must be open into the same base branch, and the link is
-// proven from the commit graph (mergegroup_graph.go): the queue commit is
+// proven from the commit graph (internal/ci/review, queue.go): the queue commit is
 // the merge of exactly the PR's current head into base_sha, changing
 // nothing beyond it, and the run's tree is the queue commit's tree. The
 // approving reviews of that head then count under the same rule as on the
 // PR (review.Decide, which also refuses a head that moves meanwhile).
 // Without a proven link the run stays AWAITING_APPROVAL, no bundle is
-// exported, and Result.QueueRefusal names the QueueReason.
+// exported, and Result.QueueRefusal names the review.QueueReason.
 
 // checkMergeGroup requires the checkout to be the merge group's head: the
 // run binds to what the work tree is.
@@ -49,14 +50,14 @@ func (j *job) checkMergeGroup(ctx context.Context) error {
 
 // queued returns the pull request whose reviews approve a merge group
 // run, or nil and the pending exit code when the link cannot be proven
-// (Result.QueueRefusal says why: a QueueReason).
+// (Result.QueueRefusal says why: a review.QueueReason).
 func (j *job) queued(ctx context.Context) (*reviewTarget, int) {
 	g := j.ev.MergeGroup
 	if g.PR == 0 {
-		return nil, j.unlinked(queueRefuse(QueueNoPR, "merge group head_ref %q names no pull request of base %s: approval cannot be linked", g.HeadRef, g.BaseRef))
+		return nil, j.unlinked(review.QueueRefuse(review.QueueNoPR, "merge group head_ref %q names no pull request of base %s: approval cannot be linked", g.HeadRef, g.BaseRef))
 	}
 	if j.gh == nil {
-		return nil, j.unlinked(queueRefuse(QueueAPI, "approval of a merge group comes from its pull request, and input github-token is empty"))
+		return nil, j.unlinked(review.QueueRefuse(review.QueueAPI, "approval of a merge group comes from its pull request, and input github-token is empty"))
 	}
 	if err := j.checkQueueTree(); err != nil {
 		return nil, j.unlinked(err)
@@ -75,7 +76,7 @@ func (j *job) queued(ctx context.Context) (*reviewTarget, int) {
 		return nil, j.failed("ProofGate GitHub API", exit.Environment, fmt.Sprintf("reading pull request #%d of the merge group failed: %v", g.PR, err))
 	}
 	if pr.State != "open" || "refs/heads/"+pr.Base.Ref != g.BaseRef || !strings.HasPrefix(g.HeadRef, "refs/heads/gh-readonly-queue/") {
-		return nil, j.unlinked(queueRefuse(QueueNoPR, "pull request #%d is %s with base %q, not an open PR into %s: approval cannot be linked", g.PR, pr.State, pr.Base.Ref, g.BaseRef))
+		return nil, j.unlinked(review.QueueRefuse(review.QueueNoPR, "pull request #%d is %s with base %q, not an open PR into %s: approval cannot be linked", g.PR, pr.State, pr.Base.Ref, g.BaseRef))
 	}
 	if err := j.proveQueueLink(ctx, pr.Head.SHA); err != nil {
 		return nil, j.unlinked(err)
@@ -87,9 +88,20 @@ func (j *job) queued(ctx context.Context) (*reviewTarget, int) {
 
 // unlinked reports an unproven merge-queue link: the run stays pending.
 func (j *job) unlinked(err error) int {
-	var qe *QueueLinkError
+	var qe *review.QueueLinkError
 	if errors.As(err, &qe) {
 		j.res.QueueRefusal = string(qe.Reason)
 	}
 	return j.pending(err.Error())
+}
+
+// proveQueueLink proves from the graph that the merge group's head is the
+// queue's merge of prHead into base_sha and nothing more.
+func (j *job) proveQueueLink(ctx context.Context, prHead string) error {
+	return review.ProveQueueLink(ctx, j.gh, j.owner, j.name, j.ev.MergeGroup, prHead)
+}
+
+// checkQueueTree requires the planned run's tree to be the queue commit's.
+func (j *job) checkQueueTree() error {
+	return review.CheckQueueTree(j.ev.MergeGroup, j.r.Report().Source.Tree)
 }

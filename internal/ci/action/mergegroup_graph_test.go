@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -50,38 +51,38 @@ func TestMergeGroupLinkFromGraph(t *testing.T) {
 		// setup returns the merge group; the fixture's PR #7 is approved
 		// by bob on its head.
 		setup func(fx *fixture, q string) githubtest.MergeGroup
-		want  QueueReason
+		want  review.QueueReason
 	}{
 		{"head_ref names a PR whose head is not in the graph", func(fx *fixture, q string) githubtest.MergeGroup {
 			other := fx.sideCommit(fx.base, "other.txt")
 			fx.gh.AddPR(owner, repo, githubtest.PR{Number: 8, Author: alice, HeadSHA: other, BaseSHA: fx.base})
 			fx.gh.AddReview(owner, repo, 8, githubtest.Review{User: bob, State: "APPROVED", CommitID: other})
 			return githubtest.MergeGroup{HeadSHA: q, PR: 8}
-		}, QueuePRNotInGraph},
+		}, review.QueuePRNotInGraph},
 		{"the PR's head moved after queueing", func(fx *fixture, q string) githubtest.MergeGroup {
 			moved := fx.sideCommit(fx.head, "later.txt")
 			fx.gh.SetHead(owner, repo, prNum, moved)
 			fx.gh.AddReview(owner, repo, prNum, githubtest.Review{User: bob, State: "APPROVED", CommitID: moved})
 			return githubtest.MergeGroup{HeadSHA: q, PR: prNum}
-		}, QueuePRNotInGraph},
+		}, review.QueuePRNotInGraph},
 		{"a queue commit that adds a change beyond the PR's merge", func(fx *fixture, _ string) githubtest.MergeGroup {
 			q := fx.queueCommit(fx.treeWith("smuggled.txt"), fx.base, fx.head)
 			return githubtest.MergeGroup{HeadSHA: q, PR: prNum}
-		}, QueueExtraChanges},
+		}, review.QueueExtraChanges},
 		{"a squash commit (no parent chain to the PR head)", func(fx *fixture, _ string) githubtest.MergeGroup {
 			q := fx.queueCommit(git(fx.t, fx.ws, "rev-parse", fx.merge+"^{tree}"), fx.base)
 			return githubtest.MergeGroup{HeadSHA: q, PR: prNum}
-		}, QueueNotMerge},
+		}, review.QueueNotMerge},
 		{"parents in the wrong order", func(fx *fixture, _ string) githubtest.MergeGroup {
 			q := fx.queueCommit(git(fx.t, fx.ws, "rev-parse", fx.merge+"^{tree}"), fx.head, fx.base)
 			return githubtest.MergeGroup{HeadSHA: q, PR: prNum}
-		}, QueueNotMerge},
+		}, review.QueueNotMerge},
 		{"a base_sha the queue commit does not descend from", func(fx *fixture, q string) githubtest.MergeGroup {
 			return githubtest.MergeGroup{HeadSHA: q, PR: prNum, BaseSHA: fx.sideCommit(fx.base, "elsewhere.txt")}
-		}, QueueNotDescendant},
+		}, review.QueueNotDescendant},
 		{"head_commit.tree_id is not the checkout's tree", func(fx *fixture, q string) githubtest.MergeGroup {
 			return githubtest.MergeGroup{HeadSHA: q, PR: prNum, Tree: fx.treeWith("x.txt")}
-		}, QueueOtherTree},
+		}, review.QueueOtherTree},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fx, q := queueFixture(t)

@@ -8,17 +8,15 @@ package action
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
-	"github.com/proofgate/proofgate/internal/strictjson"
+	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/keyless"
 )
 
 // ReasonCompanion refuses an artifact whose companion Sigstore bundle does
@@ -26,10 +24,6 @@ import (
 // material byte for byte): what Sigstore tooling would verify differs
 // from what the gate verified.
 const ReasonCompanion = "companion-mismatch"
-
-// signerWorkflow is the shape of input signer-workflow:
-// OWNER/REPO/.github/workflows/FILE.yml, optionally @REF.
-var signerWorkflow = regexp.MustCompile(`^[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+/\.github/workflows/[A-Za-z0-9_.-]+\.ya?ml(@[^\s@]+)?$`)
 
 // identityInputs are the verify inputs of keyless verification.
 type identityInputs struct {
@@ -46,47 +40,16 @@ func readIdentityInputs(f *workflow) identityInputs {
 	}
 }
 
-// identity checks the inputs and returns the identity policy they pin, or
-// nil without input trusted-root (key-signed bundles only) or without
-// signer-workflow (then only the trust store's identities pin the signer,
-// and loadTrust refuses a gate with none). Issuer, source repository or
-// ref without signer-workflow are refused: such an identity would accept a
-// bundle signed by any workflow Fulcio certified a token of.
+// identity checks the inputs and returns the identity policy they pin
+// (keyless.Pins.Identity), or nil without input trusted-root or
+// signer-workflow; a refusal is usage.
 func (in identityInputs) identity() (*sigstore.Identity, *refusal) {
-	pins := in.issuer != "" || in.signerWorkflow != "" || in.sourceRepo != "" || in.sourceRef != ""
-	if in.trustedRoot == "" {
-		if pins {
-			return nil, refuseUsage("inputs certificate-oidc-issuer, signer-workflow, source-repo and source-ref pin a keyless signer, and need input trusted-root (the Sigstore trusted_root.json to verify it against)")
-		}
-		return nil, nil
+	id, err := keyless.Pins{TrustedRoot: in.trustedRoot, Issuer: in.issuer, SignerWorkflow: in.signerWorkflow,
+		SourceRepo: in.sourceRepo, SourceRef: in.sourceRef}.Identity()
+	if err != nil {
+		return nil, refuseUsage("%s", err)
 	}
-	if !cleanRel(in.trustedRoot) {
-		return nil, refuseUsage("input trusted-root: %q is not a clean path relative to the repository root", in.trustedRoot)
-	}
-	if in.signerWorkflow == "" {
-		if in.issuer != "" || in.sourceRepo != "" || in.sourceRef != "" {
-			return nil, refuseUsage("inputs certificate-oidc-issuer, source-repo and source-ref narrow input signer-workflow, which is empty: an unpinned identity (no workflow) would accept a bundle signed by any workflow; pin it, e.g. OWNER/proofgate/.github/workflows/proofgate.yml@<full sha>")
-		}
-		return nil, nil // the trust store's identities, if any (loadTrust)
-	}
-	if strings.Contains(in.signerWorkflow, "://") || !signerWorkflow.MatchString(in.signerWorkflow) {
-		return nil, refuseUsage("input signer-workflow: %q is not OWNER/REPO/.github/workflows/FILE.yml[@REF] (no https://HOST/ prefix)", in.signerWorkflow)
-	}
-	if in.sourceRepo != "" {
-		if _, _, ok := splitRepo(in.sourceRepo); !ok {
-			return nil, refuseUsage("input source-repo: %q is not OWNER/REPO", in.sourceRepo)
-		}
-	}
-	if in.sourceRef != "" && !strings.HasPrefix(in.sourceRef, "refs/") {
-		return nil, refuseUsage("input source-ref: %q is not a full ref (refs/heads/..., refs/tags/...)", in.sourceRef)
-	}
-	if in.issuer != "" {
-		if err := checkServiceURL(in.issuer); err != nil {
-			return nil, refuseUsage("input certificate-oidc-issuer: %v", err)
-		}
-	}
-	return &sigstore.Identity{Name: "verify inputs", Issuer: in.issuer, SignerWorkflow: in.signerWorkflow,
-		SourceRepo: in.sourceRepo, SourceRef: in.sourceRef}, nil
+	return id, nil
 }
 
 // loadTrust loads the trust store and, with input trusted-root, the
@@ -150,7 +113,7 @@ func (g *gate) verifyOne(data []byte, comp *companionFile, opts bundle.VerifyOpt
 		v = bundle.Refusal(string(bundle.Malformed), err.Error(), "")
 	}
 	if v.Verdict == VerdictAccepted && comp != nil {
-		if err := checkCompanion(data, comp.data); err != nil {
+		if err := artifact.CheckCompanion(data, comp.data); err != nil {
 			v = bundle.Refusal(ReasonCompanion, fmt.Sprintf("%s: %v", comp.name, err), r.RunID)
 		}
 	}
@@ -191,50 +154,6 @@ func verifyBundle(data []byte, store *trust.Store, rec *witnessRecorder, opts bu
 type companionFile struct {
 	name string
 	data []byte
-}
-
-// checkCompanion checks that the companion Sigstore bundle comp carries
-// the archive's envelope: for a keyless archive it is its
-// attestation.sigstore.json member byte for byte; for a key-signed one a
-// key Sigstore bundle of the same payload type, payload and signature,
-// whose hint is the envelope's key id.
-func checkCompanion(archiveBytes, comp []byte) error {
-	members, err := attestationMembers(archiveBytes)
-	if err != nil {
-		return err
-	}
-	if m, ok := members[envelope.MaterialFile]; ok {
-		if !bytes.Equal(m, comp) {
-			return fmt.Errorf("not the archive's %s", envelope.MaterialFile)
-		}
-		return nil
-	}
-	env, ok := members[envelopeFile]
-	if !ok {
-		return fmt.Errorf("the archive has no %s", envelopeFile)
-	}
-	sb, err := sigstore.Read(comp)
-	if err != nil {
-		return err
-	}
-	if err := sb.SameEnvelope(env); err != nil {
-		return err
-	}
-	var e envelope.Envelope
-	if err := strictjson.Decode(env, &e); err != nil || len(e.Signatures) != 1 {
-		return errors.New("the archive's envelope does not have one signature")
-	}
-	if sb.Hint != e.Signatures[0].KeyID {
-		return fmt.Errorf("public key hint %q is not the envelope's key id", clipText(sb.Hint))
-	}
-	return nil
-}
-
-func clipText(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }
 
 // witnessedText formats a witnessed time for the summary.

@@ -2,8 +2,8 @@ package review
 
 // The from_agent_session fact (ADR 0021). Decide never sets it by itself:
 // a caller that can verify agent-session evidence passes an
-// AgentSessionFetcher (internal/ci/action's reads the agent workflow's signed
-// artifact for the head and verifies it with bundle.OpenAgentSession).
+// AgentSessionFetcher (internal/ci/action's lists the agent workflow's signed
+// artifact for the head and verifies it with AgentEvidence, agentevidence.go).
 // The fact is proven or false; false always carries a reason, and the
 // decision (Decision.AgentSession) says which. Absence of evidence is not
 // evidence: a pull request can hide it (not upload, upload under another
