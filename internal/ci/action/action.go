@@ -25,7 +25,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path"
 	"path/filepath"
 	goruntime "runtime"
 	"strconv"
@@ -153,7 +152,7 @@ type Result struct {
 	// ShardReason), "" when it did not.
 	ShardRefusal string
 	// QueueRefusal is why a merge group run was not linked to its pull
-	// request (a QueueReason), "" when it was or is not a merge group.
+	// request (a review.QueueReason), "" when it was or is not a merge group.
 	QueueRefusal string
 	// Outputs are the step outputs set.
 	Outputs map[string]string
@@ -213,7 +212,7 @@ func readInputs(f *workflow) (inputs, error) {
 	if in.contract == "" {
 		in.contract = DefaultContract
 	}
-	if !cleanRel(in.contract) {
+	if !event.CleanRel(in.contract) {
 		return in, fmt.Errorf("input contract: %q is not a clean path relative to the repository root", in.contract)
 	}
 	if in.attest, err = readAttest(f, in.signing.mode == SigningKeyless); err != nil {
@@ -267,20 +266,6 @@ func workspace(ctx context.Context, o *Options) (string, error) {
 		return "", fmt.Errorf("%s is not a git checkout (run actions/checkout before ProofGate): %w", dir, err)
 	}
 	return root, nil
-}
-
-// cleanRel reports whether p is a clean relative slash path inside the tree.
-func cleanRel(p string) bool {
-	return p != "" && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "-") && !strings.Contains(p, "\\") &&
-		path.Clean(p) == p && filepath.IsLocal(p)
-}
-
-func splitRepo(full string) (string, string, bool) {
-	owner, name, ok := strings.Cut(full, "/")
-	if !ok || owner == "" || name == "" || strings.Contains(name, "/") {
-		return "", "", false
-	}
-	return owner, name, true
 }
 
 // Run is `proofgate action`. It always returns a Result whose Code is the
@@ -418,7 +403,7 @@ func (j *job) setup(ctx context.Context) error {
 		j.repo = j.ev.Repository
 	}
 	var ok bool
-	if j.owner, j.name, ok = splitRepo(j.repo); !ok {
+	if j.owner, j.name, ok = event.SplitRepo(j.repo); !ok {
 		return usage("GITHUB_REPOSITORY %q is not owner/name", j.repo)
 	}
 	j.s.repo = j.repo

@@ -205,7 +205,7 @@ func (j *job) shardKeyless(ctx context.Context) (*sigstore.Verifiers, error) {
 	if path == "" {
 		return nil, shardRefuse(ShardNoSigner, "", "input trusted-root is empty: a keyless sharded run's plan and shards are verified against that Sigstore trusted root")
 	}
-	if !cleanRel(path) {
+	if !event.CleanRel(path) {
 		return nil, usage("input trusted-root: %q is not a clean path relative to the repository root", path)
 	}
 	var root []byte

@@ -288,7 +288,7 @@ func (g *gate) checkPaths() *refusal {
 	if in.contract == "" {
 		in.contract = DefaultContract
 	}
-	if !cleanRel(in.contract) {
+	if !event.CleanRel(in.contract) {
 		return refuseUsage("input contract: %q is not a clean path relative to the repository root", in.contract)
 	}
 	if in.artifactName != "" {
@@ -315,7 +315,7 @@ func (g *gate) connect(ctx context.Context) *refusal {
 		return r
 	}
 	var err error
-	g.owner, g.name, _ = splitRepo(g.o.Getenv("GITHUB_REPOSITORY"))
+	g.owner, g.name, _ = event.SplitRepo(g.o.Getenv("GITHUB_REPOSITORY"))
 	if g.in.token != "" {
 		if g.gh, err = ghapi.NewClient(ctx, g.in.token, g.o.Getenv("GITHUB_API_URL")); err != nil {
 			return refuseUsage("github client: %v", err)

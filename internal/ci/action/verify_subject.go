@@ -4,6 +4,7 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/ci/event"
 )
 
 // readSubjects reads input subject: files, relative to the workspace and
@@ -15,7 +16,7 @@ func readSubjects(f *workflow, in *verifyInputs) *refusal {
 		if p == "" {
 			continue
 		}
-		if !cleanRel(p) {
+		if !event.CleanRel(p) {
 			return refuseUsage("input subject: %q is not a clean path relative to the workspace", p)
 		}
 		in.subjects = append(in.subjects, p)

@@ -17,6 +17,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/vsa"
 	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
+	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -113,7 +114,7 @@ func (g *gate) keylessVSAInputs(si signingInputs, pemKey, path, id string) *refu
 // checkVSAPath refuses a vsa-path that is not clean and relative, and a
 // vsa-verifier-id that is not an absolute URI.
 func checkVSAPath(path, id string) *refusal {
-	if !cleanRel(path) {
+	if !event.CleanRel(path) {
 		return refuseUsage("input vsa-path: %q is not a clean path relative to the workspace", path)
 	}
 	probe := vsa.Input{Name: "probe", Archive: &vsa.Archive{SHA256: strings.Repeat("0", 64)}, VerifierID: id, Verdict: bundle.Refusal("probe", "", "")}

@@ -3,12 +3,11 @@ package keyless
 import (
 	"errors"
 	"fmt"
-	"path"
-	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/ci/event"
 )
 
 // signerWorkflow is the shape of a pinned signer workflow:
@@ -36,7 +35,7 @@ func (p Pins) Identity() (*sigstore.Identity, error) {
 		}
 		return nil, nil
 	}
-	if !cleanRel(p.TrustedRoot) {
+	if !event.CleanRel(p.TrustedRoot) {
 		return nil, fmt.Errorf("input trusted-root: %q is not a clean path relative to the repository root", p.TrustedRoot)
 	}
 	if p.SignerWorkflow == "" {
@@ -58,7 +57,7 @@ func (p Pins) checkNarrowing() error {
 	if strings.Contains(p.SignerWorkflow, "://") || !signerWorkflow.MatchString(p.SignerWorkflow) {
 		return fmt.Errorf("input signer-workflow: %q is not OWNER/REPO/.github/workflows/FILE.yml[@REF] (no https://HOST/ prefix)", p.SignerWorkflow)
 	}
-	if p.SourceRepo != "" && !isOwnerRepo(p.SourceRepo) {
+	if p.SourceRepo != "" && !ownerRepo(p.SourceRepo) {
 		return fmt.Errorf("input source-repo: %q is not OWNER/REPO", p.SourceRepo)
 	}
 	if p.SourceRef != "" && !strings.HasPrefix(p.SourceRef, "refs/") {
@@ -72,15 +71,8 @@ func (p Pins) checkNarrowing() error {
 	return nil
 }
 
-// cleanRel reports whether p is a clean relative slash path inside the
-// tree (as internal/ci/action's inputs are checked).
-func cleanRel(p string) bool {
-	return p != "" && !strings.HasPrefix(p, "/") && !strings.HasPrefix(p, "-") && !strings.Contains(p, "\\") &&
-		path.Clean(p) == p && filepath.IsLocal(p)
-}
-
-// isOwnerRepo reports whether full is OWNER/REPO.
-func isOwnerRepo(full string) bool {
-	owner, name, ok := strings.Cut(full, "/")
-	return ok && owner != "" && name != "" && !strings.Contains(name, "/")
+// ownerRepo reports whether full is OWNER/REPO.
+func ownerRepo(full string) bool {
+	_, _, ok := event.SplitRepo(full)
+	return ok
 }
