@@ -26,14 +26,20 @@ func (d *decision) close() {
 
 // openDecision checks a decision's flags (--actor, --reason with
 // --reject, both printable) and opens run id for it.
-func openDecision(g *globals, id, actor, reason string, reject bool) (*decision, error) {
+// checkDecision checks a human decision's flags: --actor given, --reason
+// with a rejection, both printable.
+func checkDecision(actor, reason string, reject bool) error {
 	switch {
 	case actor == "":
-		return nil, usageErr(errors.New("--actor is required"))
+		return usageErr(errors.New("--actor is required"))
 	case reject && reason == "":
-		return nil, usageErr(errors.New("a rejection needs --reason"))
+		return usageErr(errors.New("a rejection needs --reason"))
 	}
-	if err := checkNames(actor, reason); err != nil {
+	return checkNames(actor, reason)
+}
+
+func openDecision(g *globals, id, actor, reason string, reject bool) (*decision, error) {
+	if err := checkDecision(actor, reason, reject); err != nil {
 		return nil, err
 	}
 	ctx, cancel := signalContext()

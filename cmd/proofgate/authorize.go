@@ -77,13 +77,7 @@ Example:
 // authorize checks the decision's flags (--actor, --reason with --reject,
 // both printable) and records it on run id.
 func authorize(g *globals, id string, o run.AuthorizeOptions) (*app.Authorized, error) {
-	switch {
-	case o.Actor == "":
-		return nil, usageErr(errors.New("--actor is required"))
-	case o.Reject && o.Reason == "":
-		return nil, usageErr(errors.New("a rejection needs --reason"))
-	}
-	if err := checkNames(o.Actor, o.Reason); err != nil {
+	if err := checkDecision(o.Actor, o.Reason, o.Reject); err != nil {
 		return nil, err
 	}
 	ctx, cancel := signalContext()

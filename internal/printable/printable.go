@@ -12,6 +12,7 @@ package printable
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -117,4 +118,24 @@ func ShellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// maxClip bounds a value from untrusted input quoted in an error.
+const maxClip = 80
+
+// Clip is s cut to its first 80 bytes and "…" when longer: a value from
+// untrusted input, named in an error.
+func Clip(s string) string {
+	if len(s) > maxClip {
+		return s[:maxClip] + "…"
+	}
+	return s
+}
+
+// ClipQuoted is s Go-quoted, or, when longer than 80 bytes, Clip(s).
+func ClipQuoted(s string) string {
+	if len(s) > maxClip {
+		return Clip(s)
+	}
+	return strconv.Quote(s)
 }

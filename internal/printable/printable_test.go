@@ -74,3 +74,18 @@ func FuzzEscape(f *testing.F) {
 		}
 	})
 }
+
+func TestClip(t *testing.T) {
+	if got := ClipQuoted("k"); got != `"k"` {
+		t.Fatal(got)
+	}
+	if got := ClipQuoted(strings.Repeat("x", 100)); got != strings.Repeat("x", 80)+"…" {
+		t.Fatal(got)
+	}
+	if got := Clip("k\n"); got != "k\n" {
+		t.Fatal(got)
+	}
+	if got := Clip(strings.Repeat("x", 81)); got != strings.Repeat("x", 80)+"…" {
+		t.Fatal(got)
+	}
+}

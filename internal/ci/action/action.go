@@ -40,6 +40,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/ci/keyless"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/progress"
@@ -682,7 +683,7 @@ func (j *job) publish(ctx context.Context) (int, error) {
 	}
 	code, err := j.upload(ctx, files)
 	if err == nil {
-		j.attest(ctx, files[companionName(j.res.RunID+".bundle.tar.gz")])
+		j.attest(ctx, files[artifact.CompanionName(j.res.RunID+".bundle.tar.gz")])
 	}
 	return code, err
 }
@@ -731,7 +732,7 @@ func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 	}
 	signedBy := "key " + x.KeyID
 	if j.keyless {
-		if j.res.Signer, err = certificateIdentity(x.Sigstore); err != nil {
+		if j.res.Signer, err = keyless.CertificateIdentity(x.Sigstore); err != nil {
 			return nil, environment("keyless material: %w", err)
 		}
 		j.s.signer = j.res.Signer
@@ -761,7 +762,7 @@ func (j *job) exportOptions(ctx context.Context) (app.ExportOptions, error) {
 		return o, environment("bundle directory: %w", err)
 	}
 	o.Out = filepath.Join(dir, j.res.RunID+".bundle.tar.gz")
-	o.Sigstore = filepath.Join(dir, companionName(filepath.Base(o.Out)))
+	o.Sigstore = filepath.Join(dir, artifact.CompanionName(filepath.Base(o.Out)))
 	return o, nil
 }
 

@@ -17,7 +17,6 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
-	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/keyless"
 )
 
@@ -145,14 +144,4 @@ func newKeylessSigner(ctx context.Context, o *Options, f *workflow, s signingInp
 		return nil, environment("keyless signer: %w", err)
 	}
 	return ks, nil
-}
-
-// companionName is the companion Sigstore bundle's name beside the
-// archive name (artifact.CompanionName).
-func companionName(archiveName string) string { return artifact.CompanionName(archiveName) }
-
-// certificateIdentity is the identity a Sigstore bundle's certificate
-// names (keyless.CertificateIdentity).
-func certificateIdentity(material []byte) (string, error) {
-	return keyless.CertificateIdentity(material)
 }

@@ -373,7 +373,7 @@ func (g *gate) verifyFile() *refusal {
 	}
 	var comp *companionFile
 	if strings.HasSuffix(p, ".tar.gz") {
-		cp := companionName(p)
+		cp := artifact.CompanionName(p)
 		if b, err := bounded.ReadFile(cp, archive.DefaultLimits.MaxTotalSize); err == nil {
 			comp = &companionFile{name: filepath.Base(cp), data: b}
 		} else if !errors.Is(err, fs.ErrNotExist) {
@@ -462,7 +462,7 @@ func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
 		g.res.Attempts = append(g.res.Attempts, att)
 		return att
 	}
-	b, err := artifact.BundleFromZip(zipData, artifact.MaxBundleBytes, companionName)
+	b, err := artifact.BundleFromZip(zipData, artifact.MaxBundleBytes, artifact.CompanionName)
 	if err != nil {
 		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
 		g.res.Attempts = append(g.res.Attempts, att)

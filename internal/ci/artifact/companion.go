@@ -10,6 +10,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
@@ -70,15 +71,7 @@ func CheckCompanion(archiveBytes, comp []byte) error {
 		return errors.New("the archive's envelope does not have one signature")
 	}
 	if sb.Hint != e.Signatures[0].KeyID {
-		return fmt.Errorf("public key hint %q is not the envelope's key id", clipText(sb.Hint))
+		return fmt.Errorf("public key hint %q is not the envelope's key id", printable.Clip(sb.Hint))
 	}
 	return nil
-}
-
-// clipText clips s to 80 bytes (a value from an untrusted companion).
-func clipText(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return s
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
@@ -82,7 +83,7 @@ func openKeyless(att, material []byte, v *sigstore.Verifiers) ([]byte, envelope.
 // for the run's repository.
 func CheckKeylessTime(k envelope.WitnessedKey, keyID, signedAt, repo string) error {
 	if keyID != k.KeyID() {
-		return Refuse(Malformed, "predicate key_id %s is not the signature's keyid", clipID(keyID))
+		return Refuse(Malformed, "predicate key_id %s is not the signature's keyid", printable.ClipQuoted(keyID))
 	}
 	at, err := time.Parse(time.RFC3339Nano, signedAt)
 	if err != nil {

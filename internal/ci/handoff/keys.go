@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/printable"
 )
 
 // KeyVerifiers trusts exactly one Ed25519 key: the job's own signing key,
@@ -18,7 +19,7 @@ type KeyVerifiers struct {
 // Verifier returns the key if id is its id.
 func (k KeyVerifiers) Verifier(id string) (envelope.TrustedKey, error) {
 	if id != k.ID {
-		return nil, fmt.Errorf("key %s is not the job's signing key %s", clipID(id), k.ID)
+		return nil, fmt.Errorf("key %s is not the job's signing key %s", printable.ClipQuoted(id), k.ID)
 	}
 	return k, nil
 }
@@ -37,11 +38,3 @@ func (KeyVerifiers) CheckAt(time.Time, string) error { return nil }
 // CheckWitnessed accepts every time: a key signature has no witness.
 func (KeyVerifiers) CheckWitnessed(time.Time) error { return nil }
 
-// clipID quotes s, clipped to 80 bytes when longer (an id from an
-// untrusted archive).
-func clipID(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}

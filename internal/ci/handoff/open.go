@@ -13,6 +13,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -172,7 +173,7 @@ func ReplayClaimed(files map[string][]byte, want replay.State, claimedRun bundle
 	}
 	last, err := time.Parse(time.RFC3339Nano, rep.LastEventTime)
 	if err != nil || at.Before(last) {
-		return Refuse(SigningTime, "signed_at %s is before the run's last event at %s", clipID(signedAt), rep.LastEventTime)
+		return Refuse(SigningTime, "signed_at %s is before the run's last event at %s", printable.ClipQuoted(signedAt), rep.LastEventTime)
 	}
 	return nil
 }

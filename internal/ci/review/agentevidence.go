@@ -24,6 +24,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
 
@@ -144,7 +145,7 @@ func KeylessAgentOpener(v envelope.MaterialVerifiers) bundle.AgentSessionOpener 
 		}
 		return p, func(at time.Time, keyID, repo string) error {
 			if keyID != k.KeyID() {
-				return &bundle.AgentSessionError{Reason: bundle.AgentMalformed, Detail: "predicate key_id " + clipID(keyID) + " is not the signature's keyid"}
+				return &bundle.AgentSessionError{Reason: bundle.AgentMalformed, Detail: "predicate key_id " + printable.ClipQuoted(keyID) + " is not the signature's keyid"}
 			}
 			if err := k.CheckAt(at, "repo:"+repo); err != nil {
 				return agentKeylessRefusal(err)
@@ -196,11 +197,3 @@ func agentKeylessRefusal(err error) error {
 	return &bundle.AgentSessionError{Reason: bundle.AgentSignature, Detail: err.Error()}
 }
 
-// clipID quotes s, clipped to 80 bytes when longer (an id from untrusted
-// evidence).
-func clipID(s string) string {
-	if len(s) > 80 {
-		return s[:80] + "…"
-	}
-	return fmt.Sprintf("%q", s)
-}

@@ -154,12 +154,3 @@ func TestAgentVerifiersBadRoot(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
-
-func TestClipID(t *testing.T) {
-	if got := clipID("k"); got != `"k"` {
-		t.Fatal(got)
-	}
-	if got := clipID(strings.Repeat("x", 100)); got != strings.Repeat("x", 80)+"…" {
-		t.Fatal(got)
-	}
-}
