@@ -196,4 +196,3 @@ func agentKeylessRefusal(err error) error {
 	}
 	return &bundle.AgentSessionError{Reason: bundle.AgentSignature, Detail: err.Error()}
 }
-
