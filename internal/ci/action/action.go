@@ -42,6 +42,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/ci/keyless"
 	"github.com/proofgate/proofgate/internal/ci/review"
+	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/progress"
 	"github.com/proofgate/proofgate/internal/run"
@@ -150,7 +151,7 @@ type Result struct {
 	Imported        bool
 	FastPathRefusal string
 	// ShardRefusal is why a plan, shard or merge job refused (a
-	// ShardReason), "" when it did not.
+	// shardjob.Reason), "" when it did not.
 	ShardRefusal string
 	// QueueRefusal is why a merge group run was not linked to its pull
 	// request (a review.QueueReason), "" when it was or is not a merge group.
@@ -307,8 +308,7 @@ type job struct {
 	closed            bool
 	statusMode        string // input status
 	fast              *fastPath
-	wrun              workflowRun    // sharded runs: GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT
-	runArts           []*runArtifact // sharded runs: the workflow run's artifacts, listed once
+	wrun              shardjob.WorkflowRun // sharded runs: GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT
 }
 
 // run plans, executes and decides the run, and publishes it once

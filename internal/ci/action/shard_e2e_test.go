@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/shard"
 	"github.com/proofgate/proofgate/internal/testimage"
@@ -154,7 +155,7 @@ func (fx *fixture) shardRun(image string, id int64, n int, shards ...int) {
 	for k, j := range jobs {
 		wantJob(fx.t, j, codes[k], ExitOK)
 		sp := shard.Spec{Index: shards[k], Count: n}
-		if out := j.outputs(fx.t); out["shard-artifact"] != ShardArtifactName(id, 1, sp) {
+		if out := j.outputs(fx.t); out["shard-artifact"] != shardjob.ShardArtifactName(id, 1, sp) {
 			fx.t.Fatalf("shard %s outputs %v\n%s", sp, out, j.log.String())
 		}
 	}
@@ -186,7 +187,7 @@ func resign(t *testing.T, zipData []byte) []byte {
 	if err := bundle.SignShard(dir, s); err != nil {
 		t.Fatal(err)
 	}
-	out, err := readShardDir(dir)
+	out, err := shardjob.ReadShard(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -221,8 +222,8 @@ func TestE2EShardMatrix(t *testing.T) {
 	fx.shardRun(image, run1, n, 1, 2, 3)
 	shardsTook := time.Since(start)
 
-	name := func(id int64, i int) string { return ShardArtifactName(id, 1, shard.Spec{Index: i, Count: n}) }
-	merge := func(want int, reason ShardReason, text string) *e2eJob {
+	name := func(id int64, i int) string { return shardjob.ShardArtifactName(id, 1, shard.Spec{Index: i, Count: n}) }
+	merge := func(want int, reason shardjob.Reason, text string) *e2eJob {
 		t.Helper()
 		j := fx.matrixJob("merge", run1, ModeMerge, "")
 		wantJob(t, j, fx.runJob(image, j), want)
@@ -239,7 +240,7 @@ func TestE2EShardMatrix(t *testing.T) {
 
 	// A missing shard: its upload never happened.
 	restore := fx.gh.HideArtifact(owner, repo, name(run1, 3))
-	merge(ExitRefused, ShardMissing, name(run1, 3))
+	merge(ExitRefused, shardjob.Missing, name(run1, 3))
 	restore()
 
 	// A shard signed by another key.
@@ -248,13 +249,13 @@ func TestE2EShardMatrix(t *testing.T) {
 		t.Fatal("shard 2 not listed")
 	}
 	fx.gh.TamperBlob(name(run1, 2), resign(t, good))
-	merge(ExitRefused, ShardReason(shard.Untrusted), name(run1, 2))
+	merge(ExitRefused, shardjob.Reason(shard.Untrusted), name(run1, 2))
 
 	// A shard of another workflow run (same commit, contract and key).
 	fx.shardRun(image, run2, n, 2)
 	foreign, _ := fx.gh.ListedData(owner, repo, run2, name(run2, 2))
 	fx.gh.TamperBlob(name(run1, 2), foreign)
-	merge(ExitRefused, ShardForeign, name(run1, 2))
+	merge(ExitRefused, shardjob.Foreign, name(run1, 2))
 	fx.gh.TamperBlob(name(run1, 2), good)
 
 	// The merge: COMPLETE, bundle uploaded.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/shard"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -51,7 +52,7 @@ func TestShardKeyless(t *testing.T) {
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
 	res, err = job(runID+1, "", "2/2", other)
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	name := func(id int64) string { return ShardArtifactName(id, 1, shard.Spec{Index: 2, Count: n}) }
+	name := func(id int64) string { return shardjob.ShardArtifactName(id, 1, shard.Spec{Index: 2, Count: n}) }
 	alien, _ := fx.gh.ListedData(owner, repo, runID+1, name(runID+1))
 
 	// The merge: every keyless signature verified with the job's own

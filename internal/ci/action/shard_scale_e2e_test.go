@@ -14,6 +14,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/shard"
 	"github.com/proofgate/proofgate/internal/testimage"
@@ -51,7 +52,7 @@ func (fx *fixture) runShardJobs(image string, id int64, n int, jobs []*e2eJob) {
 	for k, j := range jobs {
 		wantJob(fx.t, j, codes[k], ExitOK)
 		sp := shard.Spec{Index: k + 1, Count: n}
-		if out := j.outputs(fx.t); out["shard-artifact"] != ShardArtifactName(id, 1, sp) {
+		if out := j.outputs(fx.t); out["shard-artifact"] != shardjob.ShardArtifactName(id, 1, sp) {
 			fx.t.Fatalf("shard %s outputs %v\n%s", sp, out, j.log.String())
 		}
 	}
@@ -96,11 +97,11 @@ func TestE2EShardMatrix200(t *testing.T) {
 	shardsTook := time.Since(sstart)
 
 	// 9 of 10 shards: shard 7's upload never happened.
-	missing := ShardArtifactName(id, 1, shard.Spec{Index: 7, Count: scaleShards})
+	missing := shardjob.ShardArtifactName(id, 1, shard.Spec{Index: 7, Count: scaleShards})
 	restore := fx.gh.HideArtifact(owner, repo, missing)
 	j := fx.matrixJob("merge", id, ModeMerge, "")
 	wantJob(t, j, fx.runJob(image, j), ExitRefused)
-	if out := j.outputs(t); out["shard-refusal"] != string(ShardMissing) || out["artifact-id"] != "" ||
+	if out := j.outputs(t); out["shard-refusal"] != string(shardjob.Missing) || out["artifact-id"] != "" ||
 		!strings.Contains(j.log.String(), "::error title=ProofGate::sharded run refused (missing)") || !strings.Contains(j.log.String(), missing) {
 		t.Fatalf("merge of 9 shards: outputs %v\n%s", out, j.log.String())
 	}

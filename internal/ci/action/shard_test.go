@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"path/filepath"
 	"strconv"
@@ -14,9 +13,9 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/shard"
-	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
@@ -54,85 +53,6 @@ func TestShardInputs(t *testing.T) {
 	}
 }
 
-func TestShardArtifactNames(t *testing.T) {
-	if got := ShardArtifactName(77, 2, shard.Spec{Index: 3, Count: 10}); got != "proofgate-shard-77-2-3-of-10" {
-		t.Fatalf("name %q", got)
-	}
-	if got := PlanArtifactName(77, 2); got != "proofgate-plan-77-2" {
-		t.Fatalf("plan name %q", got)
-	}
-	for name, want := range map[string]string{
-		"proofgate-shard-77-2-3-of-10":  "3/10",
-		"proofgate-shard-77-2-10-of-10": "10/10",
-		"proofgate-shard-77-1-3-of-10":  "", // another attempt
-		"proofgate-shard-78-2-3-of-10":  "", // another run
-		"proofgate-shard-77-2-03-of-10": "",
-		"proofgate-shard-77-2-11-of-10": "",
-		"proofgate-shard-77-2-0-of-10":  "",
-		"proofgate-shard-77-2-3-of-257": "",
-		"proofgate-shard-77-2-3-of-10x": "",
-		"proofgate-shard-77-2-+3-of-10": "",
-		"proofgate-shard-77-2-3":        "",
-		"proofgate-plan-77-2":           "",
-		"proofgate-shard-77-23-of-10":   "",
-	} {
-		sp, ok := parseShardArtifactName(name, 77, 2)
-		if got := map[bool]string{true: sp.String(), false: ""}[ok]; got != want {
-			t.Errorf("%s: %q, want %q", name, got, want)
-		}
-	}
-}
-
-func arts(names ...string) []*runArtifact {
-	out := make([]*runArtifact, 0, len(names))
-	for i, n := range names {
-		a := &runArtifact{ID: int64(i + 1), Name: n}
-		a.WorkflowRun.ID = 77
-		out = append(out, a)
-	}
-	return out
-}
-
-// The merge takes exactly its attempt's shards, all of 1..N once, with
-// one N; it refuses (typed) a missing, doubly listed, expired shard and
-// disagreeing counts, and never mixes in another attempt's shards.
-func TestSelectShards(t *testing.T) {
-	w := workflowRun{ID: 77, Attempt: 2}
-	sel, err := selectShards(arts("proofgate-plan-77-2", "proofgate-shard-77-2-2-of-3", "proofgate-shard-77-1-1-of-3", "proofgate-shard-77-2-3-of-3",
-		"proofgate-shard-77-2-1-of-3", "proofgate-77", "proofgate-run-abc"), w)
-	if err != nil || len(sel) != 3 {
-		t.Fatalf("%v %v", sel, err)
-	}
-	for i, s := range sel {
-		if s.spec.Index != i+1 || s.art.Name != ShardArtifactName(77, 2, s.spec) {
-			t.Fatalf("selection %d: %+v", i, s)
-		}
-	}
-	expired := arts("proofgate-shard-77-2-1-of-2", "proofgate-shard-77-2-2-of-2")
-	expired[1].Expired = true
-	for _, c := range []struct {
-		list []*runArtifact
-		want ShardReason
-		text string
-	}{
-		{arts("proofgate-shard-77-2-1-of-3", "proofgate-shard-77-2-3-of-3"), ShardMissing, "1 of 3 shards were not uploaded (proofgate-shard-77-2-2-of-3)"},
-		{arts("proofgate-shard-77-1-1-of-2", "proofgate-shard-77-1-2-of-2"), ShardMissing, "has no shard artifacts"},
-		{arts(), ShardMissing, "has no shard artifacts"},
-		{arts("proofgate-shard-77-2-1-of-2", "proofgate-shard-77-2-1-of-2", "proofgate-shard-77-2-2-of-2"), ShardDuplicate, "listed twice"},
-		{arts("proofgate-shard-77-2-1-of-2", "proofgate-shard-77-2-2-of-3"), ShardCount, "beside shards of 2"},
-		{expired, ShardExpired, "expired"},
-	} {
-		_, err := selectShards(c.list, w)
-		var se *ShardError
-		if !errors.As(err, &se) || se.Reason != c.want || !strings.Contains(err.Error(), c.text) {
-			t.Errorf("%d artifacts: %v, want %s %q", len(c.list), err, c.want, c.text)
-		}
-		if shardClass(err) != exit.Refused {
-			t.Errorf("%v: class %v", err, shardClass(err))
-		}
-	}
-}
-
 const runID = 4242
 
 // shardEnv points the fixture at a job of workflow run id, attempt: its
@@ -162,7 +82,7 @@ func otherKeyPEM(t *testing.T) string {
 	return string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}))
 }
 
-func wantShardRefusal(t *testing.T, fx *fixture, res *Result, err error, code int, reason ShardReason, text string) {
+func wantShardRefusal(t *testing.T, fx *fixture, res *Result, err error, code int, reason shardjob.Reason, text string) {
 	t.Helper()
 	mustCode(t, res.Code, code, err, fx.log.String())
 	if res.ShardRefusal != string(reason) || err == nil || !strings.Contains(err.Error(), text) {
@@ -186,7 +106,7 @@ func TestShardPlanHostile(t *testing.T) {
 	fx.shardEnv(runID, 1, "plan", ModePlan, "")
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	name := PlanArtifactName(runID, 1)
+	name := shardjob.PlanArtifactName(runID, 1)
 	if out := fx.outputs(); out["plan-artifact"] != name || out["run-id"] == "" || out["state"] != "PLANNED" {
 		t.Fatalf("plan outputs %v\n%s", fx.outputs(), fx.log.String())
 	}
@@ -197,7 +117,7 @@ func TestShardPlanHostile(t *testing.T) {
 	// Another attempt of the run has no plan.
 	fx.shardEnv(runID, 2, "shard", "", "1/2")
 	res, err = fx.run()
-	wantShardRefusal(t, fx, res, err, ExitRefused, ShardPlanMissing, "proofgate-plan-4242-2")
+	wantShardRefusal(t, fx, res, err, ExitRefused, shardjob.PlanMissing, "proofgate-plan-4242-2")
 
 	// A plan signed by another key (a plan job with another secret).
 	fx.env["INPUT_SIGNING-KEY"] = otherKeyPEM(t)
@@ -207,28 +127,28 @@ func TestShardPlanHostile(t *testing.T) {
 	fx.env["INPUT_SIGNING-KEY"] = fx.keyPEM
 	fx.shardEnv(runID+1, 1, "shard", "", "1/2")
 	res, err = fx.run()
-	wantShardRefusal(t, fx, res, err, ExitRefused, ShardPlanInvalid, "signature-invalid")
+	wantShardRefusal(t, fx, res, err, ExitRefused, shardjob.PlanInvalid, "signature-invalid")
 
 	// A valid plan of another workflow run (4244), listed under this run's
 	// (4245) plan name, as if a job of this run had re-uploaded it.
 	fx.shardEnv(runID+2, 1, "plan", ModePlan, "")
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	other, _ := fx.gh.Uploaded(PlanArtifactName(runID+2, 1))
-	fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: PlanArtifactName(runID+3, 1), HeadSHA: fx.head, RunID: runID + 3, Data: other})
+	other, _ := fx.gh.Uploaded(shardjob.PlanArtifactName(runID+2, 1))
+	fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: shardjob.PlanArtifactName(runID+3, 1), HeadSHA: fx.head, RunID: runID + 3, Data: other})
 	fx.shardEnv(runID+3, 1, "shard", "", "1/2")
 	res, err = fx.run()
-	wantShardRefusal(t, fx, res, err, ExitRefused, ShardPlanInvalid, "the plan is for workflow run 4244 attempt 1")
+	wantShardRefusal(t, fx, res, err, ExitRefused, shardjob.PlanInvalid, "the plan is for workflow run 4244 attempt 1")
 
 	// No workflow run id; no key.
 	fx.shardEnv(runID, 1, "shard", "", "1/2")
 	delete(fx.env, "GITHUB_RUN_ID")
 	res, err = fx.run()
-	wantShardRefusal(t, fx, res, err, ExitUsage, ShardNoWorkflowRun, "GITHUB_RUN_ID")
+	wantShardRefusal(t, fx, res, err, ExitUsage, shardjob.NoWorkflowRun, "GITHUB_RUN_ID")
 	fx.shardEnv(runID, 1, "merge", ModeMerge, "")
 	delete(fx.env, "INPUT_SIGNING-KEY")
 	res, err = fx.run()
-	wantShardRefusal(t, fx, res, err, ExitUsage, ShardNoSigner, "input signing-key is empty")
+	wantShardRefusal(t, fx, res, err, ExitUsage, shardjob.NoSigner, "input signing-key is empty")
 }
 
 // shardProcessContract has n process checks (no Docker); c02 depends on
@@ -265,7 +185,7 @@ func TestShardFlow(t *testing.T) {
 	res, err := job(ModePlan, "")
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
 	planned := res.RunID
-	name := func(i int) string { return ShardArtifactName(runID, 1, shard.Spec{Index: i, Count: n}) }
+	name := func(i int) string { return shardjob.ShardArtifactName(runID, 1, shard.Spec{Index: i, Count: n}) }
 	total := 0
 	for i := 1; i <= n; i++ {
 		res, err := job("", fmt.Sprintf("%d/%d", i, n))
@@ -286,7 +206,7 @@ func TestShardFlow(t *testing.T) {
 	if total != n {
 		t.Fatalf("%d shard notes", total)
 	}
-	merge := func(code int, reason ShardReason, text string) *Result {
+	merge := func(code int, reason shardjob.Reason, text string) *Result {
 		t.Helper()
 		res, err := job(ModeMerge, "")
 		if reason == "" {
@@ -309,19 +229,19 @@ func TestShardFlow(t *testing.T) {
 		}
 		t.Fatal("no blob in the shard")
 	}))
-	merge(ExitRefused, ShardReason(shard.Tampered), name(2))
+	merge(ExitRefused, shardjob.Reason(shard.Tampered), name(2))
 	// Shard 2 executed twice: also uploaded as shard 3.
 	fx.gh.TamperBlob(name(2), good2)
 	fx.gh.TamperBlob(name(3), good2)
-	merge(ExitRefused, ShardDuplicate, name(3))
+	merge(ExitRefused, shardjob.Duplicate, name(3))
 	fx.gh.TamperBlob(name(3), good3)
 	// Re-signed by another key.
 	fx.gh.TamperBlob(name(3), resign(t, good3))
-	merge(ExitRefused, ShardReason(shard.Untrusted), name(3))
+	merge(ExitRefused, shardjob.Reason(shard.Untrusted), name(3))
 	fx.gh.TamperBlob(name(3), good3)
 	// Missing.
 	restore := fx.gh.HideArtifact(owner, repo, name(1))
-	merge(ExitRefused, ShardMissing, name(1))
+	merge(ExitRefused, shardjob.Missing, name(1))
 	restore()
 
 	res = merge(ExitOK, "", "")
@@ -445,7 +365,7 @@ func TestShardAttemptsNotMixed(t *testing.T) {
 	}
 	fx.shardEnv(runID, 3, "merge", ModeMerge, "")
 	res, err := fx.run()
-	wantShardRefusal(t, fx, res, err, ExitRefused, ShardPlanMissing, "proofgate-plan-4242-3")
+	wantShardRefusal(t, fx, res, err, ExitRefused, shardjob.PlanMissing, "proofgate-plan-4242-3")
 	fx.shardEnv(runID, 2, "merge", ModeMerge, "")
 	res, err = fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())

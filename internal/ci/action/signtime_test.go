@@ -10,6 +10,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/strictjson"
 )
@@ -40,7 +41,7 @@ func backdatePlan(t *testing.T, fx *fixture, zipData []byte, d time.Duration) []
 					if err != nil {
 						t.Fatal(err)
 					}
-					var st PlanStatement
+					var st shardjob.PlanStatement
 					if err := strictjson.Decode(p, &st); err != nil {
 						t.Fatal(err)
 					}
@@ -76,13 +77,13 @@ func TestShardPlanBackdated(t *testing.T) {
 	fx.shardEnv(runID, 1, "plan", ModePlan, "")
 	res, err := fx.run()
 	mustCode(t, res.Code, ExitOK, err, fx.log.String())
-	plan, ok := fx.gh.Uploaded(PlanArtifactName(runID, 1))
+	plan, ok := fx.gh.Uploaded(shardjob.PlanArtifactName(runID, 1))
 	if !ok {
 		t.Fatal("no plan uploaded")
 	}
 	forged := backdatePlan(t, fx, plan, time.Hour)
-	fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: PlanArtifactName(runID+7, 1), HeadSHA: fx.head, RunID: runID + 7, Data: forged})
+	fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: shardjob.PlanArtifactName(runID+7, 1), HeadSHA: fx.head, RunID: runID + 7, Data: forged})
 	fx.shardEnv(runID+7, 1, "shard", "", "1/2")
 	res, err = fx.run()
-	wantShardRefusal(t, fx, res, err, ExitRefused, ShardPlanInvalid, "signing-time-implausible")
+	wantShardRefusal(t, fx, res, err, ExitRefused, shardjob.PlanInvalid, "signing-time-implausible")
 }
