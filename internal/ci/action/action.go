@@ -306,8 +306,7 @@ type job struct {
 	c                 *contract.Resolved
 	r                 *run.Run
 	closed            bool
-	statusMode        string // input status
-	fast              *fastPath
+	statusMode        string               // input status
 	wrun              shardjob.WorkflowRun // sharded runs: GITHUB_RUN_ID and GITHUB_RUN_ATTEMPT
 }
 
@@ -812,9 +811,5 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 	return ExitOK, nil
 }
 
-func short(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
-}
+// short is event.ShortSHA.
+func short(sha string) string { return event.ShortSHA(sha) }

@@ -1,12 +1,9 @@
 package action
 
 // The job's side of the from_agent_session fact (ADR 0021, docs/SPEC.md
-// "Agent-session evidence"; internal/ci/review verifies the evidence). The
-// approval job lists the artifact review.AgentSessionArtifactPrefix+<head>
-// (a hint), keeps the unexpired artifacts of workflow runs of this
-// repository (not a fork's head repository), and accepts the newest that
-// bundle.OpenAgentSession verifies for the pull request's head and this
-// repository:
+// "Agent-session evidence"): review.FindAgentEvidence lists and verifies
+// the evidence for the pull request's head and this repository, opened by
+// the opener the job makes (agentOpener):
 //
 //   - key mode: signed by the job's own signing key (the repository's
 //     secret; whoever can read it can forge the fact, as they can forge a
@@ -25,22 +22,16 @@ package action
 //     request's own. A contract without the pin proves no keyless
 //     evidence (review.AgentNoPin).
 //
-// Everything else leaves the fact false with a typed reason, recorded in
-// the decision. A pull request can always hide evidence; see
-// docs/THREAT-MODEL.md "from_agent_session".
+// A pull request can always hide evidence; see docs/THREAT-MODEL.md
+// "from_agent_session".
 
 import (
 	"context"
-	"fmt"
-	"net/url"
-	"sort"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/key"
 	"github.com/proofgate/proofgate/bundle/sigstore"
-	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
-	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -55,55 +46,11 @@ type agentFetcher struct {
 
 // AgentSession finds and verifies the evidence for head.
 func (a agentFetcher) AgentSession(ctx context.Context, head string) review.AgentSession {
-	j := a.j
-	name := review.AgentSessionArtifactPrefix + head
-	open, err := j.agentOpener(ctx, a.pin)
+	open, err := a.j.agentOpener(ctx, a.pin)
 	if err != nil {
-		return review.AgentRefusal(err, name)
+		return review.AgentRefusal(err, review.AgentSessionArtifactPrefix+head)
 	}
-	arts, err := j.agentArtifacts(ctx, name)
-	if err != nil {
-		return review.AgentRefusal(err, name)
-	}
-	ids := make([]int64, len(arts))
-	for i, art := range arts {
-		ids[i] = art.ID
-	}
-	download := func(ctx context.Context, id int64) ([]byte, error) {
-		return artifact.Download(ctx, j.gh, j.owner, j.name, id, review.MaxAgentArtifact)
-	}
-	return review.AgentEvidence(ctx, name, ids, download, bundle.AgentSessionWant{Commit: head, Repo: j.repo}, open)
-}
-
-// agentArtifacts lists artifact name, newest first, keeping unexpired
-// ones of this repository's workflow runs.
-func (j *job) agentArtifacts(ctx context.Context, name string) ([]*listedArtifact, error) {
-	q := url.Values{"name": {name}, "per_page": {"100"}}
-	var list struct {
-		Artifacts []*listedArtifact `json:"artifacts"`
-	}
-	if _, err := ghapi.Get(ctx, j.gh, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s", url.PathEscape(j.owner), url.PathEscape(j.name), q.Encode()), &list); err != nil {
-		return nil, review.AgentRefuse(review.AgentAPI, "list artifacts %s: %v", name, err)
-	}
-	var out []*listedArtifact
-	fork := 0
-	for _, a := range list.Artifacts {
-		switch {
-		case a == nil || a.Name != name || a.Expired:
-		case a.WorkflowRun.HeadRepositoryID != a.WorkflowRun.RepositoryID || a.WorkflowRun.RepositoryID == 0:
-			fork++
-		default:
-			out = append(out, a)
-		}
-	}
-	sort.SliceStable(out, func(i, k int) bool { return out[i].CreatedAt.After(out[k].CreatedAt) })
-	switch {
-	case len(out) > 0:
-		return out, nil
-	case fork > 0:
-		return nil, review.AgentRefuse(review.AgentFork, "%d artifact(s) %s come from workflow runs of a fork: not trusted", fork, name)
-	}
-	return nil, review.AgentRefuse(review.AgentNoArtifact, "no unexpired artifact %s: no evidence that the head was produced under a recorded agent session", name)
+	return review.FindAgentEvidence(ctx, a.j.gh, a.j.owner, a.j.name, head, open)
 }
 
 // agentOpener returns the opener that pins the evidence's signer.

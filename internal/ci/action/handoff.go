@@ -15,6 +15,11 @@ import (
 // RunArtifactPrefix starts the hand-off artifact's name.
 const RunArtifactPrefix = "proofgate-run-"
 
+// pr is the pull request the job's run is for, as a hand-off names it.
+func (j *job) pr() handoff.PR {
+	return handoff.PR{Number: j.ev.PR, HeadSHA: j.ev.HeadSHA, BaseSHA: j.ev.BaseSHA}
+}
+
 // handoff uploads the job's AWAITING_APPROVAL run for the review job. A
 // failure is a warning: the review job then re-runs the checks.
 func (j *job) handoff(ctx context.Context) {
@@ -24,7 +29,7 @@ func (j *job) handoff(ctx context.Context) {
 	keyID, sign, err := j.handoffSigner(ctx)
 	if err == nil {
 		var data []byte
-		if data, err = handoff.Export(j.r.Dir, handoff.PR{Number: j.ev.PR, HeadSHA: j.ev.HeadSHA, BaseSHA: j.ev.BaseSHA}, keyID, sign); err == nil {
+		if data, err = handoff.Export(j.r.Dir, j.pr(), keyID, sign); err == nil {
 			j.uploadHandoff(ctx, data)
 			return
 		}

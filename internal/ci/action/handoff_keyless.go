@@ -1,26 +1,16 @@
 package action
 
-// The keyless run hand-off (ADR 0018, "Keyless"): the pull_request job
-// signs the hand-off statement with the same KeylessSigner as bundles; the
-// review job verifies it against the Sigstore trusted root at input
-// trusted-root read from the base commit (a PR cannot swap it) and pins
-// the certificate to its own identity, read from its own OIDC token: the
-// same repository, the same job workflow file at the same ref
-// (job_workflow_ref), the same source ref and the same commit (sha). On
-// pull_request events GitHub runs the workflow file of the PR's merge ref,
-// so no base-branch-controlled identity exists for the signer; pinning to
-// the review job's own identity means the hand-off was signed by exactly
-// the workflow that would otherwise re-run the checks and signs the bundle,
-// under the identity a release gate pins: the fast path adds no signer the
-// bundle itself would not have.
+// The keyless run hand-off (ADR 0018, "Keyless"; internal/ci/handoff's
+// keyless.go says why the review job pins its own identity): the review
+// job verifies it against the Sigstore trusted root at input trusted-root
+// read from the base commit (a PR cannot swap it) and its own identity,
+// read from its own OIDC token.
 
 import (
 	"context"
 	"fmt"
 	"strings"
 
-	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
@@ -31,19 +21,13 @@ import (
 // OIDC token, whose material goes into the archive.
 func (j *job) handoffSigner(ctx context.Context) (string, handoff.SignFunc, error) {
 	if !j.keyless {
-		s := j.signer
-		return s.KeyID(), func(p []byte) ([]byte, []byte, error) {
-			env, err := envelope.SignContext(ctx, s, bundle.PayloadType, p)
-			return env, nil, err
-		}, nil
+		return j.signer.KeyID(), handoff.KeySign(ctx, j.signer), nil
 	}
 	ms, err := j.keylessSigner(ctx)
 	if err != nil {
 		return "", nil, err
 	}
-	return ms.KeyID(), func(p []byte) ([]byte, []byte, error) {
-		return envelope.SignWithMaterial(ctx, ms, bundle.PayloadType, p)
-	}, nil
+	return ms.KeyID(), handoff.KeylessSign(ctx, ms), nil
 }
 
 // keylessVerifiers returns the verifier of a keyless hand-off: the trusted
@@ -61,9 +45,7 @@ func (j *job) keylessVerifiers(ctx context.Context) (*sigstore.Verifiers, error)
 	if err != nil {
 		return nil, handoff.Refuse(handoff.NoIdentity, "%v", err)
 	}
-	id := sigstore.Identity{Name: "the review job's identity", Issuer: c.Issuer, SignerWorkflow: c.JobWorkflowRef,
-		SourceRepo: c.Repository, SourceRef: c.Ref, SourceDigest: c.SHA}
-	v, err := sigstore.NewVerifiers(root, []sigstore.Identity{id})
+	v, err := sigstore.NewVerifiers(root, []sigstore.Identity{c.Identity("the review job's identity")})
 	if err != nil {
 		return nil, handoff.Refuse(handoff.NoTrustedRoot, "%s: %v", path, err)
 	}

@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
-// readStatusMode reads input status.
+// readStatusMode reads input status (status.ParseMode).
 func readStatusMode(f *workflow) (string, error) {
-	switch m := strings.ToLower(f.input("status")); m {
-	case "":
-		return status.ModeCommit, nil
-	case status.ModeCommit, status.ModeCheckRun, status.ModeNone:
-		return m, nil
-	default:
-		return "", fmt.Errorf("input status: %q is not status, check-run or none", m)
+	m, err := status.ParseMode(f.input("status"))
+	if err != nil {
+		return "", fmt.Errorf("input status: %w", err)
 	}
+	return m, nil
 }
 
 // statusSHA is the commit the status is about: the PR head, the merge

@@ -103,6 +103,15 @@ func IsHexSHA(s string) bool {
 	return true
 }
 
+// ShortSHA is a commit's name as the Action's messages show it: its first
+// 12 characters.
+func ShortSHA(sha string) string {
+	if len(sha) > 12 {
+		return sha[:12]
+	}
+	return sha
+}
+
 // Parse reads an event payload. Errors name the offending field.
 func Parse(name string, data []byte) (*Context, error) {
 	if len(data) > MaxPayloadBytes {

@@ -39,15 +39,30 @@ func CommitTree(ctx context.Context, repoDir string, gh *github.Client, owner, r
 
 // gitTree is the tree of commit sha in the checkout dir.
 func gitTree(ctx context.Context, dir, sha string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", "-c", "safe.directory="+dir, "-C", dir, "rev-parse", "--verify", "--quiet", sha+"^{tree}")
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1")
-	out, err := cmd.Output()
+	t, err := revParse(ctx, dir, sha+"^{tree}")
 	if err != nil {
 		return "", fmt.Errorf("git rev-parse %s^{tree}: %w", sha, err)
 	}
-	t := strings.TrimSpace(string(out))
 	if !IsHexSHA(t) {
 		return "", fmt.Errorf("git rev-parse %s^{tree}: unexpected %q", sha, t)
 	}
 	return t, nil
+}
+
+// Head is the commit checked out in dir (its HEAD).
+func Head(ctx context.Context, dir string) (string, error) {
+	commit, err := revParse(ctx, dir, "HEAD^{commit}")
+	if err != nil {
+		return "", fmt.Errorf("git rev-parse HEAD: %w", err)
+	}
+	return commit, nil
+}
+
+// revParse is git rev-parse --verify of rev in the checkout dir, which
+// may belong to another user (the runner's workspace).
+func revParse(ctx context.Context, dir, rev string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", "-c", "safe.directory="+dir, "-C", dir, "rev-parse", "--verify", "--quiet", rev)
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_NO_REPLACE_OBJECTS=1")
+	out, err := cmd.Output()
+	return strings.TrimSpace(string(out)), err
 }

@@ -8,7 +8,10 @@
 // in-toto statement over it; opening (Open, OpenSigned) verifies the
 // signature with the job's own key or keyless against a trusted root and
 // the job's own identity, the statement, its subjects and the replay of the
-// files. A refusal is an *Error naming its Reason. Binding an opened run to
-// a job (its PR head, contract and checkout), installing it, and the
-// artifacts' upload and download are the action's (internal/ci/action).
+// files. Importing (Importer.Import) finds the newest trusted artifact for
+// the pull request's head, opens it, binds the run to the importing job
+// (its PR head, repository, contract and checkout: Binding) and installs
+// it in the job's state directory (Install). A refusal is an *Error naming
+// its Reason. Which key, root and identity the job verifies with, and the
+// artifacts' upload, are the action's (internal/ci/action).
 package handoff

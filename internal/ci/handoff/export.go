@@ -2,6 +2,7 @@ package handoff
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -21,6 +22,22 @@ import (
 // keyless, the verification material that goes into the archive beside it
 // (nil for a key signature).
 type SignFunc func(payload []byte) (env, material []byte, err error)
+
+// KeySign is the SignFunc of key s: a DSSE envelope, no material.
+func KeySign(ctx context.Context, s envelope.Signer) SignFunc {
+	return func(p []byte) ([]byte, []byte, error) {
+		env, err := envelope.SignContext(ctx, s, bundle.PayloadType, p)
+		return env, nil, err
+	}
+}
+
+// KeylessSign is the SignFunc of ms (keyless): a DSSE envelope and the
+// material that vouches for its key.
+func KeylessSign(ctx context.Context, ms envelope.MaterialSigner) SignFunc {
+	return func(p []byte) ([]byte, []byte, error) {
+		return envelope.SignWithMaterial(ctx, ms, bundle.PayloadType, p)
+	}
+}
 
 // StatementFunc makes the statement to sign of a run's replay, its files'
 // subjects and the last event's time.

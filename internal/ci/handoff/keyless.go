@@ -1,10 +1,19 @@
 package handoff
 
 // The keyless hand-off (ADR 0018, "Keyless"): the earlier job signs the
-// statement with the same keyless signer as bundles; the later job
-// verifies it against a Sigstore trusted root and pins the certificate to
-// its own identity, read from its own OIDC token (JobClaims). Which root
-// and identity are the action's (internal/ci/action, handoff_keyless.go).
+// statement with the same keyless signer as bundles (KeylessSign); the
+// later job verifies it against a Sigstore trusted root and pins the
+// certificate to its own identity, read from its own OIDC token
+// (JobClaims.Identity): the same repository, the same job workflow file at
+// the same ref (job_workflow_ref), the same source ref and the same commit
+// (sha). On pull_request events GitHub runs the workflow file of the PR's
+// merge ref, so no base-branch-controlled identity exists for the signer;
+// pinning to the review job's own identity means the hand-off was signed
+// by exactly the workflow that would otherwise re-run the checks and signs
+// the bundle, under the identity a release gate pins: the fast path adds
+// no signer the bundle itself would not have. Which root the job trusts
+// and reading its token are the action's (internal/ci/action,
+// handoff_keyless.go).
 
 import (
 	"encoding/base64"
@@ -39,6 +48,14 @@ type JobClaims struct {
 	Ref            string `json:"ref"`
 	SHA            string `json:"sha"`
 	JobWorkflowRef string `json:"job_workflow_ref"`
+}
+
+// Identity is the Sigstore identity, called name, that c pins a
+// certificate to: c's issuer, job workflow file at its ref, source
+// repository, ref and commit.
+func (c *JobClaims) Identity(name string) sigstore.Identity {
+	return sigstore.Identity{Name: name, Issuer: c.Issuer, SignerWorkflow: c.JobWorkflowRef,
+		SourceRepo: c.Repository, SourceRef: c.Ref, SourceDigest: c.SHA}
 }
 
 // DecodeClaims decodes a compact JWT's payload and requires every pinning

@@ -4,14 +4,15 @@ package review
 // "Agent-session evidence"). The agent workflow uploads, as artifact
 // AgentSessionArtifactPrefix+<commit>, the signed archive
 // bundle.ExportAgentSession made of the run that verified the commit its
-// agent produced and the implementation run holding the sessions. A
-// caller lists that artifact name (a hint), keeps the unexpired artifacts
-// of workflow runs of its repository, newest first, and AgentEvidence
-// accepts the newest that bundle.OpenAgentSession verifies for the pull
-// request's head and the repository, opened by KeyAgentOpener (the job's
-// own signing key) or KeylessAgentOpener (pinned to AgentIdentity: the
-// contract's agent workflow at the base branch's ref). Everything else
-// leaves the fact false with a typed reason.
+// agent produced and the implementation run holding the sessions.
+// FindAgentEvidence lists that artifact name (a hint), keeps the unexpired
+// artifacts of workflow runs of its repository (not a fork's head
+// repository), newest first, and accepts the newest that
+// bundle.OpenAgentSession verifies for the pull request's head and the
+// repository, opened by KeyAgentOpener (the job's own signing key) or
+// KeylessAgentOpener (pinned to AgentIdentity: the contract's agent
+// workflow at the base branch's ref). Everything else leaves the fact
+// false with a typed reason, recorded in the decision.
 
 import (
 	"context"
@@ -73,13 +74,13 @@ func AgentRefusal(err error, name string) AgentSession {
 	return f
 }
 
-// AgentDownload downloads the zip of the artifact with id.
-type AgentDownload func(ctx context.Context, id int64) ([]byte, error)
+// agentDownload downloads the zip of the artifact with id.
+type agentDownload func(ctx context.Context, id int64) ([]byte, error)
 
-// AgentEvidence tries the artifacts ids of name, newest first and at most
+// agentEvidence tries the artifacts ids of name, newest first and at most
 // MaxAgentTries, and returns the fact the first one open verifies for
 // want proves, or the last one's refusal.
-func AgentEvidence(ctx context.Context, name string, ids []int64, download AgentDownload, want bundle.AgentSessionWant, open bundle.AgentSessionOpener) AgentSession {
+func agentEvidence(ctx context.Context, name string, ids []int64, download agentDownload, want bundle.AgentSessionWant, open bundle.AgentSessionOpener) AgentSession {
 	var last AgentSession
 	for i, id := range ids {
 		if i == MaxAgentTries {

@@ -71,11 +71,11 @@ func TestAgentEvidenceTriesTheNewest(t *testing.T) {
 		}
 		return []byte("not a zip"), nil
 	}
-	f := AgentEvidence(context.Background(), "art", []int64{1, 2, 3, 4, 5}, download, bundle.AgentSessionWant{}, nil)
+	f := agentEvidence(context.Background(), "art", []int64{1, 2, 3, 4, 5}, download, bundle.AgentSessionWant{}, nil)
 	if len(tried) != MaxAgentTries || f.Proven || f.Artifact != "art" || f.Reason != string(bundle.AgentMalformed) {
 		t.Fatalf("tried %v, fact %+v", tried, f)
 	}
-	f = AgentEvidence(context.Background(), "art", []int64{1}, download, bundle.AgentSessionWant{}, nil)
+	f = agentEvidence(context.Background(), "art", []int64{1}, download, bundle.AgentSessionWant{}, nil)
 	if f.Reason != string(AgentAPI) || !strings.HasPrefix(f.Detail, "download art: gone") {
 		t.Fatalf("fact %+v", f)
 	}

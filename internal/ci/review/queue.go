@@ -85,7 +85,7 @@ func ProveQueueLink(ctx context.Context, gh *github.Client, owner, repo string, 
 		return err
 	}
 	if step.Status != "ahead" || step.BehindBy != 0 {
-		return QueueRefuse(QueueNotDescendant, "the queue commit %s does not descend from base %s (compare status %q, behind by %d)", abbrev(g.HeadSHA), abbrev(g.BaseSHA), step.Status, step.BehindBy)
+		return QueueRefuse(QueueNotDescendant, "the queue commit %s does not descend from base %s (compare status %q, behind by %d)", event.ShortSHA(g.HeadSHA), event.ShortSHA(g.BaseSHA), step.Status, step.BehindBy)
 	}
 	var parents []string
 	found := false
@@ -98,13 +98,13 @@ func ProveQueueLink(ctx context.Context, gh *github.Client, owner, repo string, 
 		}
 	}
 	if !found {
-		return QueueRefuse(QueueUnprovable, "compare %s...%s does not list the queue commit", abbrev(g.BaseSHA), abbrev(g.HeadSHA))
+		return QueueRefuse(QueueUnprovable, "compare %s...%s does not list the queue commit", event.ShortSHA(g.BaseSHA), event.ShortSHA(g.HeadSHA))
 	}
 	if len(parents) != 2 || parents[0] != g.BaseSHA {
-		return QueueRefuse(QueueNotMerge, "the queue commit %s has %d parent(s), not a merge of base %s and the pull request (a squash or rebase queue is not linked)", abbrev(g.HeadSHA), len(parents), abbrev(g.BaseSHA))
+		return QueueRefuse(QueueNotMerge, "the queue commit %s has %d parent(s), not a merge of base %s and the pull request (a squash or rebase queue is not linked)", event.ShortSHA(g.HeadSHA), len(parents), event.ShortSHA(g.BaseSHA))
 	}
 	if parents[1] != prHead {
-		return QueueRefuse(QueuePRNotInGraph, "the queue commit %s merges %s, not pull request #%d's head %s", abbrev(g.HeadSHA), abbrev(parents[1]), g.PR, abbrev(prHead))
+		return QueueRefuse(QueuePRNotInGraph, "the queue commit %s merges %s, not pull request #%d's head %s", event.ShortSHA(g.HeadSHA), event.ShortSHA(parents[1]), g.PR, event.ShortSHA(prHead))
 	}
 	return q.noExtraChanges(ctx, step, prHead)
 }
@@ -114,10 +114,10 @@ func (q queueGraph) compare(ctx context.Context, base, head string) (*ghCompare,
 	var c ghCompare
 	u := fmt.Sprintf("repos/%s/%s/compare/%s...%s", url.PathEscape(q.owner), url.PathEscape(q.repo), url.PathEscape(base), url.PathEscape(head))
 	if _, err := get(ctx, q.gh, u, &c); err != nil {
-		return nil, QueueRefuse(QueueAPI, "compare %s...%s: %v", abbrev(base), abbrev(head), err)
+		return nil, QueueRefuse(QueueAPI, "compare %s...%s: %v", event.ShortSHA(base), event.ShortSHA(head), err)
 	}
 	if len(c.Files) >= maxCompareFiles {
-		return nil, QueueRefuse(QueueUnprovable, "compare %s...%s lists %d files (GitHub truncates at %d)", abbrev(base), abbrev(head), len(c.Files), maxCompareFiles)
+		return nil, QueueRefuse(QueueUnprovable, "compare %s...%s lists %d files (GitHub truncates at %d)", event.ShortSHA(base), event.ShortSHA(head), len(c.Files), maxCompareFiles)
 	}
 	return &c, nil
 }
@@ -146,9 +146,9 @@ func (q queueGraph) noExtraChanges(ctx context.Context, step *ghCompare, prHead 
 		t, ok := theirs[f.Filename]
 		switch {
 		case !ok:
-			return QueueRefuse(QueueExtraChanges, "the queue commit %s changes %s, which pull request #%d does not change", abbrev(g.HeadSHA), f.Filename, g.PR)
+			return QueueRefuse(QueueExtraChanges, "the queue commit %s changes %s, which pull request #%d does not change", event.ShortSHA(g.HeadSHA), f.Filename, g.PR)
 		case t.SHA != f.SHA && !both[f.Filename], t.Status != f.Status && !both[f.Filename]:
-			return QueueRefuse(QueueExtraChanges, "the queue commit %s changes %s otherwise than pull request #%d", abbrev(g.HeadSHA), f.Filename, g.PR)
+			return QueueRefuse(QueueExtraChanges, "the queue commit %s changes %s otherwise than pull request #%d", event.ShortSHA(g.HeadSHA), f.Filename, g.PR)
 		}
 	}
 	return nil
@@ -158,15 +158,7 @@ func (q queueGraph) noExtraChanges(ctx context.Context, step *ghCompare, prHead 
 // queue commit's tree.
 func CheckQueueTree(g *event.MergeGroup, tree string) error {
 	if tree != g.Tree {
-		return QueueRefuse(QueueOtherTree, "the run is bound to tree %s, the queue commit's tree is %s", abbrev(tree), abbrev(g.Tree))
+		return QueueRefuse(QueueOtherTree, "the run is bound to tree %s, the queue commit's tree is %s", event.ShortSHA(tree), event.ShortSHA(g.Tree))
 	}
 	return nil
-}
-
-// abbrev is sha's first 12 characters (all of a shorter one, "" stays "").
-func abbrev(sha string) string {
-	if len(sha) > 12 {
-		return sha[:12]
-	}
-	return sha
 }

@@ -92,3 +92,44 @@ func TestCheckQueueTree(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 }
+
+// QueuedPR links a merge group to its open pull request's head, or says
+// why not; failing to read the pull request is no unproven link.
+func TestQueuedPR(t *testing.T) {
+	f := setup(t)
+	queueGraph(f, mergeStep(githubtest.File{Filename: "a.go", Status: "modified", SHA: "a1"}))
+	ctx := context.Background()
+	g := queueGroup()
+	if got, err := review.QueuedPR(ctx, f.gh, owner, repo, g, g.Tree); err != nil || got != head {
+		t.Fatalf("proven link: %q %v", got, err)
+	}
+	noPR, otherPR := queueGroup(), queueGroup()
+	noPR.PR = 0
+	otherPR.PR = prNum + 1
+	for _, tc := range []struct {
+		name string
+		g    *event.MergeGroup
+		gh   bool
+		tree string
+		want review.QueueReason
+	}{
+		{"no pull request", noPR, true, g.Tree, review.QueueNoPR},
+		{"no token", g, false, g.Tree, review.QueueAPI},
+		{"another tree", g, true, "", review.QueueOtherTree},
+	} {
+		gh := f.gh
+		if !tc.gh {
+			gh = nil
+		}
+		_, err := review.QueuedPR(ctx, gh, owner, repo, tc.g, tc.tree)
+		var qe *review.QueueLinkError
+		if !errors.As(err, &qe) || qe.Reason != tc.want {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+	_, err := review.QueuedPR(ctx, f.gh, owner, repo, otherPR, g.Tree)
+	var qe *review.QueueLinkError
+	if err == nil || errors.As(err, &qe) || !strings.HasPrefix(err.Error(), fmt.Sprintf("reading pull request #%d of the merge group failed: ", prNum+1)) {
+		t.Fatalf("an unreadable pull request: %v", err)
+	}
+}

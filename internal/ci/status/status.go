@@ -32,6 +32,18 @@ const (
 	MaxDescription = 140
 )
 
+// ParseMode is mode s (any case) of reporting; "" is ModeCommit.
+func ParseMode(s string) (string, error) {
+	switch m := strings.ToLower(s); m {
+	case "":
+		return ModeCommit, nil
+	case ModeCommit, ModeCheckRun, ModeNone:
+		return m, nil
+	default:
+		return "", fmt.Errorf("%q is not status, check-run or none", m)
+	}
+}
+
 // Commit status states (GitHub's enum).
 const (
 	Pending = "pending"

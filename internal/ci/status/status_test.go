@@ -88,3 +88,14 @@ func TestForAndCheckRun(t *testing.T) {
 		t.Fatalf("denied check run: %v", err)
 	}
 }
+
+func TestParseMode(t *testing.T) {
+	for in, want := range map[string]string{"": status.ModeCommit, "Status": status.ModeCommit, "CHECK-RUN": status.ModeCheckRun, "none": status.ModeNone} {
+		if got, err := status.ParseMode(in); err != nil || got != want {
+			t.Errorf("ParseMode(%q) = %q, %v; want %q", in, got, err, want)
+		}
+	}
+	if _, err := status.ParseMode("Both"); err == nil || err.Error() != `"both" is not status, check-run or none` {
+		t.Fatalf("ParseMode(Both): %v", err)
+	}
+}
