@@ -3,13 +3,13 @@ package action
 import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/review"
-	stepsummary "github.com/proofgate/proofgate/internal/ci/summary"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
-// summary collects what the job summary shows (stepsummary.Run); render
+// summary collects what the job summary shows (jobsummary.Run); render
 // writes it once, at the end, whatever path the action took.
 type summary struct {
 	repo         string
@@ -29,7 +29,7 @@ type summary struct {
 }
 
 func (s *summary) render() string {
-	return stepsummary.Run{Repo: s.repo, Event: s.event, Origin: s.origin, Contract: s.contract, Report: s.report,
+	return jobsummary.Run{Repo: s.repo, Event: s.event, Origin: s.origin, Contract: s.contract, Report: s.report,
 		Decision: s.decision, Notes: s.notes, Pending: s.pending, Failure: s.failure, Export: s.export,
 		BundleSHA256: s.bundleSHA256, Signer: s.signer, ArtifactName: s.artifactName, ArtifactID: s.artifactID}.Markdown()
 }
@@ -37,10 +37,10 @@ func (s *summary) render() string {
 // showChecks prints each check's output in a ::group:: and an ::error
 // annotation for each check that did not pass.
 func showChecks(f *workflow, runDir string, rep *replay.Report) {
-	stepsummary.Checks(jobLog{f}, runDir, rep)
+	jobsummary.Checks(jobLog{f}, runDir, rep)
 }
 
-// jobLog is the job log as stepsummary.Checks writes to it.
+// jobLog is the job log as jobsummary.Checks writes to it.
 type jobLog struct{ f *workflow }
 
 func (l jobLog) Group(title string)                { l.f.group(title) }
@@ -49,7 +49,7 @@ func (l jobLog) Logf(format string, args ...any)   { l.f.logf(format, args...) }
 func (l jobLog) Verbatim(text string)              { l.f.verbatim(text) }
 func (l jobLog) Annotate(level, title, msg string) { l.f.annotate(level, title, msg) }
 
-// cell and code are stepsummary.Cell and Code for the notes and the verify
+// cell and code are jobsummary.Cell and Code for the notes and the verify
 // summary.
-func cell(s string) string { return stepsummary.Cell(s) }
-func code(s string) string { return stepsummary.Code(s) }
+func cell(s string) string { return jobsummary.Cell(s) }
+func code(s string) string { return jobsummary.Code(s) }

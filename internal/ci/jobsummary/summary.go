@@ -3,7 +3,7 @@
 // cells escaped for untrusted text (Cell, Code). It also holds the job
 // log's view of a run's checks (Checks): each check's output in a group
 // and an error annotation for each check that did not pass.
-package summary
+package jobsummary
 
 import (
 	"fmt"
