@@ -1,4 +1,4 @@
-// Package summary holds the markdown a job writes to its step summary
+// Package jobsummary holds the markdown a job writes to its job summary
 // (GITHUB_STEP_SUMMARY): a run's checks, outputs and approval; markdown
 // cells escaped for untrusted text (Cell, Code). It also holds the job
 // log's view of a run's checks (Checks): each check's output in a group
