@@ -40,6 +40,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/keyless"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/internal/ci/shardjob"
@@ -275,8 +276,8 @@ func workspace(ctx context.Context, o *Options) (string, error) {
 func Run(ctx context.Context, o Options) (*Result, error) {
 	o.fill()
 	f := newWorkflow(o.Getenv, o.Stdout)
-	j := &job{o: &o, f: f, s: &summary{}, res: &Result{Outputs: f.outputs}}
-	defer func() { f.summary(j.s.render()) }()
+	j := &job{o: &o, f: f, s: &jobsummary.Run{}, res: &Result{Outputs: f.outputs}}
+	defer func() { f.summary(j.s.Markdown()) }()
 	code, err := j.run(ctx)
 	if err != nil {
 		res, err := j.finish(err)
@@ -293,7 +294,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 type job struct {
 	o   *Options
 	f   *workflow
-	s   *summary
+	s   *jobsummary.Run
 	res *Result
 
 	in                inputs
@@ -348,16 +349,16 @@ func (j *job) run(ctx context.Context) (int, error) {
 // COMPLETE one.
 func (j *job) decide(ctx context.Context) (int, error) {
 	code := ExitOK
-	switch j.s.report.State {
+	switch j.s.Report.State {
 	case replay.AwaitingApproval:
 		code = j.approve(ctx)
 	case replay.Complete:
-		j.s.notes = append(j.s.notes, "The contract requires no approval (approval.required: 0).")
+		j.s.Notes = append(j.s.Notes, "The contract requires no approval (approval.required: 0).")
 	default:
 		code = ExitRefused
 	}
 	rep := j.r.Report()
-	j.s.report = rep
+	j.s.Report = rep
 	j.res.State = rep.State
 	j.f.output("state", string(rep.State))
 	if rep.State == replay.AwaitingApproval {
@@ -378,7 +379,7 @@ func (j *job) finish(err error) (*Result, error) {
 		ae = exit.Wrap(exit.Environment, err)
 	}
 	j.res.Code = ae.Class.Code()
-	j.s.failure = ae.Err.Error()
+	j.s.Failure = ae.Err.Error()
 	j.f.annotate("error", "ProofGate", ae.Err.Error())
 	if j.res.State != "" {
 		j.f.output("state", string(j.res.State))
@@ -396,7 +397,7 @@ func (j *job) setup(ctx context.Context) error {
 	if j.ev, err = event.Load(j.o.Getenv); err != nil {
 		return usage("event context: %w", err)
 	}
-	j.s.event = j.ev
+	j.s.Event = j.ev
 	j.res.Fork = j.ev.Fork
 	j.repo = j.o.Getenv("GITHUB_REPOSITORY")
 	if j.repo == "" {
@@ -406,7 +407,7 @@ func (j *job) setup(ctx context.Context) error {
 	if j.owner, j.name, ok = event.SplitRepo(j.repo); !ok {
 		return usage("GITHUB_REPOSITORY %q is not owner/name", j.repo)
 	}
-	j.s.repo = j.repo
+	j.s.Repo = j.repo
 	if err := j.loadSigner(); err != nil {
 		return err
 	}
@@ -446,7 +447,7 @@ func (j *job) loadSigner() error {
 			return usage("input signing-key: %w", err)
 		}
 	case j.ev.Fork:
-		j.s.notes = append(j.s.notes, "This pull request comes from a fork: GitHub gives fork runs no secrets and a read-only token, so there is no signing key. The checks run and the review state is read, but no signed bundle can be exported for this head; a release gate will find no evidence for it.")
+		j.s.Notes = append(j.s.Notes, "This pull request comes from a fork: GitHub gives fork runs no secrets and a read-only token, so there is no signing key. The checks run and the review state is read, but no signed bundle can be exported for this head; a release gate will find no evidence for it.")
 		j.f.annotate("warning", "ProofGate fork pull request", "no signing key in a fork PR run: checks run, but no signed evidence bundle will be exported")
 	default:
 		j.f.annotate("warning", "ProofGate no signing key", "input signing-key is empty (and "+SigningKeyEnv+" unset): a COMPLETE run cannot be exported")
@@ -462,11 +463,11 @@ func (j *job) loadContract(ctx context.Context) error {
 		return err
 	}
 	j.res.ContractOrigin = origin
-	j.s.origin = origin
+	j.s.Origin = origin
 	if j.c, err = contract.Parse(j.in.contract, data, j.in.profile); err != nil {
 		return exit.Wrap(exit.Usage, err)
 	}
-	j.s.contract = j.c
+	j.s.Contract = j.c
 	return nil
 }
 
@@ -495,7 +496,7 @@ func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
 	}
 	j.res.ContractChanged = changed
 	if changed {
-		j.s.notes = append(j.s.notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", code(path), code(short(base))))
+		j.s.Notes = append(j.s.Notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", code(path), code(short(base))))
 		j.f.annotate("notice", "ProofGate contract changed", "this pull request changes "+path+"; the checks ran under the base branch's contract")
 	}
 	return data, "git:" + base + ":" + path, nil
@@ -539,7 +540,7 @@ func (j *job) execute(ctx context.Context, rts map[string]runtime.Runtime, unava
 	err = j.r.Exec(ctx, run.ExecOptions{RepoDir: j.ws, StateDir: j.stateDir, Runtimes: rts, Unavailable: unavailable, Jobs: j.in.jobs,
 		Progress: progress.NewText(j.o.Stdout), Heartbeat: hb, Caches: caches})
 	rep := j.r.Report()
-	j.s.report = rep
+	j.s.Report = rep
 	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest
 	if err != nil {
 		return environment("execute: %w", err)
@@ -564,7 +565,7 @@ func (j *job) approve(ctx context.Context) int {
 	}
 	dec, err := review.DecideWith(ctx, j.gh, j.owner, j.name, t.pr, t.head, j.r.Contract.Approval, review.Options{AgentSession: agentFetcher{j: j, pin: j.r.Contract.Approval.AgentSessions}})
 	j.res.Decision = &dec
-	j.s.decision = &dec
+	j.s.Decision = &dec
 	var moved *review.HeadMovedError
 	switch {
 	case errors.As(err, &moved):
@@ -606,7 +607,7 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 		if err != nil {
 			return nil, j.failed("ProofGate GitHub API", exit.Environment, "finding the merged pull request failed: "+err.Error())
 		}
-		j.s.notes = append(j.s.notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", m.Number, code(short(commit)), code(short(m.Head))))
+		j.s.Notes = append(j.s.Notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", m.Number, code(short(commit)), code(short(m.Head))))
 		return &reviewTarget{m.Number, m.Head}, ExitOK
 	}
 	return nil, j.pending(fmt.Sprintf("approval comes from pull-request reviews, and this %s run is not about a pull request", ev.Name))
@@ -648,7 +649,7 @@ func (j *job) record(ctx context.Context, dec *review.Decision, t *reviewTarget)
 // pending reports a run still awaiting approval, and returns the exit code
 // on-pending asks for.
 func (j *job) pending(why string) int {
-	j.s.pending = why
+	j.s.Pending = why
 	if j.in.onPending == "neutral" {
 		j.f.annotate("notice", "ProofGate awaiting approval", why)
 		return ExitOK
@@ -660,7 +661,7 @@ func (j *job) pending(why string) int {
 // failed reports a failure of class c that ends the job without an error
 // of Run, and returns its exit code.
 func (j *job) failed(title string, c exit.Class, msg string) int {
-	j.s.failure = msg
+	j.s.Failure = msg
 	j.f.annotate("error", title, msg)
 	return c.Code()
 }
@@ -690,8 +691,8 @@ func (j *job) publish(ctx context.Context) (int, error) {
 // unsignedFork ends a COMPLETE fork run that cannot sign (why), per
 // on-pending.
 func (j *job) unsignedFork(why string) int {
-	j.s.pending = "the run is COMPLETE, but " + why + ": no bundle was exported"
-	j.f.annotate("warning", "ProofGate unsigned", j.s.pending)
+	j.s.Pending = "the run is COMPLETE, but " + why + ": no bundle was exported"
+	j.f.annotate("warning", "ProofGate unsigned", j.s.Pending)
 	if j.in.onPending == "neutral" {
 		return ExitOK
 	}
@@ -720,7 +721,7 @@ func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 		return nil, environment("read the bundle back: %w", err)
 	}
 	j.res.BundleSHA256 = "sha256:" + x.SHA256
-	j.s.export, j.s.bundleSHA256 = x.ExportResult, j.res.BundleSHA256
+	j.s.Export, j.s.BundleSHA256 = x.ExportResult, j.res.BundleSHA256
 	// Outputs name paths as later steps see them: relative to the workspace.
 	j.res.BundlePath, j.res.SigstorePath = j.rel(o.Out), j.rel(o.Sigstore)
 	j.f.output("bundle-path", j.res.BundlePath)
@@ -734,7 +735,7 @@ func (j *job) export(ctx context.Context) (map[string][]byte, error) {
 		if j.res.Signer, err = keyless.CertificateIdentity(x.Sigstore); err != nil {
 			return nil, environment("keyless material: %w", err)
 		}
-		j.s.signer = j.res.Signer
+		j.s.Signer = j.res.Signer
 		j.f.output("signer", j.res.Signer)
 		signedBy = "certificate for " + j.res.Signer
 	}
@@ -784,12 +785,12 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 			head = getenv("GITHUB_SHA")
 		}
 		if head == "" {
-			head = j.s.report.Source.Commit
+			head = j.s.Report.Source.Commit
 		}
 		name = ArtifactPrefix + head
 	}
 	j.res.ArtifactName = name
-	j.s.artifactName = name
+	j.s.ArtifactName = name
 	tok, results := getenv("ACTIONS_RUNTIME_TOKEN"), getenv("ACTIONS_RESULTS_URL")
 	if tok == "" || results == "" {
 		if getenv("GITHUB_ACTIONS") == "true" {
@@ -803,7 +804,7 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 		return 0, environment("upload artifact %s: %w", name, err)
 	}
 	j.res.ArtifactID = id
-	j.s.artifactID = id
+	j.s.ArtifactID = id
 	j.f.output("artifact-id", strconv.FormatInt(id, 10))
 	if err := j.uploadProducts(ctx, tok, results, name); err != nil {
 		return 0, err

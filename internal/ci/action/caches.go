@@ -55,8 +55,8 @@ func (j *job) boundCommit() string {
 	switch {
 	case j.r != nil && !j.closed:
 		return j.r.Report().Source.Commit
-	case j.s != nil && j.s.report != nil:
-		return j.s.report.Source.Commit
+	case j.s != nil && j.s.Report != nil:
+		return j.s.Report.Source.Commit
 	}
 	return ""
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/cache"
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/eventlog"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -40,7 +41,7 @@ func TestCacheScopeFromEvent(t *testing.T) {
 		env := map[string]string{"RUNNER_TEMP": tmp, "GITHUB_REF": tc.ref, "GITHUB_SHA": sha}
 		var out bytes.Buffer
 		ev := tc.ev
-		bound := &summary{report: &replay.Report{Source: eventlog.Source{Commit: sha}}}
+		bound := &jobsummary.Run{Report: &replay.Report{Source: eventlog.Source{Commit: sha}}}
 		j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &ev, c: c, ws: t.TempDir(), s: bound}
 		j.f = newWorkflow(j.o.Getenv, &out)
 		s, err := j.cacheStore()
@@ -77,7 +78,7 @@ func TestCacheScopeFromEvent(t *testing.T) {
 	ws := t.TempDir()
 	env := map[string]string{"PROOFGATE_CACHE_ROOT": filepath.Join(ws, "c"), "GITHUB_REF": "refs/heads/main"}
 	j := &job{o: &Options{Getenv: func(k string) string { return env[k] }}, ev: &event.Context{Name: "push", DefaultBranch: "main"}, c: c, ws: ws,
-		s: &summary{report: &replay.Report{Source: eventlog.Source{Commit: sha}}}}
+		s: &jobsummary.Run{Report: &replay.Report{Source: eventlog.Source{Commit: sha}}}}
 	j.f = newWorkflow(j.o.Getenv, &bytes.Buffer{})
 	if _, err := j.cacheStore(); err == nil || !strings.Contains(err.Error(), "overlaps the repository") {
 		t.Fatalf("root in workspace: %v", err)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/cache"
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
@@ -121,7 +122,7 @@ func (fx *fixture) scopeOf(t *testing.T, c *contract.Resolved, tc scopeCase) cac
 	}
 	var out bytes.Buffer
 	j := &job{o: &Options{Getenv: getenv}, ev: ev, c: c, ws: fx.ws, stateDir: t.TempDir(), repo: owner + "/" + repo,
-		s: &summary{}, res: &Result{}}
+		s: &jobsummary.Run{}, res: &Result{}}
 	j.f = newWorkflow(getenv, &out)
 	j.res.Outputs = j.f.outputs
 	if err := j.plan(context.Background()); err != nil {

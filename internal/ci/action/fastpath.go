@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
 )
@@ -27,7 +26,7 @@ func (j *job) tryFastPath(ctx context.Context) bool {
 		}
 		j.res.FastPathRefusal = string(fe.Reason)
 		msg := "no trustworthy run of the pull_request job for head " + short(j.ev.HeadSHA) + " (" + fe.Error() + "): re-running the checks"
-		j.s.notes = append(j.s.notes, "Review fast path not taken: "+msg+".")
+		j.s.Notes = append(j.s.Notes, "Review fast path not taken: "+msg+".")
 		j.f.annotate("notice", "ProofGate re-runs the checks", msg)
 		return false
 	}
@@ -35,11 +34,11 @@ func (j *job) tryFastPath(ctx context.Context) bool {
 	j.res.Imported = true
 	j.res.RunID = j.r.ID
 	rep := j.r.Report()
-	j.s.report = rep
+	j.s.Report = rep
 	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest
 	j.f.output("run-id", j.r.ID)
 	j.f.output("verification-digest", rep.VerificationDigest)
-	j.s.notes = append(j.s.notes, fmt.Sprintf("Review fast path: imported run %s from artifact %s (signature, chain, head %s and base contract verified in %s); the checks were not re-run.",
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Review fast path: imported run %s from artifact %s (signature, chain, head %s and base contract verified in %s); the checks were not re-run.",
 		code(j.r.ID), code(name), code(short(j.ev.HeadSHA)), took))
 	j.f.logf("proofgate: imported run %s from %s in %s, checks not re-run", j.r.ID, name, took)
 	return true
@@ -68,20 +67,4 @@ func (j *job) importRun(ctx context.Context) (string, error) {
 // binding is what a run the job imports must be for.
 func (j *job) binding() handoff.Binding {
 	return handoff.Binding{Repo: j.repo, Contract: j.c, WorkTree: j.ws}
-}
-
-// bindSummary requires an imported run to be for the job's binding
-// (handoff.Binding.Check).
-func (j *job) bindSummary(ctx context.Context, r bundle.RunSummary, contractMsg, commitMsg string) error {
-	return j.binding().Check(ctx, r, contractMsg, commitMsg)
-}
-
-// installRun installs the verified files as the job's run, open.
-func (j *job) installRun(id string, files map[string][]byte) error {
-	r, err := handoff.Install(j.stateDir, id, files)
-	if err != nil {
-		return err
-	}
-	j.r = r
-	return nil
 }

@@ -49,5 +49,5 @@ func (j *job) uploadHandoff(ctx context.Context, data []byte) {
 		return
 	}
 	j.f.output("run-artifact", name)
-	j.s.notes = append(j.s.notes, fmt.Sprintf("The verified run was handed off as artifact %s: a review of this head completes it without re-running the checks.", code(name)))
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("The verified run was handed off as artifact %s: a review of this head completes it without re-running the checks.", code(name)))
 }

@@ -100,7 +100,7 @@ func (j *job) keylessReady() {
 		return
 	}
 	if j.ev.Fork {
-		j.s.notes = append(j.s.notes, "This pull request comes from a fork: GitHub gives fork runs no OIDC token (id-token: write is not granted), so no keyless signature can be made. The checks run and the review state is read, but no signed bundle can be exported for this head; a release gate will find no evidence for it.")
+		j.s.Notes = append(j.s.Notes, "This pull request comes from a fork: GitHub gives fork runs no OIDC token (id-token: write is not granted), so no keyless signature can be made. The checks run and the review state is read, but no signed bundle can be exported for this head; a release gate will find no evidence for it.")
 		j.f.annotate("warning", "ProofGate fork pull request", "no OIDC token in a fork PR run: checks run, but no signed evidence bundle will be exported")
 		return
 	}

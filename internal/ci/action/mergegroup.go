@@ -37,7 +37,7 @@ func (j *job) checkMergeGroup(ctx context.Context) error {
 	if head != g.HeadSHA {
 		return exit.Wrap(exit.Usage, fmt.Errorf("merge group: the checkout is %s, not the queue's merge commit %s (check out github.sha, the default of actions/checkout on merge_group)", short(head), short(g.HeadSHA)))
 	}
-	j.s.notes = append(j.s.notes, fmt.Sprintf("Merge queue run on merge commit %s (tree %s) for %s.", code(short(g.HeadSHA)), code(short(g.Tree)), code(g.BaseRef)))
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Merge queue run on merge commit %s (tree %s) for %s.", code(short(g.HeadSHA)), code(short(g.Tree)), code(g.BaseRef)))
 	return nil
 }
 
@@ -55,7 +55,7 @@ func (j *job) queued(ctx context.Context) (*reviewTarget, int) {
 	case err != nil:
 		return nil, j.failed("ProofGate GitHub API", exit.Environment, err.Error())
 	}
-	j.s.notes = append(j.s.notes, fmt.Sprintf("This merge queue run takes its approvals from pull request #%d: the queue commit %s is the merge of its head %s into %s, proven from the commit graph, and adds no other change.",
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("This merge queue run takes its approvals from pull request #%d: the queue commit %s is the merge of its head %s into %s, proven from the commit graph, and adds no other change.",
 		g.PR, code(short(g.HeadSHA)), code(short(head)), code(short(g.BaseSHA))))
 	return &reviewTarget{g.PR, head}, ExitOK
 }

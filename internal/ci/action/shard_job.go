@@ -29,7 +29,7 @@ func (j *job) execShard(ctx context.Context, kv *sigstore.Verifiers) (int, error
 	if _, err := j.importPlan(ctx, kv); err != nil {
 		return 0, err
 	}
-	j.s.report = j.r.Report()
+	j.s.Report = j.r.Report()
 	id := j.r.ID
 	j.closeRun() // shard.Exec opens the run itself
 	tmp, err := os.MkdirTemp("", "proofgate-shard-")
@@ -54,7 +54,7 @@ func (j *job) execShard(ctx context.Context, kv *sigstore.Verifiers) (int, error
 		return 0, shardjob.Refuse(shardjob.NoArtifacts, name, "upload: %v", err)
 	}
 	j.f.output("shard-artifact", name)
-	j.s.notes = append(j.s.notes, fmt.Sprintf("Shard %s of run %s: %d check(s) executed (%s), %d failed; log head %s (%d events); uploaded, signed, as artifact %s for the merge job.",
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Shard %s of run %s: %d check(s) executed (%s), %d failed; log head %s (%d events); uploaded, signed, as artifact %s for the merge job.",
 		sp, code(id), len(res.Checks), code(strings.Join(res.Checks, ", ")), res.Failed, code(res.Head), res.Length, code(name)))
 	if res.Failed > 0 {
 		return j.failed("ProofGate shard "+sp.String(), exit.Refused, fmt.Sprintf("%d check(s) of shard %s failed: the merge job blocks the run", res.Failed, sp)), nil

@@ -43,13 +43,13 @@ func (j *job) mergeShards(ctx context.Context, kv *sigstore.Verifiers) (int, err
 	}
 	j.r, j.closed = r, false
 	rep := r.Report()
-	j.s.report = rep
+	j.s.Report = rep
 	j.res.State, j.res.VerificationDigest = rep.State, rep.VerificationDigest
 	showChecks(j.f, r.Dir, rep)
 	if rep.VerificationDigest != "" {
 		j.f.output("verification-digest", rep.VerificationDigest)
 	}
-	j.s.notes = append(j.s.notes, fmt.Sprintf("Sharded run: %d shards of workflow run %d attempt %d merged (%d checks, each shard's signature, chain and binding verified) in %s.",
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Sharded run: %d shards of workflow run %d attempt %d merged (%d checks, each shard's signature, chain and binding verified) in %s.",
 		mr.Shards, j.wrun.ID, j.wrun.Attempt, mr.Checks, time.Since(start).Round(time.Millisecond)))
 	j.f.logf("proofgate: merged %d shards (%d checks) into run %s: %s", mr.Shards, mr.Checks, id, rep.State)
 	return j.decide(ctx)

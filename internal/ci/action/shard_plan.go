@@ -8,6 +8,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/ci/status"
+	"github.com/proofgate/proofgate/internal/run"
 )
 
 // planShards is a mode: plan job: plan once, sign, upload.
@@ -24,7 +25,7 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 	}
 	defer j.closeRun()
 	rep := j.r.Report()
-	j.s.report = rep
+	j.s.Report = rep
 	j.res.State = rep.State
 	j.f.output("state", string(rep.State))
 	keyID, sign, err := j.handoffSigner(ctx)
@@ -41,7 +42,7 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 		return 0, shardjob.Refuse(shardjob.NoArtifacts, name, "upload: %v", err)
 	}
 	j.f.output("plan-artifact", name)
-	j.s.notes = append(j.s.notes, fmt.Sprintf("Sharded run planned: run %s (%d checks) uploaded, signed, as artifact %s for the shard jobs of workflow run %d, attempt %d.",
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Sharded run planned: run %s (%d checks) uploaded, signed, as artifact %s for the shard jobs of workflow run %d, attempt %d.",
 		code(j.r.ID), len(j.c.Checks), code(name), w.ID, w.Attempt))
 	return ExitOK, nil
 }
@@ -55,14 +56,16 @@ func (j *job) importPlan(ctx context.Context, kv *sigstore.Verifiers) ([]*shardj
 		return nil, err
 	}
 	r := p.Statement.Predicate.Run
-	err = j.bindSummary(ctx, r, "the run was planned under contract %s, this job resolved %s",
+	err = j.binding().Check(ctx, r, "the run was planned under contract %s, this job resolved %s",
 		"the run was planned for commit %s, the checkout is %s")
+	var installed *run.Run
 	if err == nil {
-		err = j.installRun(r.RunID, p.Files)
+		installed, err = handoff.Install(j.stateDir, r.RunID, p.Files)
 	}
 	if err != nil {
 		return nil, shardjob.RefusePlan(p.Artifact, err)
 	}
+	j.r = installed
 	j.res.RunID = j.r.ID
 	j.f.output("run-id", j.r.ID)
 	j.f.logf("proofgate: imported planned run %s from %s (signature, chain, workflow run, contract and commit verified)", j.r.ID, p.Artifact)

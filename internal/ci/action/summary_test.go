@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -18,22 +19,22 @@ import (
 const hostile = "alice](https://evil.example/x) ![i](https://evil.example/i.png) <img src=x onerror=alert(1)> | forged | cell |\n| forged | row |\n# heading \x1b[2J \u202e `tick` https://evil.example/auto"
 
 func TestSummaryEscapesUntrustedText(t *testing.T) {
-	s := &summary{
-		repo:     "acme/widget",
-		origin:   "git:" + strings.Repeat("a", 40) + ":.proofgate/contract.yaml",
-		contract: &contract.Resolved{Approval: contract.Approval{Required: 1, Roles: []string{"write"}}},
-		failure:  hostile,
-		pending:  hostile,
-		report: &replay.Report{RunID: "r", State: replay.AwaitingApproval, ContractHash: "sha256:x",
+	s := &jobsummary.Run{
+		Repo:     "acme/widget",
+		Origin:   "git:" + strings.Repeat("a", 40) + ":.proofgate/contract.yaml",
+		Contract: &contract.Resolved{Approval: contract.Approval{Required: 1, Roles: []string{"write"}}},
+		Failure:  hostile,
+		Pending:  hostile,
+		Report: &replay.Report{RunID: "r", State: replay.AwaitingApproval, ContractHash: "sha256:x",
 			Checks: []replay.CheckReport{{ID: "unit", Outcome: runtime.Failed, Detail: hostile}},
 			Decisions: []replay.Decision{{Decision: "approved", Actor: hostile, Time: hostile,
 				GitHub: &replay.GitHubReview{Login: hostile, Commit: hostile, Permission: hostile}}}},
-		decision: &review.Decision{Summary: hostile,
+		Decision: &review.Decision{Summary: hostile,
 			Counted:  []review.Approval{{Login: hostile, Commit: hostile, Permission: hostile}},
 			Ignored:  []review.Ignored{{Login: hostile, State: hostile, Commit: hostile, Why: hostile}},
 			Blocking: []review.Blocker{{Login: hostile, Commit: hostile}}},
 	}
-	checkMarkdown(t, "summary", s.render())
+	checkMarkdown(t, "summary", s.Markdown())
 	checkMarkdown(t, "verify summary", renderVerify(&VerifyResult{verdict: verdict{Verdict: VerdictRefused, Reason: hostile, Detail: hostile}, Commit: hostile, Match: hostile,
 		Attempts: []Attempt{{Artifact: hostile, Verdict: VerdictRefused, Reason: hostile, Detail: hostile}}}))
 }

@@ -65,9 +65,7 @@ func Verifier(signer envelope.Signer, kv *sigstore.Verifiers) (shard.Verifier, e
 // every job of the workflow run shares (same workflow file, ref and
 // commit).
 func KeylessVerifiers(root []byte, path string, c *handoff.JobClaims) (*sigstore.Verifiers, error) {
-	id := sigstore.Identity{Name: "the job's own identity", Issuer: c.Issuer, SignerWorkflow: c.JobWorkflowRef,
-		SourceRepo: c.Repository, SourceRef: c.Ref, SourceDigest: c.SHA}
-	v, err := sigstore.NewVerifiers(root, []sigstore.Identity{id})
+	v, err := sigstore.NewVerifiers(root, []sigstore.Identity{c.Identity("the job's own identity")})
 	if err != nil {
 		return nil, Refuse(NoSigner, "", "trusted root %s: %v", path, err)
 	}
