@@ -11,9 +11,6 @@ import (
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
-// ImplementedBy is run.planned's implemented_by (replay.ImplementedBy).
-type ImplementedBy = replay.ImplementedBy
-
 // ImplementedByReason is the typed cause of an ImplementedByError.
 type ImplementedByReason string
 
@@ -106,13 +103,13 @@ func (r *Run) sameContract(o PlanOptions) error {
 
 // implementation is the implemented_by record of the run's chain without
 // its last drop events (1 when the log already ends with the supersession).
-func (r *Run) implementation(drop int) *ImplementedBy {
+func (r *Run) implementation(drop int) *replay.ImplementedBy {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	events := r.log.Events()
 	events = events[:len(events)-drop]
 	src := r.fold.Source()
-	return &ImplementedBy{Run: r.ID, Head: replay.HeadOf(events), Length: len(events),
+	return &replay.ImplementedBy{Run: r.ID, Head: replay.HeadOf(events), Length: len(events),
 		Source: replay.Source{Commit: src.Commit, Tree: src.Tree}, Contract: r.fold.ContractHash()}
 }
 

@@ -69,7 +69,7 @@ func TestImplementedBySuccessor(t *testing.T) {
 	}
 	defer b.Close()
 	ib := b.Planned.ImplementedBy
-	want := ImplementedBy{Run: a.ID, Head: aRep.ChainHead, Length: aRep.ChainLength,
+	want := replay.ImplementedBy{Run: a.ID, Head: aRep.ChainHead, Length: aRep.ChainLength,
 		Source: replay.Source{Commit: aRep.Source.Commit, Tree: aRep.Source.Tree}, Contract: aRep.ContractHash}
 	if ib == nil || *ib != want {
 		t.Fatalf("implemented_by %+v, want %+v", ib, want)
@@ -190,28 +190,28 @@ func TestImplementedByInterrupted(t *testing.T) {
 // SUPERSEDED transition.
 func TestImplementedByReplayRefusals(t *testing.T) {
 	one := "version: 1\nname: t\ndefaults: {runtime: process}\nchecks:\n  - {id: a, run: ['true']}\n"
-	good := func(p replay.PlannedData) *ImplementedBy {
-		return &ImplementedBy{Run: "20261201T120000.000Z-00000001", Head: "sha256:" + strings.Repeat("a", 64), Length: 2,
+	good := func(p replay.PlannedData) *replay.ImplementedBy {
+		return &replay.ImplementedBy{Run: "20261201T120000.000Z-00000001", Head: "sha256:" + strings.Repeat("a", 64), Length: 2,
 			Source: replay.Source{Commit: p.Worktree.Commit, Tree: p.Worktree.Tree}, Contract: p.Contract.Hash}
 	}
 	for _, tc := range []struct {
 		name   string
 		reason replay.AuditReason
-		edit   func(ib *ImplementedBy, p *replay.PlannedData, run string)
+		edit   func(ib *replay.ImplementedBy, p *replay.PlannedData, run string)
 		after  func(t *testing.T, l *eventlog.Log)
 	}{
-		{"own run", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, run string) { ib.Run = run }, nil},
-		{"run not an id", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Run = "../x" }, nil},
-		{"head not a digest", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Head = "sha256:zz" }, nil},
-		{"length 1", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Length = 1 }, nil},
-		{"source not a commit", replay.ReasonBadEvent, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) { ib.Source.Commit = "HEAD" }, nil},
-		{"another contract", replay.ReasonContract, func(ib *ImplementedBy, _ *replay.PlannedData, _ string) {
+		{"own run", replay.ReasonBadEvent, func(ib *replay.ImplementedBy, _ *replay.PlannedData, run string) { ib.Run = run }, nil},
+		{"run not an id", replay.ReasonBadEvent, func(ib *replay.ImplementedBy, _ *replay.PlannedData, _ string) { ib.Run = "../x" }, nil},
+		{"head not a digest", replay.ReasonBadEvent, func(ib *replay.ImplementedBy, _ *replay.PlannedData, _ string) { ib.Head = "sha256:zz" }, nil},
+		{"length 1", replay.ReasonBadEvent, func(ib *replay.ImplementedBy, _ *replay.PlannedData, _ string) { ib.Length = 1 }, nil},
+		{"source not a commit", replay.ReasonBadEvent, func(ib *replay.ImplementedBy, _ *replay.PlannedData, _ string) { ib.Source.Commit = "HEAD" }, nil},
+		{"another contract", replay.ReasonContract, func(ib *replay.ImplementedBy, _ *replay.PlannedData, _ string) {
 			ib.Contract = "sha256:" + strings.Repeat("b", 64)
 		}, nil},
-		{"with supersedes", replay.ReasonBadEvent, func(_ *ImplementedBy, p *replay.PlannedData, _ string) {
+		{"with supersedes", replay.ReasonBadEvent, func(_ *replay.ImplementedBy, p *replay.PlannedData, _ string) {
 			p.Supersedes = "20261201T120000.000Z-00000002"
 		}, nil},
-		{"superseded without successor", replay.ReasonIllegalTransition, func(ib *ImplementedBy, p *replay.PlannedData, _ string) { p.ImplementedBy = nil }, func(t *testing.T, l *eventlog.Log) {
+		{"superseded without successor", replay.ReasonIllegalTransition, func(ib *replay.ImplementedBy, p *replay.PlannedData, _ string) { p.ImplementedBy = nil }, func(t *testing.T, l *eventlog.Log) {
 			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Planned, To: replay.Implementing})
 			mustAppend(t, l, replay.TypeState, replay.StateData{From: replay.Implementing, To: replay.Superseded})
 		}},

@@ -116,7 +116,7 @@ type PlanOptions struct {
 	Implement bool
 
 	// implemented is the implemented_by record planImplemented made.
-	implemented *ImplementedBy
+	implemented *replay.ImplementedBy
 
 	// id, when set, is the new run's id (Retry re-planning a run that an
 	// interrupted retry named but never published).

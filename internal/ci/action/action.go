@@ -74,10 +74,6 @@ const (
 	SigningKeyEnv = "PROOFGATE_SIGNING_KEY"
 )
 
-// Error is a failure with the class (and so the exit code) the job ends
-// with.
-type Error = exit.Error
-
 // usage is a failure of the job's input (exit.Usage).
 func usage(format string, args ...any) error {
 	return exit.Wrap(exit.Usage, fmt.Errorf(format, args...))
@@ -374,7 +370,7 @@ func (j *job) decide(ctx context.Context) (int, error) {
 // finish ends a failed job: the exit code of err's class (an unclassified
 // error is the environment's), the summary, an annotation and the state.
 func (j *job) finish(err error) (*Result, error) {
-	var ae *Error
+	var ae *exit.Error
 	if !errors.As(err, &ae) {
 		ae = exit.Wrap(exit.Environment, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/run"
+	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
 
@@ -478,7 +479,7 @@ func TestVerifyRefusals(t *testing.T) {
 			} else {
 				delete(fx.env, k)
 			}
-			var ae *Error
+			var ae *exit.Error
 			if vr.Code != ExitUsage || !errors.As(err, &ae) || vr.Verdict != VerdictRefused {
 				t.Fatalf("%s=%s: %+v %v", k, v, vr, err)
 			}

@@ -71,7 +71,7 @@ func (j *job) runSharded(ctx context.Context) (int, error) {
 	if errors.As(err, &se) {
 		j.res.ShardRefusal = string(se.Reason)
 		j.f.output("shard-refusal", string(se.Reason))
-		var ae *Error
+		var ae *exit.Error
 		if !errors.As(err, &ae) {
 			err = exit.Wrap(shardjob.Class(err), err)
 		}
