@@ -8,6 +8,7 @@ import (
 
 	"github.com/proofgate/proofgate/internal/acttest"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 )
 
@@ -56,7 +57,7 @@ func TestActUploadThenVerifyBundleInput(t *testing.T) {
 	before := fx.gh.Count("GET", "/actions/artifacts")
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitEnv, err, fx.log.String())
-	if vr.Reason != ReasonGitHubAPI || !strings.Contains(vr.Detail, "input bundle") {
+	if vr.Reason != gate.ReasonGitHubAPI || !strings.Contains(vr.Detail, "input bundle") {
 		t.Fatalf("without input bundle: %+v", vr)
 	}
 	fx.env["INPUT_BUNDLE"] = archive

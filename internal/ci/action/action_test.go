@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/run"
 	"github.com/proofgate/proofgate/kernel/exit"
@@ -121,7 +122,7 @@ func TestPendingApproveVerifyTamper(t *testing.T) {
 	fx.env["INPUT_MATCH"] = "commit"
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != ReasonNotFound {
+	if vr.Reason != gate.ReasonNotFound {
 		t.Fatalf("match commit: %+v", vr)
 	}
 	delete(fx.env, "INPUT_MATCH")
@@ -132,7 +133,7 @@ func TestPendingApproveVerifyTamper(t *testing.T) {
 	bad[len(bad)/2] ^= 0xff
 	fx.gh.TamperBlob(ArtifactPrefix+fx.head, bad)
 	vr, err = fx.verify()
-	if vr.Code != ExitRefused || vr.Verdict != VerdictRefused || err == nil {
+	if vr.Code != ExitRefused || vr.Verdict != bundle.VerdictRefused || err == nil {
 		t.Fatalf("tampered artifact: %+v %v", vr, err)
 	}
 	if fx.outputs()["verdict"] != "refused" {
@@ -435,7 +436,7 @@ func TestVerifyRefusals(t *testing.T) {
 	t.Run("missing", func(t *testing.T) {
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != ReasonNotFound || fx.outputs()["verdict"] != "refused" {
+		if vr.Reason != gate.ReasonNotFound || fx.outputs()["verdict"] != "refused" {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -445,7 +446,7 @@ func TestVerifyRefusals(t *testing.T) {
 		defer delete(fx.env, "INPUT_MATCH")
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != ReasonExpired {
+		if vr.Reason != gate.ReasonExpired {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -457,7 +458,7 @@ func TestVerifyRefusals(t *testing.T) {
 		fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: "evidence", HeadSHA: fx.base, Data: []byte("x")})
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != ReasonOther {
+		if vr.Reason != gate.ReasonOther {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -465,7 +466,7 @@ func TestVerifyRefusals(t *testing.T) {
 		fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: ArtifactPrefix + fx.head, HeadSHA: fx.head, Data: []byte("not a zip")})
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != ReasonBadZip {
+		if vr.Reason != gate.ReasonBadZip {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -480,7 +481,7 @@ func TestVerifyRefusals(t *testing.T) {
 				delete(fx.env, k)
 			}
 			var ae *exit.Error
-			if vr.Code != ExitUsage || !errors.As(err, &ae) || vr.Verdict != VerdictRefused {
+			if vr.Code != ExitUsage || !errors.As(err, &ae) || vr.Verdict != bundle.VerdictRefused {
 				t.Fatalf("%s=%s: %+v %v", k, v, vr, err)
 			}
 		}
@@ -489,7 +490,7 @@ func TestVerifyRefusals(t *testing.T) {
 		fx.gh.Fail("/actions/artifacts", 503, "", -1)
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitEnv, err, fx.log.String())
-		if vr.Verdict != VerdictRefused || vr.Reason != ReasonGitHubAPI {
+		if vr.Verdict != bundle.VerdictRefused || vr.Reason != gate.ReasonGitHubAPI {
 			t.Fatalf("%+v", vr)
 		}
 	})

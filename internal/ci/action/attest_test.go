@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -123,7 +124,7 @@ func TestVerifyFromAttestationStore(t *testing.T) {
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
 	miss := vr.Reason
-	if miss != ReasonExpired && miss != ReasonNotFound {
+	if miss != gate.ReasonExpired && miss != gate.ReasonNotFound {
 		t.Fatalf("without a subject: %+v", vr)
 	}
 

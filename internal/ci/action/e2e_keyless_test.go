@@ -20,6 +20,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/keytest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -149,7 +150,7 @@ func TestE2EKeyless(t *testing.T) {
 		f[compName] = bytes.Replace(f[compName], []byte(`"mediaType"`), []byte(`"mediaType" `), 1)
 	}))
 	wantCode(t, fx, fx.dockerRun(image, "verify"), ExitRefused)
-	if vo := fx.outputs(); vo["reason"] != ReasonCompanion {
+	if vo := fx.outputs(); vo["reason"] != gate.ReasonCompanion {
 		t.Fatalf("changed companion: outputs %v\n%s", vo, fx.log.String())
 	}
 

@@ -7,7 +7,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -51,29 +51,29 @@ func TestVerifyCompanion(t *testing.T) {
 		name, reason, detail string
 		zip                  []byte
 	}{
-		{"companion signature replaced", ReasonCompanion, "signature differs", replaceComp(func(b []byte) []byte {
+		{"companion signature replaced", gate.ReasonCompanion, "signature differs", replaceComp(func(b []byte) []byte {
 			sb, err := sigstore.Read(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return bytes.Replace(b, []byte(base64.StdEncoding.EncodeToString(sb.Sig)), []byte(otherSig), 1)
 		})},
-		{"companion hint replaced", ReasonCompanion, "hint", replaceComp(func(b []byte) []byte {
+		{"companion hint replaced", gate.ReasonCompanion, "hint", replaceComp(func(b []byte) []byte {
 			sb, err := sigstore.Read(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return bytes.Replace(b, []byte(sb.Hint), []byte(strings.Repeat("0", 64)), 1)
 		})},
-		{"companion not JSON", ReasonCompanion, comp, replaceComp(func([]byte) []byte { return []byte("{") })},
-		{"companion with a duplicate member", ReasonCompanion, comp, replaceComp(func(b []byte) []byte {
+		{"companion not JSON", gate.ReasonCompanion, comp, replaceComp(func([]byte) []byte { return []byte("{") })},
+		{"companion with a duplicate member", gate.ReasonCompanion, comp, replaceComp(func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"mediaType"`), []byte(`"mediaType": "x", "mediaType"`), 1)
 		})},
-		{"extra file", ReasonBadZip, "only its companion", rezip(t, zipData, func(files map[string][]byte) { files["notes.txt"] = []byte("hi") })},
-		{"two archives", ReasonBadZip, "2 .tar.gz", rezip(t, zipData, func(files map[string][]byte) {
+		{"extra file", gate.ReasonBadZip, "only its companion", rezip(t, zipData, func(files map[string][]byte) { files["notes.txt"] = []byte("hi") })},
+		{"two archives", gate.ReasonBadZip, "2 .tar.gz", rezip(t, zipData, func(files map[string][]byte) {
 			files["other.bundle.tar.gz"] = files[res.RunID+".bundle.tar.gz"]
 		})},
-		{"companion of another name", ReasonBadZip, "only its companion", rezip(t, zipData, func(files map[string][]byte) {
+		{"companion of another name", gate.ReasonBadZip, "only its companion", rezip(t, zipData, func(files map[string][]byte) {
 			files["x.sigstore.json"] = files[comp]
 			delete(files, comp)
 		})},
@@ -108,7 +108,7 @@ func TestVerifyLocalCompanion(t *testing.T) {
 	writeFile(t, fx.ws+"/"+res.SigstorePath, "{}\n")
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != ReasonCompanion {
+	if vr.Reason != gate.ReasonCompanion {
 		t.Fatalf("%+v", vr)
 	}
 }
@@ -302,7 +302,7 @@ func TestVerifyIdentityInputs(t *testing.T) {
 			}()
 			vr, err := fx.verify()
 			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-			if vr.Reason != ReasonUsage || !strings.Contains(vr.Detail, tc.want) || fx.outputs()["verdict"] != VerdictRefused {
+			if vr.Reason != gate.ReasonUsage || !strings.Contains(vr.Detail, tc.want) || fx.outputs()["verdict"] != bundle.VerdictRefused {
 				t.Fatalf("reason %q detail %q, want %q", vr.Reason, vr.Detail, tc.want)
 			}
 		})
@@ -338,21 +338,18 @@ func (f *failingMaterial) VerifierFor(string, []byte, []byte) (envelope.Witnesse
 // and no keyless signer is reported.
 func TestKeyBundleWithMaterialVerifiers(t *testing.T) {
 	fx, res, _ := approvedRun(t)
-	data, err := os.ReadFile(filepath.Join(fx.ws, res.BundlePath))
-	if err != nil {
-		t.Fatal(err)
-	}
 	store, err := trust.Load(fx.trust)
 	if err != nil {
 		t.Fatal(err)
 	}
 	mv := &failingMaterial{}
-	rec := &witnessRecorder{mv: mv}
-	r, err := verifyBundle(data, store, rec, bundle.VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 1, Repo: owner + "/" + repo})
-	if err != nil || r.RunID != res.RunID {
-		t.Fatalf("key bundle: %v", err)
+	o := gate.Options{Store: store, Policy: bundle.VerifyOptions{AnySource: true, AnyContract: true, RequireApprovals: 1, Repo: owner + "/" + repo, Material: mv}}
+	gr := gate.File(o, filepath.Join(fx.ws, res.BundlePath), res.BundlePath)
+	r := gr.Accepted
+	if gr.Refusal != nil || r == nil || r.RunID != res.RunID {
+		t.Fatalf("key bundle: %+v", gr.Refusal)
 	}
-	if mv.calls != 0 || rec.last != nil {
+	if mv.calls != 0 || r.Signer != "" || !r.Witnessed.IsZero() {
 		t.Fatalf("material verifiers asked %d times for a key bundle", mv.calls)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -35,8 +37,8 @@ func TestSummaryEscapesUntrustedText(t *testing.T) {
 			Blocking: []review.Blocker{{Login: hostile, Commit: hostile}}},
 	}
 	checkMarkdown(t, "summary", s.Markdown())
-	checkMarkdown(t, "verify summary", renderVerify(&VerifyResult{verdict: verdict{Verdict: VerdictRefused, Reason: hostile, Detail: hostile}, Commit: hostile, Match: hostile,
-		Attempts: []Attempt{{Artifact: hostile, Verdict: VerdictRefused, Reason: hostile, Detail: hostile}}}))
+	checkMarkdown(t, "verify summary", renderVerify(&VerifyResult{verdict: verdict{Verdict: bundle.VerdictRefused, Reason: hostile, Detail: hostile}, Commit: hostile, Match: hostile,
+		Attempts: []gate.Attempt{{Artifact: hostile, Verdict: bundle.VerdictRefused, Reason: hostile, Detail: hostile}}}))
 }
 
 func checkMarkdown(t *testing.T, name, md string) {

@@ -5,56 +5,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/google/go-github/v62/github"
 	"github.com/proofgate/proofgate/bundle"
-	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
-	"github.com/proofgate/proofgate/kernel/contract"
+	"github.com/proofgate/proofgate/internal/ci/keyless"
 	"github.com/proofgate/proofgate/kernel/exit"
+	"github.com/proofgate/proofgate/kernel/replay"
 )
 
 // DefaultTrustStore is the trust-store input's default.
 const DefaultTrustStore = ".proofgate/trust.json"
 
-// Reasons of a refusal that happens before a bundle is verified. Bundle
-// refusals use bundle.Reason values. They are untyped: a verdict's reason
-// (bundle.Verdict.Reason, the action's reason output) is either kind, as a
-// string.
+// The values of input match.
 const (
-	ReasonNotFound    = "artifact-not-found"
-	ReasonExpired     = "artifact-expired"
-	ReasonOther       = "artifact-for-other-commit"
-	ReasonBadZip      = "artifact-malformed"
-	ReasonGitHubAPI   = "github-api"
-	ReasonNoContract  = "contract-unavailable"
-	ReasonUsage       = "usage"
-	VerdictAccepted   = bundle.VerdictAccepted
-	VerdictRefused    = bundle.VerdictRefused
 	verifyMatchTree   = "tree"
 	verifyMatchCommit = "commit"
 )
-
-// Attempt is one bundle the verify step looked at.
-type Attempt struct {
-	Artifact string // "name (id N, head <sha>)" or the local file
-	Verdict  string
-	Reason   string
-	Detail   string
-}
 
 // verdict is embedded in VerifyResult under a name that leaves its
 // members (Verdict, Reason, Detail, RunID, …) promoted.
@@ -79,41 +57,30 @@ type VerifyResult struct {
 	// certificate's identity and the earliest verified witness time.
 	Signer    string
 	Witnessed time.Time
-	Attempts  []Attempt
+	Attempts  []gate.Attempt
 	Outputs   map[string]string
 }
 
 // BundleVerdict returns the verdict as a document of its own.
 func (r *VerifyResult) BundleVerdict() bundle.Verdict { return r.verdict }
 
-// profileName is the contract's syntax of a profile name.
-var profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+// Syntax of the contract's names: a profile, an approval rule.
+var (
+	profileName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+	ruleName    = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+)
 
 type verifyInputs struct {
 	commit, match, trustStore, artifactName, bundle, token, profile, contract string
 	approvals                                                                 int
 	requireSandbox                                                            bool
-	requireRules                                                              []string // verify_rules.go
-	requireAuthorizations                                                     []string // verify_authorization.go
-	subjects                                                                  []string // verify_subject.go
+	requireRules, requireAuthorizations, subjects                             []string // readLists
 }
 
 // Verify is `proofgate action verify`: it finds the evidence bundle for the
-// release commit and verifies it like `proofgate bundle verify`.
-//
-// Finding the bundle. With match: commit, the artifact is the newest
-// unexpired one named artifact-name (default "proofgate-<commit>") whose
-// workflow run's head is the commit. With match: tree (the default), the
-// release commit is usually a merge or squash commit that no ProofGate run
-// saw: the run tested the pull request's test merge, and its artifact is named
-// after the PR head. Candidates are then, in order: an artifact for the
-// commit itself; the artifacts for the heads of the pull requests GitHub
-// associates with the commit (commits/{sha}/pulls); and, when those give
-// none, the newest unexpired artifacts whose name is artifact-name (or starts
-// with "proofgate-"), at most artifact.MaxCandidates in all. Each candidate is
-// verified with the commit's tree required; the first accepted wins. The
-// name is only a hint: a bundle is accepted because its signed, verified
-// tree equals the release commit's tree, never because of its name.
+// release commit and verifies it like `proofgate bundle verify`, through
+// the release gate (gate.Find says where it looks, with match: commit or
+// tree; gate.File takes input bundle instead).
 //
 // The run must have used exactly the contract profile named by input
 // profile (its default, "", requires the base contract), and exactly the
@@ -121,57 +88,40 @@ type verifyInputs struct {
 // (or the contents API) at that commit — never the workspace's file, which
 // the job's checkout could have changed. A run made under another file or
 // an edited copy is refused (contract-mismatch).
-//
-// Time: a downloaded artifact's created_at, which GitHub records and the
-// signer cannot choose, witnesses when the bundle existed: a key retired
-// or revoked before it is refused whatever signed_at says.
 func Verify(ctx context.Context, o Options) (*VerifyResult, error) {
 	o.fill()
 	f := newWorkflow(o.Getenv, o.Stdout)
-	g := &gate{o: &o, f: f, res: &VerifyResult{Outputs: f.outputs}}
+	g := &verifyJob{o: &o, f: f, res: &VerifyResult{Outputs: f.outputs}}
 	defer func() { f.summary(renderVerify(g.res)) }()
 	r := g.verify(ctx)
 	if vr := g.writeVSA(ctx, r == nil); vr != nil {
 		r = vr
 	}
 	if r != nil {
-		return g.conclude(r.class, bundle.Refusal(r.reason, r.detail, g.res.RunID))
+		return g.conclude(r.Class, bundle.Refusal(r.Reason, r.Detail, g.res.RunID))
 	}
 	return g.conclude(exit.OK, g.res.Accepted.Verdict())
 }
 
-// gate is one `proofgate action verify`: its inputs and what it found, for
-// the steps of Verify.
-type gate struct {
+// verifyJob is one `proofgate action verify`: its inputs and what it
+// found, for the steps of Verify.
+type verifyJob struct {
 	o   *Options
 	f   *workflow
 	res *VerifyResult
 
-	in          verifyInputs
-	ids         identityInputs
-	ws          string
-	store       *trust.Store
-	mv          envelope.MaterialVerifiers // nil without input trusted-root
-	gh          *github.Client             // nil without input github-token
-	owner, name string                     // of GITHUB_REPOSITORY
-	opts        bundle.VerifyOptions
-	vsa         *vsaGate // nil without input vsa-key or vsa-signing: keyless
-}
-
-// refusal is why the gate refuses, with the class of the exit.
-type refusal struct {
-	class          exit.Class
-	reason, detail string
-}
-
-// refuseUsage refuses bad input.
-func refuseUsage(format string, args ...any) *refusal {
-	return &refusal{exit.Usage, ReasonUsage, fmt.Sprintf(format, args...)}
+	in    verifyInputs
+	ids   keyless.Pins // the identity inputs
+	repo  gate.Repo    // the workspace, the GitHub client (nil without input github-token), GITHUB_REPOSITORY
+	store *trust.Store
+	mv    envelope.MaterialVerifiers // nil without input trusted-root
+	opts  bundle.VerifyOptions
+	vsa   *vsaGate // nil without input vsa-key or vsa-signing: keyless
 }
 
 // conclude sets the verdict, its outputs and annotation; a refusal is an
 // error of class c.
-func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
+func (g *verifyJob) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 	res, f := g.res, g.f
 	res.Code, res.verdict = int(c), v
 	f.output("verdict", v.Verdict)
@@ -184,7 +134,7 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 			f.output("products", string(b))
 		}
 	}
-	if v.Verdict == VerdictAccepted {
+	if v.Verdict == bundle.VerdictAccepted {
 		if len(v.Unsandboxed) > 0 {
 			f.annotate("warning", "ProofGate checks ran unsandboxed", fmt.Sprintf("checks %s did not run in the docker sandbox (input require-sandbox: true refuses them)", strings.Join(v.Unsandboxed, ", ")))
 		}
@@ -200,27 +150,38 @@ func (g *gate) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, error) {
 }
 
 // verify runs the steps; nil means res.Accepted holds the accepted bundle.
-func (g *gate) verify(ctx context.Context) *refusal {
-	if r := g.readInputs(); r != nil {
-		return r
+func (g *verifyJob) verify(ctx context.Context) *gate.Refusal {
+	steps := []func() *gate.Refusal{g.readInputs, g.readVSAInputs,
+		func() *gate.Refusal { return g.connect(ctx) }, func() *gate.Refusal { return g.policy(ctx) }}
+	for _, step := range steps {
+		if r := step(); r != nil {
+			return r
+		}
 	}
-	if r := g.readVSAInputs(); r != nil {
-		return r
+	o := gate.Options{Repo: g.repo, ServerURL: g.o.Getenv("GITHUB_SERVER_URL"), Store: g.store, Policy: g.opts, Search: g.search(), Verified: g.noteVSA}
+	var res *gate.Result
+	switch {
+	case g.in.bundle != "":
+		res = gate.File(o, g.abs(g.in.bundle), g.in.bundle)
+	case g.repo.GitHub == nil:
+		return gate.Usage("input github-token is empty: it is needed to find the artifact (or set input bundle)")
+	case g.repo.Owner == "":
+		return gate.Usage("GITHUB_REPOSITORY %q is not owner/name", g.o.Getenv("GITHUB_REPOSITORY"))
+	default:
+		res = gate.Find(ctx, o)
 	}
-	if r := g.connect(ctx); r != nil {
-		return r
+	g.res.Attempts, g.res.Accepted, g.res.RunID = res.Attempts, res.Accepted, res.RunID
+	if a := res.Accepted; a != nil {
+		g.res.Signer, g.res.Witnessed = a.Signer, a.Witnessed
+		if a.StatementOnly {
+			g.f.logf("proofgate: accepted the signed statement of run %s from the attestation store; its event log was not replayed (the workflow artifact is gone)", a.RunID)
+		}
 	}
-	if r := g.policy(ctx); r != nil {
-		return r
-	}
-	if g.in.bundle != "" {
-		return g.verifyFile()
-	}
-	return g.verifyArtifacts(ctx)
+	return res.Refusal
 }
 
 // readInputs reads and checks the inputs.
-func (g *gate) readInputs() *refusal {
+func (g *verifyJob) readInputs() *gate.Refusal {
 	f := g.f
 	in := verifyInputs{
 		commit:       f.input("commit"),
@@ -240,20 +201,20 @@ func (g *gate) readInputs() *refusal {
 	in.commit = strings.ToLower(in.commit)
 	g.res.Commit = in.commit
 	if !event.IsHexSHA(in.commit) {
-		return refuseUsage("input commit: %q is not a full commit SHA", in.commit)
+		return gate.Usage("input commit: %q is not a full commit SHA", in.commit)
 	}
 	switch in.match {
 	case "":
 		in.match = verifyMatchTree
 	case verifyMatchTree, verifyMatchCommit:
 	default:
-		return refuseUsage("input match: %q is not commit or tree", in.match)
+		return gate.Usage("input match: %q is not commit or tree", in.match)
 	}
 	g.res.Match = in.match
 	if v := f.input("require-approvals"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 100 {
-			return refuseUsage("input require-approvals: %q is not a number from 0 to 100", v)
+			return gate.Usage("input require-approvals: %q is not a number from 0 to 100", v)
 		}
 		in.approvals = n
 	}
@@ -262,15 +223,9 @@ func (g *gate) readInputs() *refusal {
 	case "true":
 		in.requireSandbox = true
 	default:
-		return refuseUsage("input require-sandbox: %q is not true or false", v)
+		return gate.Usage("input require-sandbox: %q is not true or false", v)
 	}
-	if r := readRequireRules(f, &in); r != nil {
-		return r
-	}
-	if r := readRequireAuthorizations(f, &in); r != nil {
-		return r
-	}
-	if r := readSubjects(f, &in); r != nil {
+	if r := readLists(f, &in); r != nil {
 		return r
 	}
 	g.in = in
@@ -278,22 +233,55 @@ func (g *gate) readInputs() *refusal {
 	return g.checkPaths()
 }
 
+// readLists reads the inputs that list values, separated by commas or new
+// lines; empty requires none. require-rule: approval rule names the
+// bundle's approval must have satisfied (bundle.WithRequireRule).
+// require-authorization: tracking authorization targets the run must
+// authorize (bundle.WithRequireAuthorization: an approved
+// authorization.recorded for the target and no rejected one). subject:
+// files, relative to the workspace, each of which must be a product of the
+// verified run (bundle.WithSubject).
+func readLists(f *workflow, in *verifyInputs) *gate.Refusal {
+	for _, l := range []struct {
+		name, value string
+		valid       func(string) bool
+		what        string
+		dst         *[]string
+	}{
+		{"require-rule", f.input("require-rule"), ruleName.MatchString, "an approval rule name (" + ruleName.String() + ")", &in.requireRules},
+		{"require-authorization", f.input("require-authorization"), replay.ValidTarget,
+			"an authorization target (1-200 of A-Z a-z 0-9 . _ : / # @ + -)", &in.requireAuthorizations},
+		{"subject", f.input("subject"), event.CleanRel, "a clean path relative to the workspace", &in.subjects},
+	} {
+		for _, v := range strings.FieldsFunc(l.value, func(r rune) bool { return r == ',' || r == '\n' }) {
+			if v = strings.TrimSpace(v); v == "" {
+				continue
+			}
+			if !l.valid(v) {
+				return gate.Usage("input %s: %q is not %s", l.name, v, l.what)
+			}
+			*l.dst = append(*l.dst, v)
+		}
+	}
+	return nil
+}
+
 // checkPaths checks the inputs that name a profile, a contract or an
 // artifact.
-func (g *gate) checkPaths() *refusal {
+func (g *verifyJob) checkPaths() *gate.Refusal {
 	in := &g.in
 	if in.profile != "" && !profileName.MatchString(in.profile) {
-		return refuseUsage("input profile: %q is not a profile name (%s), or empty for the base contract", in.profile, profileName)
+		return gate.Usage("input profile: %q is not a profile name (%s), or empty for the base contract", in.profile, profileName)
 	}
 	if in.contract == "" {
 		in.contract = DefaultContract
 	}
 	if !event.CleanRel(in.contract) {
-		return refuseUsage("input contract: %q is not a clean path relative to the repository root", in.contract)
+		return gate.Usage("input contract: %q is not a clean path relative to the repository root", in.contract)
 	}
 	if in.artifactName != "" {
 		if err := artifact.ValidateName(in.artifactName); err != nil {
-			return refuseUsage("input artifact-name: %v", err)
+			return gate.Usage("input artifact-name: %v", err)
 		}
 	}
 	if in.trustStore == "" {
@@ -303,33 +291,33 @@ func (g *gate) checkPaths() *refusal {
 }
 
 // connect loads the trust store and makes the GitHub client.
-func (g *gate) connect(ctx context.Context) *refusal {
-	g.ws = g.o.Getenv("GITHUB_WORKSPACE")
-	if g.ws == "" {
-		g.ws = g.o.Dir
+func (g *verifyJob) connect(ctx context.Context) *gate.Refusal {
+	r := &g.repo
+	if r.Workspace = g.o.Getenv("GITHUB_WORKSPACE"); r.Workspace == "" {
+		r.Workspace = g.o.Dir
 	}
-	if g.ws == "" {
-		g.ws, _ = os.Getwd()
+	if r.Workspace == "" {
+		r.Workspace, _ = os.Getwd()
 	}
 	if r := g.loadTrust(); r != nil {
 		return r
 	}
 	var err error
-	g.owner, g.name, _ = event.SplitRepo(g.o.Getenv("GITHUB_REPOSITORY"))
+	r.Owner, r.Name, _ = event.SplitRepo(g.o.Getenv("GITHUB_REPOSITORY"))
 	if g.in.token != "" {
-		if g.gh, err = ghapi.NewClient(ctx, g.in.token, g.o.Getenv("GITHUB_API_URL")); err != nil {
-			return refuseUsage("github client: %v", err)
+		if r.GitHub, err = ghapi.NewClient(ctx, g.in.token, g.o.Getenv("GITHUB_API_URL")); err != nil {
+			return gate.Usage("github client: %v", err)
 		}
 	}
 	return nil
 }
 
 // abs resolves p against the workspace.
-func (g *gate) abs(p string) string {
+func (g *verifyJob) abs(p string) string {
 	if filepath.IsAbs(p) {
 		return p
 	}
-	return filepath.Join(g.ws, p)
+	return filepath.Join(g.repo.Workspace, p)
 }
 
 // policy is what the gate requires. It releases this repository: a bundle
@@ -337,16 +325,18 @@ func (g *gate) abs(p string) string {
 // count. The profile is always required: a run under another profile of
 // the contract (a workflow, which a pull request can edit, picks it) does
 // not count; the input's default "" requires the base contract.
-func (g *gate) policy(ctx context.Context) *refusal {
+func (g *verifyJob) policy(ctx context.Context) *gate.Refusal {
 	in := &g.in
 	g.opts = bundle.VerifyOptions{RequireApprovals: in.approvals, Repo: g.o.Getenv("GITHUB_REPOSITORY"), Profile: &in.profile,
-		RequireSandbox: in.requireSandbox, RequireRules: in.requireRules, RequireAuthorizations: in.requireAuthorizations}
-	subjects, r := g.subjectDigests()
-	if r != nil {
-		return r
+		RequireSandbox: in.requireSandbox, RequireRules: in.requireRules, RequireAuthorizations: in.requireAuthorizations, Material: g.mv}
+	for _, p := range in.subjects {
+		d, err := bounded.SHA256File(g.abs(p))
+		if err != nil {
+			return gate.Usage("input subject: %v", err)
+		}
+		g.opts.RequireSubjects = append(g.opts.RequireSubjects, d)
 	}
-	g.opts.RequireSubjects = subjects
-	hash, r := releaseContract(ctx, g.ws, g.gh, g.owner, g.name, *in)
+	hash, r := gate.ReleaseContract(ctx, g.repo, in.commit, in.contract, in.profile)
 	if r != nil {
 		return r
 	}
@@ -355,74 +345,20 @@ func (g *gate) policy(ctx context.Context) *refusal {
 		g.opts.Commit = in.commit
 		return nil
 	}
-	g.res.Tree = event.CommitTree(ctx, g.ws, g.gh, g.owner, g.name, in.commit)
+	g.res.Tree = event.CommitTree(ctx, g.repo.Workspace, g.repo.GitHub, g.repo.Owner, g.repo.Name, in.commit)
 	if g.res.Tree == "" {
-		return &refusal{exit.Environment, ReasonGitHubAPI,
-			fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit)}
+		return &gate.Refusal{Class: exit.Environment, Reason: gate.ReasonGitHubAPI,
+			Detail: fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit)}
 	}
 	g.opts.Tree = g.res.Tree
 	return nil
-}
-
-// verifyFile verifies input bundle.
-func (g *gate) verifyFile() *refusal {
-	p := g.abs(g.in.bundle)
-	data, err := bounded.ReadFile(p, archive.DefaultLimits.MaxTotalSize)
-	if err != nil {
-		return refuseUsage("input bundle: %v", err)
-	}
-	var comp *companionFile
-	if strings.HasSuffix(p, ".tar.gz") {
-		cp := artifact.CompanionName(p)
-		if b, err := bounded.ReadFile(cp, archive.DefaultLimits.MaxTotalSize); err == nil {
-			comp = &companionFile{name: filepath.Base(cp), data: b}
-		} else if !errors.Is(err, fs.ErrNotExist) {
-			return refuseUsage("input bundle's companion %s: %v", cp, err)
-		}
-	}
-	a := g.verifyOne(data, comp, g.opts, "file "+g.in.bundle)
-	g.noteVSA(data, filepath.Base(g.in.bundle), "", g.opts, a)
-	if a.Verdict == VerdictAccepted {
-		return nil
-	}
-	return &refusal{exit.Refused, a.Reason, a.Detail}
-}
-
-// verifyArtifacts finds the candidate artifacts and verifies each, the
-// first accepted winning; all refused, the first refusal is the gate's.
-func (g *gate) verifyArtifacts(ctx context.Context) *refusal {
-	if g.gh == nil {
-		return refuseUsage("input github-token is empty: it is needed to find the artifact (or set input bundle)")
-	}
-	if g.owner == "" {
-		return refuseUsage("GITHUB_REPOSITORY %q is not owner/name", g.o.Getenv("GITHUB_REPOSITORY"))
-	}
-	cands, findErr := artifact.Candidates(ctx, g.gh, g.owner, g.name, g.search())
-	if len(cands) == 0 {
-		miss := g.notFound(findErr)
-		if miss.class != exit.Refused {
-			return miss
-		}
-		return g.verifyStore(ctx, miss)
-	}
-	var first *Attempt
-	for _, a := range cands {
-		att := g.tryArtifact(ctx, a)
-		if att.Verdict == VerdictAccepted {
-			return nil
-		}
-		if first == nil {
-			first = &att
-		}
-	}
-	return &refusal{exit.Refused, first.Reason, first.Detail}
 }
 
 // search is what the gate looks for: the artifacts named input
 // artifact-name, else ArtifactPrefix and the head. A run hand-off
 // (RunArtifactPrefix) and a run's products (ProductsArtifactPrefix) are
 // never a bundle.
-func (g *gate) search() artifact.Search {
+func (g *verifyJob) search() artifact.Search {
 	in := g.in
 	return artifact.Search{Commit: in.commit, ByCommit: in.match == verifyMatchCommit, Name: in.artifactName,
 		Prefix: ArtifactPrefix, Exclude: []string{RunArtifactPrefix, ProductsArtifactPrefix},
@@ -432,73 +368,6 @@ func (g *gate) search() artifact.Search {
 			}
 			return ArtifactPrefix + head
 		}}
-}
-
-// notFound is the refusal when no candidate artifact was found.
-func (g *gate) notFound(findErr error) *refusal {
-	switch {
-	case errors.Is(findErr, artifact.ErrExpired):
-		return &refusal{exit.Refused, ReasonExpired, findErr.Error()}
-	case errors.Is(findErr, artifact.ErrOtherCommit):
-		return &refusal{exit.Refused, ReasonOther, findErr.Error()}
-	case errors.Is(findErr, artifact.ErrNotFound) || findErr == nil:
-		return &refusal{exit.Refused, ReasonNotFound,
-			fmt.Sprintf("no unexpired ProofGate artifact for %s %s in %s/%s", g.in.match, g.in.commit, g.owner, g.name)}
-	}
-	return &refusal{exit.Environment, ReasonGitHubAPI, findErr.Error() + noArtifactsAPIHint}
-}
-
-// noArtifactsAPIHint follows a failure of the REST artifacts API: runners
-// without it (act, Gitea, Forgejo) can still verify a bundle file.
-const noArtifactsAPIHint = "; where the REST artifacts API is missing (act, Gitea, Forgejo), download the bundle in the workflow and pass its path as input bundle"
-
-// tryArtifact downloads artifact a and verifies its bundle, witnessed at
-// the artifact's created_at.
-func (g *gate) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
-	label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, short(a.Run.HeadSHA))
-	zipData, err := artifact.Download(ctx, g.gh, g.owner, g.name, a.ID, artifact.MaxBundleBytes)
-	if err != nil {
-		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonGitHubAPI, Detail: err.Error()}
-		g.res.Attempts = append(g.res.Attempts, att)
-		return att
-	}
-	b, err := artifact.BundleFromZip(zipData, artifact.MaxBundleBytes, artifact.CompanionName)
-	if err != nil {
-		att := Attempt{Artifact: label, Verdict: VerdictRefused, Reason: ReasonBadZip, Detail: err.Error()}
-		g.res.Attempts = append(g.res.Attempts, att)
-		return att
-	}
-	var comp *companionFile
-	if b.Companion != "" {
-		comp = &companionFile{name: b.Companion, data: b.CompanionData}
-	}
-	witnessed := g.opts
-	witnessed.Witnessed = a.CreatedAt
-	att := g.verifyOne(b.Data, comp, witnessed, label)
-	g.noteVSA(b.Data, path.Base(b.Name), g.artifactURI(a.Run.ID, a.ID), witnessed, att)
-	return att
-}
-
-// releaseContract resolves the contract the run had to use: input
-// contract at the release commit, with input profile. It returns the
-// refusal when it cannot.
-func releaseContract(ctx context.Context, ws string, gh *github.Client, owner, name string, in verifyInputs) (string, *refusal) {
-	data, err := event.ContractAt(ctx, ws, gh, owner, name, in.commit, in.contract)
-	switch {
-	case errors.Is(err, event.ErrNotInBase):
-		return "", &refusal{exit.Refused, ReasonNoContract, fmt.Sprintf("the release commit %s has no %s: no run can be bound to a contract (input contract names another path)", short(in.commit), in.contract)}
-	case err != nil:
-		return "", &refusal{exit.Environment, ReasonGitHubAPI, fmt.Errorf("read %s at the release commit %s: %w", in.contract, short(in.commit), err).Error()}
-	}
-	c, err := contract.Parse(in.contract, data, in.profile)
-	if err != nil {
-		return "", &refusal{exit.Refused, ReasonNoContract, fmt.Sprintf("the contract at the release commit %s does not resolve: %v", short(in.commit), err)}
-	}
-	h, err := c.Hash()
-	if err != nil {
-		return "", &refusal{exit.Refused, ReasonNoContract, err.Error()}
-	}
-	return h, nil
 }
 
 func renderVerify(r *VerifyResult) string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"github.com/proofgate/proofgate/internal/ci/gate"
 )
 
 func TestReadRequireAuthorizations(t *testing.T) {
@@ -21,13 +23,13 @@ func TestReadRequireAuthorizations(t *testing.T) {
 		env := map[string]string{"INPUT_REQUIRE-AUTHORIZATION": tc.in}
 		f := newWorkflow(func(k string) string { return env[k] }, &bytes.Buffer{})
 		var in verifyInputs
-		r := readRequireAuthorizations(f, &in)
+		r := readLists(f, &in)
 		if (r != nil) != tc.bad {
 			t.Errorf("%q: refusal %v", tc.in, r)
 			continue
 		}
-		if r != nil && r.reason != ReasonUsage {
-			t.Errorf("%q: reason %s", tc.in, r.reason)
+		if r != nil && r.Reason != gate.ReasonUsage {
+			t.Errorf("%q: reason %s", tc.in, r.Reason)
 		}
 		if !tc.bad && !slices.Equal(in.requireAuthorizations, tc.want) {
 			t.Errorf("%q: %v, want %v", tc.in, in.requireAuthorizations, tc.want)

@@ -10,6 +10,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/kernel/contract"
 )
@@ -64,7 +65,7 @@ func TestVerifyBindsTheReleaseCommitsContract(t *testing.T) {
 	fx.env["INPUT_CONTRACT"] = ".proofgate/none.yaml"
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != ReasonNoContract {
+	if vr.Reason != gate.ReasonNoContract {
 		t.Fatalf("missing contract file: %+v", vr)
 	}
 	fx.env["INPUT_CONTRACT"] = "../outside.yaml"

@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -35,114 +36,97 @@ type vsaGate struct {
 	keyless    *signingInputs // vsa-signing: keyless, or nil
 	path       string         // relative to the workspace
 	verifierID string
-	cand       *vsaCandidate
+	cand       *gate.Bundle // noteVSA
 }
 
 // errNoVSAToken is the usage error of a keyless summary without id-token: write.
 var errNoVSAToken = errors.New("vsa-signing: keyless needs the job's OIDC token, but " + idTokenURLEnv + " and " + idTokenTokenEnv +
 	" are unset: give the job `permissions: id-token: write`")
 
-// vsaCandidate is a verified bundle as the summary names it.
-type vsaCandidate struct {
-	data      []byte
-	name, uri string
-	opts      bundle.VerifyOptions
-	verdict   bundle.Verdict
-}
-
 // readVSAInputs reads inputs vsa-signing, vsa-key (or VSAKeyEnv),
 // vsa-path and vsa-verifier-id; without a key, or vsa-signing: keyless, no
 // summary is written.
-func (g *gate) readVSAInputs() *refusal {
+func (g *verifyJob) readVSAInputs() *gate.Refusal {
 	f := g.f
 	pemKey := f.input("vsa-key")
 	if pemKey == "" {
 		pemKey = strings.TrimSpace(g.o.Getenv(VSAKeyEnv))
 	}
 	f.mask(pemKey)
-	path, id := f.input("vsa-path"), f.input("vsa-verifier-id")
+	s := &vsaGate{path: f.input("vsa-path"), verifierID: f.input("vsa-verifier-id")}
 	si, err := readSigningInput(f, "vsa-signing")
 	if err != nil {
-		return refuseUsage("%v", err)
+		return gate.Usage("%v", err)
 	}
-	if si.mode == SigningKeyless {
-		return g.keylessVSAInputs(si, f.input("vsa-key"), path, id)
-	}
-	if pemKey == "" {
-		if path != "" || id != "" {
-			return refuseUsage("input vsa-path or vsa-verifier-id is set but vsa-key is empty: the summary needs the gate's signing key")
+	suffix := ".vsa.json"
+	switch {
+	case si.mode == SigningKeyless:
+		if r := g.keylessVSAInputs(f.input("vsa-key")); r != nil {
+			return r
 		}
+		s.keyless, suffix = &si, ".vsa.sigstore.json"
+	case pemKey == "" && (s.path != "" || s.verifierID != ""):
+		return gate.Usage("input vsa-path or vsa-verifier-id is set but vsa-key is empty: the summary needs the gate's signing key")
+	case pemKey == "":
 		return nil
+	default:
+		pk, err := key.ParsePrivate([]byte(pemKey), "input vsa-key")
+		if err == nil {
+			s.signer, err = key.NewSigner(pk)
+		}
+		if err != nil {
+			return gate.Usage("input vsa-key: %v", err)
+		}
 	}
-	pk, err := key.ParsePrivate([]byte(pemKey), "input vsa-key")
-	if err != nil {
-		return refuseUsage("input vsa-key: %v", err)
+	if s.path == "" {
+		s.path = "proofgate-" + g.in.commit + suffix
 	}
-	s, err := key.NewSigner(pk)
-	if err != nil {
-		return refuseUsage("input vsa-key: %v", err)
-	}
-	if path == "" {
-		path = "proofgate-" + g.in.commit + ".vsa.json"
-	}
-	if r := checkVSAPath(path, id); r != nil {
+	if r := checkVSAPath(s.path, s.verifierID); r != nil {
 		return r
 	}
-	g.vsa = &vsaGate{signer: s, path: path, verifierID: id}
+	g.vsa = s
 	return nil
 }
 
-// keylessVSAInputs reads the inputs of a summary signed keyless: no
+// keylessVSAInputs checks the inputs of a summary signed keyless: no
 // vsa-key, the job's OIDC token available.
-func (g *gate) keylessVSAInputs(si signingInputs, pemKey, path, id string) *refusal {
+func (g *verifyJob) keylessVSAInputs(pemKey string) *gate.Refusal {
 	if pemKey != "" {
-		return refuseUsage("input vsa-key is set with vsa-signing: keyless: a keyless summary is signed by an ephemeral key")
+		return gate.Usage("input vsa-key is set with vsa-signing: keyless: a keyless summary is signed by an ephemeral key")
 	}
 	if g.o.Getenv(idTokenURLEnv) == "" || g.o.Getenv(idTokenTokenEnv) == "" {
-		return refuseUsage("%v", errNoVSAToken)
+		return gate.Usage("%v", errNoVSAToken)
 	}
-	if path == "" {
-		path = "proofgate-" + g.in.commit + ".vsa.sigstore.json"
-	}
-	if r := checkVSAPath(path, id); r != nil {
-		return r
-	}
-	g.vsa = &vsaGate{keyless: &si, path: path, verifierID: id}
 	return nil
 }
 
 // checkVSAPath refuses a vsa-path that is not clean and relative, and a
 // vsa-verifier-id that is not an absolute URI.
-func checkVSAPath(path, id string) *refusal {
+func checkVSAPath(path, id string) *gate.Refusal {
 	if !event.CleanRel(path) {
-		return refuseUsage("input vsa-path: %q is not a clean path relative to the workspace", path)
+		return gate.Usage("input vsa-path: %q is not a clean path relative to the workspace", path)
 	}
 	probe := vsa.Input{Name: "probe", Archive: &vsa.Archive{SHA256: strings.Repeat("0", 64)}, VerifierID: id, Verdict: bundle.Refusal("probe", "", "")}
 	if _, err := vsa.New(probe); err != nil {
-		return refuseUsage("input vsa-verifier-id: %v", err)
+		return gate.Usage("input vsa-verifier-id: %v", err)
 	}
 	return nil
 }
 
 // noteVSA records a verified bundle for the summary: the accepted one, or
 // else the first refused (whose refusal is the gate's).
-func (g *gate) noteVSA(data []byte, name, uri string, opts bundle.VerifyOptions, att Attempt) {
-	if g.vsa == nil || (g.vsa.cand != nil && g.vsa.cand.verdict.Verdict == VerdictAccepted) {
+func (g *verifyJob) noteVSA(b gate.Bundle) {
+	accepted := func(b *gate.Bundle) bool { return b.Verdict.Verdict == bundle.VerdictAccepted }
+	if g.vsa == nil || g.vsa.cand != nil && (accepted(g.vsa.cand) || !accepted(&b)) {
 		return
 	}
-	v := bundle.Refusal(att.Reason, att.Detail, g.res.RunID)
-	if att.Verdict == VerdictAccepted {
-		v = g.res.Accepted.Verdict()
-	} else if g.vsa.cand != nil {
-		return
-	}
-	g.vsa.cand = &vsaCandidate{data: data, name: name, uri: uri, opts: opts, verdict: v}
+	g.vsa.cand = &b
 }
 
 // writeVSA writes the summary of the noted bundle and sets output vsa. No
 // bundle was verified (none found, unusable input): no summary. It
 // returns the refusal of an accepted bundle whose summary failed.
-func (g *gate) writeVSA(ctx context.Context, accepted bool) *refusal {
+func (g *verifyJob) writeVSA(ctx context.Context, accepted bool) *gate.Refusal {
 	if g.vsa == nil || g.vsa.cand == nil {
 		g.f.output("vsa", "")
 		g.f.output("vsa-policy", "")
@@ -152,7 +136,7 @@ func (g *gate) writeVSA(ctx context.Context, accepted bool) *refusal {
 	if err == nil {
 		g.f.output("vsa", g.vsa.path)
 		g.f.output("vsa-policy", policyPath(g.vsa.path))
-		g.f.logf("wrote verification summary %s (%s) and its policy document %s", g.vsa.path, passedOrFailed(g.vsa.cand.verdict), policyPath(g.vsa.path))
+		g.f.logf("wrote verification summary %s (%s) and its policy document %s", g.vsa.path, passedOrFailed(g.vsa.cand.Verdict), policyPath(g.vsa.path))
 		return nil
 	}
 	g.f.output("vsa", "")
@@ -165,11 +149,11 @@ func (g *gate) writeVSA(ctx context.Context, accepted bool) *refusal {
 	if errors.Is(err, fs.ErrExist) {
 		class = exit.Usage
 	}
-	return &refusal{class, ReasonVSA, err.Error()}
+	return &gate.Refusal{Class: class, Reason: ReasonVSA, Detail: err.Error()}
 }
 
 func passedOrFailed(v bundle.Verdict) string {
-	if v.Verdict == VerdictAccepted {
+	if v.Verdict == bundle.VerdictAccepted {
 		return vsa.Passed
 	}
 	return vsa.Failed
@@ -187,13 +171,13 @@ func policyPath(path string) string {
 // write signs the summary and creates its file and its policy document's
 // (policyPath); an existing one is refused (fs.ErrExist) and left as it
 // was, and neither is left without the other.
-func (s *vsaGate) write(ctx context.Context, g *gate) error {
+func (s *vsaGate) write(ctx context.Context, g *verifyJob) error {
 	c := s.cand
-	a, err := vsa.Inspect(bytes.NewReader(c.data), archive.DefaultLimits)
+	a, err := vsa.Inspect(bytes.NewReader(c.Data), archive.DefaultLimits)
 	if err != nil {
 		return err
 	}
-	p, err := c.opts.Policy()
+	p, err := c.Policy.Policy()
 	if err != nil {
 		return err
 	}
@@ -201,8 +185,8 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	if err != nil {
 		return err
 	}
-	in := vsa.Input{Name: c.name, Archive: a, ResourceURI: c.uri, VerifierID: s.verifierID, Policy: p.Describe(),
-		Identities: ids, Trust: tr, Verdict: c.verdict, Time: c.opts.Now}
+	in := vsa.Input{Name: c.Name, Archive: a, ResourceURI: c.URI, VerifierID: s.verifierID, Policy: p.Describe(),
+		Identities: ids, Trust: tr, Verdict: c.Verdict, Time: c.Policy.Now}
 	st, doc, err := vsa.Summarize(in)
 	if err != nil {
 		return err
@@ -228,38 +212,29 @@ func (s *vsaGate) write(ctx context.Context, g *gate) error {
 	return err
 }
 
-// artifactURI is the web address of an artifact, the summary's resourceUri.
-func (g *gate) artifactURI(runID, artifactID int64) string {
-	server := strings.TrimSuffix(g.o.Getenv("GITHUB_SERVER_URL"), "/")
-	if server == "" {
-		server = "https://github.com"
-	}
-	return fmt.Sprintf("%s/%s/%s/actions/runs/%d/artifacts/%d", server, g.owner, g.name, runID, artifactID)
-}
-
 // vsaTrust is the trust material the gate judged by (the trust store, which
 // a keyless gate may lack, and the trusted root) and the identity inputs
 // that pinned a keyless signer, for the summary's policy.
-func (g *gate) vsaTrust() ([]vsa.Resource, map[string]string, error) {
+func (g *verifyJob) vsaTrust() ([]vsa.Resource, map[string]string, error) {
 	var res []vsa.Resource
 	tb, err := bounded.ReadFile(g.abs(g.in.trustStore), trust.MaxSize)
 	switch {
 	case err == nil:
 		res = append(res, vsa.TrustFile(filepath.Base(g.in.trustStore), tb))
-	case !errors.Is(err, fs.ErrNotExist) || g.ids.trustedRoot == "":
+	case !errors.Is(err, fs.ErrNotExist) || g.ids.TrustedRoot == "":
 		return nil, nil, fmt.Errorf("trust store: %w", err)
 	}
-	if g.ids.trustedRoot == "" {
+	if g.ids.TrustedRoot == "" {
 		return res, nil, nil
 	}
-	rb, err := bounded.ReadFile(g.abs(g.ids.trustedRoot), 64<<20)
+	rb, err := bounded.ReadFile(g.abs(g.ids.TrustedRoot), 64<<20)
 	if err != nil {
 		return nil, nil, fmt.Errorf("trusted root: %w", err)
 	}
-	res = append(res, vsa.TrustFile(filepath.Base(g.ids.trustedRoot), rb))
+	res = append(res, vsa.TrustFile(filepath.Base(g.ids.TrustedRoot), rb))
 	ids := map[string]string{}
-	for name, v := range map[string]string{"certificate-oidc-issuer": g.ids.issuer, "signer-workflow": g.ids.signerWorkflow,
-		"source-repo": g.ids.sourceRepo, "source-ref": g.ids.sourceRef} {
+	for name, v := range map[string]string{"certificate-oidc-issuer": g.ids.Issuer, "signer-workflow": g.ids.SignerWorkflow,
+		"source-repo": g.ids.SourceRepo, "source-ref": g.ids.SourceRef} {
 		if v != "" {
 			ids[name] = v
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/bundle/vsa"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 	"github.com/proofgate/proofgate/internal/keytest"
 	"github.com/proofgate/proofgate/internal/sigstoretest"
@@ -22,14 +23,14 @@ import (
 
 // openVSA reads the summary the step wrote and verifies it with the gate
 // key only.
-func openVSA(t *testing.T, fx *fixture, rel string, gate *keytest.Key) *vsa.Statement {
+func openVSA(t *testing.T, fx *fixture, rel string, gateKey *keytest.Key) *vsa.Statement {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(fx.ws, rel))
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := trust.New()
-	if _, err := s.Add(gate.PubPEM, "", nil, nil); err != nil {
+	if _, err := s.Add(gateKey.PubPEM, "", nil, nil); err != nil {
 		t.Fatal(err)
 	}
 	doc, err := os.ReadFile(filepath.Join(fx.ws, strings.TrimSuffix(rel, ".json")+".policy.json"))
@@ -65,8 +66,8 @@ func TestVerifyWritesVSA(t *testing.T) {
 	m := fx.release()
 	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", m
 	fx.env["INPUT_TRUST-STORE"] = fx.trust
-	gate := keytest.New(t)
-	pemKey, err := os.ReadFile(gate.Path)
+	gateKey := keytest.New(t)
+	pemKey, err := os.ReadFile(gateKey.Path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestVerifyWritesVSA(t *testing.T) {
 	if !strings.Contains(fx.summary(), "| verification summary (VSA) | `"+rel+"` |") {
 		t.Fatalf("the job summary does not name the VSA:\n%s", fx.summary())
 	}
-	st := openVSA(t, fx, rel, gate)
+	st := openVSA(t, fx, rel, gateKey)
 	if !st.Passed() || st.Subject[0].Name != "base.tar.gz" || st.Subject[0].Digest["sha256"] != sha(data) ||
 		st.Predicate.VerifiedLevels[0] != vsa.LevelVerified || st.Predicate.ResourceURI != vsa.ResourcePrefix+sha(data) {
 		t.Fatalf("summary %+v", st)
@@ -113,7 +114,7 @@ func TestVerifyWritesVSA(t *testing.T) {
 	before, _ := os.ReadFile(filepath.Join(fx.ws, rel))
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-	if vr.Reason != ReasonVSA || vr.Outputs["vsa"] != "" || vr.Outputs["verdict"] != VerdictRefused {
+	if vr.Reason != ReasonVSA || vr.Outputs["vsa"] != "" || vr.Outputs["verdict"] != bundle.VerdictRefused {
 		t.Fatalf("existing summary: %+v", vr)
 	}
 	if after, _ := os.ReadFile(filepath.Join(fx.ws, rel)); !bytes.Equal(before, after) {
@@ -128,7 +129,7 @@ func TestVerifyWritesVSA(t *testing.T) {
 	if vr.Outputs["vsa"] != "out/failed.vsa.json" {
 		t.Fatalf("refused: output vsa %q", vr.Outputs["vsa"])
 	}
-	st = openVSA(t, fx, "out/failed.vsa.json", gate)
+	st = openVSA(t, fx, "out/failed.vsa.json", gateKey)
 	if st.Passed() || st.Predicate.VerificationResult != vsa.Failed || vr.Reason != string(bundle.InsufficientApprovals) ||
 		len(st.Subject) != 1 || st.Subject[0].Digest["sha256"] != sha(data) || st.Policy().Bundle.RequireApprovals != 2 ||
 		vr.Outputs["vsa-policy"] != "out/failed.vsa.policy.json" {
@@ -144,8 +145,8 @@ func TestVerifyVSAFromArtifact(t *testing.T) {
 	m := fx.release()
 	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", m
 	fx.env["INPUT_TRUST-STORE"] = fx.trust
-	gate := keytest.New(t)
-	pemKey, _ := os.ReadFile(gate.Path)
+	gateKey := keytest.New(t)
+	pemKey, _ := os.ReadFile(gateKey.Path)
 	fx.env["INPUT_VSA-KEY"] = string(pemKey)
 	fx.env["INPUT_VSA-VERIFIER-ID"] = "https://example.invalid/deploy-gate"
 	data := profiledBundle(t, fx, owner+"/"+repo, "")
@@ -156,7 +157,7 @@ func TestVerifyVSAFromArtifact(t *testing.T) {
 	id := fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: ArtifactPrefix + fx.head, HeadSHA: fx.head, Data: z})
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitOK, err, fx.log.String())
-	st := openVSA(t, fx, vr.Outputs["vsa"], gate)
+	st := openVSA(t, fx, vr.Outputs["vsa"], gateKey)
 	p := &st.Predicate
 	wantURI := fmt.Sprintf("%s/%s/%s/actions/runs/", fx.gh.URL, owner, repo)
 	if st.Subject[0].Name != "x.bundle.tar.gz" || st.Subject[0].Digest["sha256"] != sha(data) || !strings.HasPrefix(p.ResourceURI, wantURI) ||
@@ -172,8 +173,8 @@ func TestVerifyVSAInputs(t *testing.T) {
 	fx := newFixture(t, processContract, nil)
 	fx.env["GITHUB_EVENT_NAME"], fx.env["GITHUB_SHA"] = "push", fx.release()
 	fx.env["INPUT_TRUST-STORE"] = fx.trust
-	gate := keytest.New(t)
-	pemKey, _ := os.ReadFile(gate.Path)
+	gateKey := keytest.New(t)
+	pemKey, _ := os.ReadFile(gateKey.Path)
 	for name, env := range map[string]map[string]string{
 		"bad key":         {"INPUT_VSA-KEY": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----\n"},
 		"path, no key":    {"INPUT_VSA-PATH": "v.json"},
@@ -187,7 +188,7 @@ func TestVerifyVSAInputs(t *testing.T) {
 			}
 			vr, err := fx.verify()
 			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-			if vr.Reason != ReasonUsage || !strings.Contains(vr.Detail, "vsa") {
+			if vr.Reason != gate.ReasonUsage || !strings.Contains(vr.Detail, "vsa") {
 				t.Fatalf("%+v", vr)
 			}
 		})
@@ -195,7 +196,7 @@ func TestVerifyVSAInputs(t *testing.T) {
 	fx.env["INPUT_VSA-KEY"] = string(pemKey)
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != ReasonNotFound || vr.Outputs["vsa"] != "" {
+	if vr.Reason != gate.ReasonNotFound || vr.Outputs["vsa"] != "" {
 		t.Fatalf("no artifact: %+v", vr)
 	}
 	if ents, _ := filepath.Glob(filepath.Join(fx.ws, "*.vsa.json")); len(ents) != 0 {
@@ -244,7 +245,7 @@ func TestVerifyKeylessVSA(t *testing.T) {
 			}()
 			vr, err := fx.verify()
 			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-			if vr.Reason != ReasonUsage || vr.Outputs["vsa"] != "" {
+			if vr.Reason != gate.ReasonUsage || vr.Outputs["vsa"] != "" {
 				t.Fatalf("%+v", vr)
 			}
 		})
