@@ -57,7 +57,7 @@ func TestActUploadThenVerifyBundleInput(t *testing.T) {
 	before := fx.gh.Count("GET", "/actions/artifacts")
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitEnv, err, fx.log.String())
-	if vr.Reason != gate.ReasonGitHubAPI || !strings.Contains(vr.Detail, "input bundle") {
+	if vr.Reason != string(gate.ReasonGitHubAPI) || !strings.Contains(vr.Detail, "input bundle") {
 		t.Fatalf("without input bundle: %+v", vr)
 	}
 	fx.env["INPUT_BUNDLE"] = archive

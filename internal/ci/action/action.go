@@ -481,7 +481,7 @@ func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
 	base := j.ev.BaseSHA
 	data, err := event.ContractAt(ctx, j.ws, j.gh, j.owner, j.name, base, path)
 	if errors.Is(err, event.ErrNotInBase) {
-		return nil, "", usage("the base commit %s has no %s: a pull request runs under its base branch's contract, so add the contract on the base branch first", short(base), path)
+		return nil, "", usage("the base commit %s has no %s: a pull request runs under its base branch's contract, so add the contract on the base branch first", event.ShortSHA(base), path)
 	}
 	if err != nil {
 		return nil, "", environment("read the base contract: %w", err)
@@ -492,7 +492,7 @@ func (j *job) contractData(ctx context.Context) ([]byte, string, error) {
 	}
 	j.res.ContractChanged = changed
 	if changed {
-		j.s.Notes = append(j.s.Notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", code(path), code(short(base))))
+		j.s.Notes = append(j.s.Notes, fmt.Sprintf("This pull request changes %s. The run used the base branch's version (commit %s); the change takes effect once merged, and a release of the merged commit needs a run under it (see docs/action.md).", jobsummary.Code(path), jobsummary.Code(event.ShortSHA(base))))
 		j.f.annotate("notice", "ProofGate contract changed", "this pull request changes "+path+"; the checks ran under the base branch's contract")
 	}
 	return data, "git:" + base + ":" + path, nil
@@ -565,7 +565,7 @@ func (j *job) approve(ctx context.Context) int {
 	var moved *review.HeadMovedError
 	switch {
 	case errors.As(err, &moved):
-		return j.pending(fmt.Sprintf("the pull request head moved to %s while the checks ran; the run for the new head decides", short(moved.Got)))
+		return j.pending(fmt.Sprintf("the pull request head moved to %s while the checks ran; the run for the new head decides", event.ShortSHA(moved.Got)))
 	case err != nil:
 		return j.failed("ProofGate GitHub API", exit.Environment, "reading the review state failed: "+err.Error())
 	case !dec.Satisfied:
@@ -598,12 +598,12 @@ func (j *job) reviewed(ctx context.Context) (*reviewTarget, int) {
 		commit := j.r.Report().Source.Commit
 		m, err := review.FindMerged(ctx, j.gh, j.owner, j.name, commit)
 		if errors.Is(err, review.ErrNotMerged) {
-			return nil, j.pending(fmt.Sprintf("approval comes from pull-request reviews, and no single pull request was merged into %s (a direct push)", short(commit)))
+			return nil, j.pending(fmt.Sprintf("approval comes from pull-request reviews, and no single pull request was merged into %s (a direct push)", event.ShortSHA(commit)))
 		}
 		if err != nil {
 			return nil, j.failed("ProofGate GitHub API", exit.Environment, "finding the merged pull request failed: "+err.Error())
 		}
-		j.s.Notes = append(j.s.Notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", m.Number, code(short(commit)), code(short(m.Head))))
+		j.s.Notes = append(j.s.Notes, fmt.Sprintf("This push run takes its approvals from pull request #%d, merged into %s: reviews of its head %s count.", m.Number, jobsummary.Code(event.ShortSHA(commit)), jobsummary.Code(event.ShortSHA(m.Head))))
 		return &reviewTarget{m.Number, m.Head}, ExitOK
 	}
 	return nil, j.pending(fmt.Sprintf("approval comes from pull-request reviews, and this %s run is not about a pull request", ev.Name))
@@ -807,6 +807,3 @@ func (j *job) upload(ctx context.Context, files map[string][]byte) (int, error) 
 	}
 	return ExitOK, nil
 }
-
-// short is event.ShortSHA.
-func short(sha string) string { return event.ShortSHA(sha) }

@@ -122,7 +122,7 @@ func TestPendingApproveVerifyTamper(t *testing.T) {
 	fx.env["INPUT_MATCH"] = "commit"
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != gate.ReasonNotFound {
+	if vr.Reason != string(gate.ReasonNotFound) {
 		t.Fatalf("match commit: %+v", vr)
 	}
 	delete(fx.env, "INPUT_MATCH")
@@ -436,7 +436,7 @@ func TestVerifyRefusals(t *testing.T) {
 	t.Run("missing", func(t *testing.T) {
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != gate.ReasonNotFound || fx.outputs()["verdict"] != "refused" {
+		if vr.Reason != string(gate.ReasonNotFound) || fx.outputs()["verdict"] != "refused" {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -446,7 +446,7 @@ func TestVerifyRefusals(t *testing.T) {
 		defer delete(fx.env, "INPUT_MATCH")
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != gate.ReasonExpired {
+		if vr.Reason != string(gate.ReasonExpired) {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -458,7 +458,7 @@ func TestVerifyRefusals(t *testing.T) {
 		fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: "evidence", HeadSHA: fx.base, Data: []byte("x")})
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != gate.ReasonOther {
+		if vr.Reason != string(gate.ReasonOther) {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -466,7 +466,7 @@ func TestVerifyRefusals(t *testing.T) {
 		fx.gh.AddArtifact(owner, repo, githubtest.Artifact{Name: ArtifactPrefix + fx.head, HeadSHA: fx.head, Data: []byte("not a zip")})
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-		if vr.Reason != gate.ReasonBadZip {
+		if vr.Reason != string(gate.ReasonBadZip) {
 			t.Fatalf("%+v", vr)
 		}
 	})
@@ -490,7 +490,7 @@ func TestVerifyRefusals(t *testing.T) {
 		fx.gh.Fail("/actions/artifacts", 503, "", -1)
 		vr, err := fx.verify()
 		mustCode(t, vr.Code, ExitEnv, err, fx.log.String())
-		if vr.Verdict != bundle.VerdictRefused || vr.Reason != gate.ReasonGitHubAPI {
+		if vr.Verdict != bundle.VerdictRefused || vr.Reason != string(gate.ReasonGitHubAPI) {
 			t.Fatalf("%+v", vr)
 		}
 	})

@@ -74,7 +74,7 @@ func (j *job) agentOpener(ctx context.Context, pin *contract.AgentSessions) (bun
 	}
 	root, err := event.ContractAt(ctx, j.ws, j.gh, j.owner, j.name, j.ev.BaseSHA, path)
 	if err != nil {
-		return nil, review.AgentRefuse(review.AgentNoVerifier, "trusted root %s at base %s: %v", path, short(j.ev.BaseSHA), err)
+		return nil, review.AgentRefuse(review.AgentNoVerifier, "trusted root %s at base %s: %v", path, event.ShortSHA(j.ev.BaseSHA), err)
 	}
 	issuer := sigstore.DefaultIssuer
 	if c, err := j.ownClaims(ctx); err == nil {

@@ -124,7 +124,7 @@ func TestVerifyFromAttestationStore(t *testing.T) {
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
 	miss := vr.Reason
-	if miss != gate.ReasonExpired && miss != gate.ReasonNotFound {
+	if miss != string(gate.ReasonExpired) && miss != string(gate.ReasonNotFound) {
 		t.Fatalf("without a subject: %+v", vr)
 	}
 

@@ -150,7 +150,7 @@ func TestE2EKeyless(t *testing.T) {
 		f[compName] = bytes.Replace(f[compName], []byte(`"mediaType"`), []byte(`"mediaType" `), 1)
 	}))
 	wantCode(t, fx, fx.dockerRun(image, "verify"), ExitRefused)
-	if vo := fx.outputs(); vo["reason"] != gate.ReasonCompanion {
+	if vo := fx.outputs(); vo["reason"] != string(gate.ReasonCompanion) {
 		t.Fatalf("changed companion: outputs %v\n%s", vo, fx.log.String())
 	}
 

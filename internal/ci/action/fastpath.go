@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 )
 
 // tryFastPath imports the pull_request job's run for a pull_request_review
@@ -25,7 +27,7 @@ func (j *job) tryFastPath(ctx context.Context) bool {
 			fe = handoff.Refuse(handoff.GitHubAPI, "%v", err)
 		}
 		j.res.FastPathRefusal = string(fe.Reason)
-		msg := "no trustworthy run of the pull_request job for head " + short(j.ev.HeadSHA) + " (" + fe.Error() + "): re-running the checks"
+		msg := "no trustworthy run of the pull_request job for head " + event.ShortSHA(j.ev.HeadSHA) + " (" + fe.Error() + "): re-running the checks"
 		j.s.Notes = append(j.s.Notes, "Review fast path not taken: "+msg+".")
 		j.f.annotate("notice", "ProofGate re-runs the checks", msg)
 		return false
@@ -39,7 +41,7 @@ func (j *job) tryFastPath(ctx context.Context) bool {
 	j.f.output("run-id", j.r.ID)
 	j.f.output("verification-digest", rep.VerificationDigest)
 	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Review fast path: imported run %s from artifact %s (signature, chain, head %s and base contract verified in %s); the checks were not re-run.",
-		code(j.r.ID), code(name), code(short(j.ev.HeadSHA)), took))
+		jobsummary.Code(j.r.ID), jobsummary.Code(name), jobsummary.Code(event.ShortSHA(j.ev.HeadSHA)), took))
 	j.f.logf("proofgate: imported run %s from %s in %s, checks not re-run", j.r.ID, name, took)
 	return true
 }

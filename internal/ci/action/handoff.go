@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/proofgate/proofgate/internal/ci/handoff"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 )
 
 // The run hand-off (ADR 0018, docs/SPEC.md "Run hand-off artifact"): the
@@ -49,5 +50,5 @@ func (j *job) uploadHandoff(ctx context.Context, data []byte) {
 		return
 	}
 	j.f.output("run-artifact", name)
-	j.s.Notes = append(j.s.Notes, fmt.Sprintf("The verified run was handed off as artifact %s: a review of this head completes it without re-running the checks.", code(name)))
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("The verified run was handed off as artifact %s: a review of this head completes it without re-running the checks.", jobsummary.Code(name)))
 }

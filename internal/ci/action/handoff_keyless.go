@@ -39,7 +39,7 @@ func (j *job) keylessVerifiers(ctx context.Context) (*sigstore.Verifiers, error)
 	}
 	root, err := event.ContractAt(ctx, j.ws, j.gh, j.owner, j.name, j.ev.BaseSHA, path)
 	if err != nil {
-		return nil, handoff.Refuse(handoff.NoTrustedRoot, "trusted root %s at base %s: %v", path, short(j.ev.BaseSHA), err)
+		return nil, handoff.Refuse(handoff.NoTrustedRoot, "trusted root %s at base %s: %v", path, event.ShortSHA(j.ev.BaseSHA), err)
 	}
 	c, err := j.ownClaims(ctx)
 	if err != nil {

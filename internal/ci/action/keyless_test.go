@@ -51,29 +51,29 @@ func TestVerifyCompanion(t *testing.T) {
 		name, reason, detail string
 		zip                  []byte
 	}{
-		{"companion signature replaced", gate.ReasonCompanion, "signature differs", replaceComp(func(b []byte) []byte {
+		{"companion signature replaced", string(gate.ReasonCompanion), "signature differs", replaceComp(func(b []byte) []byte {
 			sb, err := sigstore.Read(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return bytes.Replace(b, []byte(base64.StdEncoding.EncodeToString(sb.Sig)), []byte(otherSig), 1)
 		})},
-		{"companion hint replaced", gate.ReasonCompanion, "hint", replaceComp(func(b []byte) []byte {
+		{"companion hint replaced", string(gate.ReasonCompanion), "hint", replaceComp(func(b []byte) []byte {
 			sb, err := sigstore.Read(b)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return bytes.Replace(b, []byte(sb.Hint), []byte(strings.Repeat("0", 64)), 1)
 		})},
-		{"companion not JSON", gate.ReasonCompanion, comp, replaceComp(func([]byte) []byte { return []byte("{") })},
-		{"companion with a duplicate member", gate.ReasonCompanion, comp, replaceComp(func(b []byte) []byte {
+		{"companion not JSON", string(gate.ReasonCompanion), comp, replaceComp(func([]byte) []byte { return []byte("{") })},
+		{"companion with a duplicate member", string(gate.ReasonCompanion), comp, replaceComp(func(b []byte) []byte {
 			return bytes.Replace(b, []byte(`"mediaType"`), []byte(`"mediaType": "x", "mediaType"`), 1)
 		})},
-		{"extra file", gate.ReasonBadZip, "only its companion", rezip(t, zipData, func(files map[string][]byte) { files["notes.txt"] = []byte("hi") })},
-		{"two archives", gate.ReasonBadZip, "2 .tar.gz", rezip(t, zipData, func(files map[string][]byte) {
+		{"extra file", string(gate.ReasonBadZip), "only its companion", rezip(t, zipData, func(files map[string][]byte) { files["notes.txt"] = []byte("hi") })},
+		{"two archives", string(gate.ReasonBadZip), "2 .tar.gz", rezip(t, zipData, func(files map[string][]byte) {
 			files["other.bundle.tar.gz"] = files[res.RunID+".bundle.tar.gz"]
 		})},
-		{"companion of another name", gate.ReasonBadZip, "only its companion", rezip(t, zipData, func(files map[string][]byte) {
+		{"companion of another name", string(gate.ReasonBadZip), "only its companion", rezip(t, zipData, func(files map[string][]byte) {
 			files["x.sigstore.json"] = files[comp]
 			delete(files, comp)
 		})},
@@ -108,7 +108,7 @@ func TestVerifyLocalCompanion(t *testing.T) {
 	writeFile(t, fx.ws+"/"+res.SigstorePath, "{}\n")
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != gate.ReasonCompanion {
+	if vr.Reason != string(gate.ReasonCompanion) {
 		t.Fatalf("%+v", vr)
 	}
 }
@@ -302,7 +302,7 @@ func TestVerifyIdentityInputs(t *testing.T) {
 			}()
 			vr, err := fx.verify()
 			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-			if vr.Reason != gate.ReasonUsage || !strings.Contains(vr.Detail, tc.want) || fx.outputs()["verdict"] != bundle.VerdictRefused {
+			if vr.Reason != string(gate.ReasonUsage) || !strings.Contains(vr.Detail, tc.want) || fx.outputs()["verdict"] != bundle.VerdictRefused {
 				t.Fatalf("reason %q detail %q, want %q", vr.Reason, vr.Detail, tc.want)
 			}
 		})

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/proofgate/proofgate/internal/ci/event"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/review"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
@@ -35,9 +36,9 @@ func (j *job) checkMergeGroup(ctx context.Context) error {
 		return environment("merge group: %w", err)
 	}
 	if head != g.HeadSHA {
-		return exit.Wrap(exit.Usage, fmt.Errorf("merge group: the checkout is %s, not the queue's merge commit %s (check out github.sha, the default of actions/checkout on merge_group)", short(head), short(g.HeadSHA)))
+		return exit.Wrap(exit.Usage, fmt.Errorf("merge group: the checkout is %s, not the queue's merge commit %s (check out github.sha, the default of actions/checkout on merge_group)", event.ShortSHA(head), event.ShortSHA(g.HeadSHA)))
 	}
-	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Merge queue run on merge commit %s (tree %s) for %s.", code(short(g.HeadSHA)), code(short(g.Tree)), code(g.BaseRef)))
+	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Merge queue run on merge commit %s (tree %s) for %s.", jobsummary.Code(event.ShortSHA(g.HeadSHA)), jobsummary.Code(event.ShortSHA(g.Tree)), jobsummary.Code(g.BaseRef)))
 	return nil
 }
 
@@ -56,6 +57,6 @@ func (j *job) queued(ctx context.Context) (*reviewTarget, int) {
 		return nil, j.failed("ProofGate GitHub API", exit.Environment, err.Error())
 	}
 	j.s.Notes = append(j.s.Notes, fmt.Sprintf("This merge queue run takes its approvals from pull request #%d: the queue commit %s is the merge of its head %s into %s, proven from the commit graph, and adds no other change.",
-		g.PR, code(short(g.HeadSHA)), code(short(head)), code(short(g.BaseSHA))))
+		g.PR, jobsummary.Code(event.ShortSHA(g.HeadSHA)), jobsummary.Code(event.ShortSHA(head)), jobsummary.Code(event.ShortSHA(g.BaseSHA))))
 	return &reviewTarget{g.PR, head}, ExitOK
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/progress"
@@ -55,7 +56,7 @@ func (j *job) execShard(ctx context.Context, kv *sigstore.Verifiers) (int, error
 	}
 	j.f.output("shard-artifact", name)
 	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Shard %s of run %s: %d check(s) executed (%s), %d failed; log head %s (%d events); uploaded, signed, as artifact %s for the merge job.",
-		sp, code(id), len(res.Checks), code(strings.Join(res.Checks, ", ")), res.Failed, code(res.Head), res.Length, code(name)))
+		sp, jobsummary.Code(id), len(res.Checks), jobsummary.Code(strings.Join(res.Checks, ", ")), res.Failed, jobsummary.Code(res.Head), res.Length, jobsummary.Code(name)))
 	if res.Failed > 0 {
 		return j.failed("ProofGate shard "+sp.String(), exit.Refused, fmt.Sprintf("%d check(s) of shard %s failed: the merge job blocks the run", res.Failed, sp)), nil
 	}

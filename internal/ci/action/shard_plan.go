@@ -6,6 +6,7 @@ import (
 
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/shardjob"
 	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/internal/run"
@@ -43,7 +44,7 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 	}
 	j.f.output("plan-artifact", name)
 	j.s.Notes = append(j.s.Notes, fmt.Sprintf("Sharded run planned: run %s (%d checks) uploaded, signed, as artifact %s for the shard jobs of workflow run %d, attempt %d.",
-		code(j.r.ID), len(j.c.Checks), code(name), w.ID, w.Attempt))
+		jobsummary.Code(j.r.ID), len(j.c.Checks), jobsummary.Code(name), w.ID, w.Attempt))
 	return ExitOK, nil
 }
 

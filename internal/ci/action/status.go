@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/status"
 	"github.com/proofgate/proofgate/kernel/replay"
 )
@@ -46,7 +47,7 @@ func (j *job) report(ctx context.Context, state, desc string) {
 		j.f.annotate("warning", "ProofGate status not posted", "posting the "+status.ModeNoun(j.statusMode)+" failed: "+err.Error())
 	default:
 		j.res.StatusPosted = state
-		j.f.logf("proofgate: %s %s on %s: %s", status.ModeNoun(j.statusMode), state, short(sha), status.ClipDescription(desc))
+		j.f.logf("proofgate: %s %s on %s: %s", status.ModeNoun(j.statusMode), state, event.ShortSHA(sha), status.ClipDescription(desc))
 	}
 }
 

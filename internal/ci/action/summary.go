@@ -19,8 +19,3 @@ func (l jobLog) EndGroup()                         { l.f.endGroup() }
 func (l jobLog) Logf(format string, args ...any)   { l.f.logf(format, args...) }
 func (l jobLog) Verbatim(text string)              { l.f.verbatim(text) }
 func (l jobLog) Annotate(level, title, msg string) { l.f.annotate(level, title, msg) }
-
-// cell and code are jobsummary.Cell and Code for the notes and the verify
-// summary.
-func cell(s string) string { return jobsummary.Cell(s) }
-func code(s string) string { return jobsummary.Code(s) }

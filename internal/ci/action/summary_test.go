@@ -43,7 +43,7 @@ func TestSummaryEscapesUntrustedText(t *testing.T) {
 
 func checkMarkdown(t *testing.T, name, md string) {
 	t.Helper()
-	// Inside a code span nothing but a backtick has meaning (and code()
+	// Inside a code span nothing but a backtick has meaning (and jobsummary.Code()
 	// replaces those): look at the rest, and at the spans for escapes.
 	prose := codeSpan.ReplaceAllString(md, "")
 	for _, bad := range []string{"](http", "![", "<img", "\n| forged", "\n# heading", "https://evil"} {

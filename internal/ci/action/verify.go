@@ -20,6 +20,7 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
+	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/keyless"
 	"github.com/proofgate/proofgate/kernel/exit"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -347,7 +348,7 @@ func (g *verifyJob) policy(ctx context.Context) *gate.Refusal {
 	}
 	g.res.Tree = event.CommitTree(ctx, g.repo.Workspace, g.repo.GitHub, g.repo.Owner, g.repo.Name, in.commit)
 	if g.res.Tree == "" {
-		return &gate.Refusal{Class: exit.Environment, Reason: gate.ReasonGitHubAPI,
+		return &gate.Refusal{Class: exit.Environment, Reason: string(gate.ReasonGitHubAPI),
 			Detail: fmt.Sprintf("cannot resolve the tree of commit %s: not in the checkout and not readable through the API", in.commit)}
 	}
 	g.opts.Tree = g.res.Tree
@@ -377,45 +378,45 @@ func renderVerify(r *VerifyResult) string {
 		verdict = "error"
 	}
 	fmt.Fprintf(&b, "## ProofGate verify: %s\n\n", verdict)
-	fmt.Fprintf(&b, "| | |\n|---|---|\n| commit | %s |\n| match | %s |\n", code(r.Commit), cell(r.Match))
+	fmt.Fprintf(&b, "| | |\n|---|---|\n| commit | %s |\n| match | %s |\n", jobsummary.Code(r.Commit), jobsummary.Cell(r.Match))
 	if r.Tree != "" {
-		fmt.Fprintf(&b, "| tree | %s |\n", code(r.Tree))
+		fmt.Fprintf(&b, "| tree | %s |\n", jobsummary.Code(r.Tree))
 	}
 	if r.Contract != "" {
-		fmt.Fprintf(&b, "| required contract | %s |\n", code(r.Contract))
+		fmt.Fprintf(&b, "| required contract | %s |\n", jobsummary.Code(r.Contract))
 	}
 	if r.Reason != "" {
-		fmt.Fprintf(&b, "| reason | %s |\n", code(r.Reason))
+		fmt.Fprintf(&b, "| reason | %s |\n", jobsummary.Code(r.Reason))
 	}
 	if r.Detail != "" {
-		fmt.Fprintf(&b, "| detail | %s |\n", cell(r.Detail))
+		fmt.Fprintf(&b, "| detail | %s |\n", jobsummary.Cell(r.Detail))
 	}
 	if a := r.Accepted; a != nil {
 		profile := "base contract"
 		if a.Run.Profile != "" {
-			profile = code(a.Run.Profile)
+			profile = jobsummary.Code(a.Run.Profile)
 		}
 		worktree := "clean"
 		if a.Run.Worktree.Dirty {
 			worktree = "**dirty** (uncommitted changes)"
 		}
 		fmt.Fprintf(&b, "| run | %s |\n| source | commit %s, tree %s, %s work tree |\n| repository | %s |\n| profile | %s |\n| approvals | %d |\n| signed | key %s at %s |\n| verification digest | %s |\n",
-			code(a.RunID), code(a.Run.Source.Commit), code(a.Run.Source.Tree), worktree, code(a.Run.Repo), profile, a.Approvals,
-			code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), code(a.Run.VerificationDigest))
+			jobsummary.Code(a.RunID), jobsummary.Code(a.Run.Source.Commit), jobsummary.Code(a.Run.Source.Tree), worktree, jobsummary.Code(a.Run.Repo), profile, a.Approvals,
+			jobsummary.Code(a.KeyID), a.SignedAt.UTC().Format(time.RFC3339), jobsummary.Code(a.Run.VerificationDigest))
 		if r.Signer != "" {
-			fmt.Fprintf(&b, "| keyless signer | %s, witnessed %s |\n", code(r.Signer), witnessedText(r.Witnessed))
+			fmt.Fprintf(&b, "| keyless signer | %s, witnessed %s |\n", jobsummary.Code(r.Signer), witnessedText(r.Witnessed))
 		}
 		if ids := bundle.Unsandboxed(&a.Run); len(ids) > 0 {
-			fmt.Fprintf(&b, "| unsandboxed checks | %s |\n", cell(strings.Join(ids, ", ")))
+			fmt.Fprintf(&b, "| unsandboxed checks | %s |\n", jobsummary.Cell(strings.Join(ids, ", ")))
 		}
 	}
 	if p := r.Outputs["vsa"]; p != "" {
-		fmt.Fprintf(&b, "| verification summary (VSA) | %s |\n", code(p))
+		fmt.Fprintf(&b, "| verification summary (VSA) | %s |\n", jobsummary.Code(p))
 	}
 	if len(r.Attempts) > 0 {
 		b.WriteString("\n| bundle | verdict | reason |\n|---|---|---|\n")
 		for _, a := range r.Attempts {
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", cell(a.Artifact), a.Verdict, cell(strings.TrimSpace(a.Reason+" "+a.Detail)))
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", jobsummary.Cell(a.Artifact), a.Verdict, jobsummary.Cell(strings.TrimSpace(a.Reason+" "+a.Detail)))
 		}
 	}
 	return b.String()

@@ -28,7 +28,7 @@ func TestReadRequireAuthorizations(t *testing.T) {
 			t.Errorf("%q: refusal %v", tc.in, r)
 			continue
 		}
-		if r != nil && r.Reason != gate.ReasonUsage {
+		if r != nil && r.Reason != string(gate.ReasonUsage) {
 			t.Errorf("%q: reason %s", tc.in, r.Reason)
 		}
 		if !tc.bad && !slices.Equal(in.requireAuthorizations, tc.want) {

@@ -65,7 +65,7 @@ func TestVerifyBindsTheReleaseCommitsContract(t *testing.T) {
 	fx.env["INPUT_CONTRACT"] = ".proofgate/none.yaml"
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != gate.ReasonNoContract {
+	if vr.Reason != string(gate.ReasonNoContract) {
 		t.Fatalf("missing contract file: %+v", vr)
 	}
 	fx.env["INPUT_CONTRACT"] = "../outside.yaml"

@@ -49,7 +49,7 @@ func TestVerifyRefusesRunOfAnotherProfile(t *testing.T) {
 	}
 	// A profile the release commit's contract does not have cannot be
 	// resolved, so no run can be bound to it.
-	for p, want := range map[string]string{"nightly": string(bundle.ProfileMismatch), "release": gate.ReasonNoContract} {
+	for p, want := range map[string]string{"nightly": string(bundle.ProfileMismatch), "release": string(gate.ReasonNoContract)} {
 		fx.env["INPUT_PROFILE"] = p
 		vr, err = fx.verify()
 		mustCode(t, vr.Code, ExitRefused, err, fx.log.String())

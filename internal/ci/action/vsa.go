@@ -25,10 +25,6 @@ import (
 // VSAKeyEnv is read when input vsa-key is empty.
 const VSAKeyEnv = "PROOFGATE_VSA_KEY"
 
-// ReasonVSA is the refusal of an accepted bundle whose verification
-// summary could not be written: a gate asked for one fails closed.
-const ReasonVSA = "vsa-unwritten"
-
 // vsaGate is the verify step's verification summary: the gate's key (nil
 // when signed keyless), the file to write, and the bundle it names.
 type vsaGate struct {
@@ -149,7 +145,7 @@ func (g *verifyJob) writeVSA(ctx context.Context, accepted bool) *gate.Refusal {
 	if errors.Is(err, fs.ErrExist) {
 		class = exit.Usage
 	}
-	return &gate.Refusal{Class: class, Reason: ReasonVSA, Detail: err.Error()}
+	return &gate.Refusal{Class: class, Reason: string(gate.ReasonVSAUnwritten), Detail: err.Error()}
 }
 
 func passedOrFailed(v bundle.Verdict) string {

@@ -114,7 +114,7 @@ func TestVerifyWritesVSA(t *testing.T) {
 	before, _ := os.ReadFile(filepath.Join(fx.ws, rel))
 	vr, err = fx.verify()
 	mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-	if vr.Reason != ReasonVSA || vr.Outputs["vsa"] != "" || vr.Outputs["verdict"] != bundle.VerdictRefused {
+	if vr.Reason != string(gate.ReasonVSAUnwritten) || vr.Outputs["vsa"] != "" || vr.Outputs["verdict"] != bundle.VerdictRefused {
 		t.Fatalf("existing summary: %+v", vr)
 	}
 	if after, _ := os.ReadFile(filepath.Join(fx.ws, rel)); !bytes.Equal(before, after) {
@@ -188,7 +188,7 @@ func TestVerifyVSAInputs(t *testing.T) {
 			}
 			vr, err := fx.verify()
 			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-			if vr.Reason != gate.ReasonUsage || !strings.Contains(vr.Detail, "vsa") {
+			if vr.Reason != string(gate.ReasonUsage) || !strings.Contains(vr.Detail, "vsa") {
 				t.Fatalf("%+v", vr)
 			}
 		})
@@ -196,7 +196,7 @@ func TestVerifyVSAInputs(t *testing.T) {
 	fx.env["INPUT_VSA-KEY"] = string(pemKey)
 	vr, err := fx.verify()
 	mustCode(t, vr.Code, ExitRefused, err, fx.log.String())
-	if vr.Reason != gate.ReasonNotFound || vr.Outputs["vsa"] != "" {
+	if vr.Reason != string(gate.ReasonNotFound) || vr.Outputs["vsa"] != "" {
 		t.Fatalf("no artifact: %+v", vr)
 	}
 	if ents, _ := filepath.Glob(filepath.Join(fx.ws, "*.vsa.json")); len(ents) != 0 {
@@ -245,7 +245,7 @@ func TestVerifyKeylessVSA(t *testing.T) {
 			}()
 			vr, err := fx.verify()
 			mustCode(t, vr.Code, ExitUsage, err, fx.log.String())
-			if vr.Reason != gate.ReasonUsage || vr.Outputs["vsa"] != "" {
+			if vr.Reason != string(gate.ReasonUsage) || vr.Outputs["vsa"] != "" {
 				t.Fatalf("%+v", vr)
 			}
 		})

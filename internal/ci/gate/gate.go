@@ -27,24 +27,37 @@ import (
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
-// Reasons of a refusal that happens before a bundle is verified. Bundle
-// refusals use bundle.Reason values. They are untyped: a verdict's reason
-// (bundle.Verdict.Reason, the action's reason output) is either kind, as a
-// string.
+// Reason is why the verify step refused before, beside or after a bundle
+// verification: finding the artifact, the release contract, the
+// companion Sigstore bundle, the summary. A bundle's own refusals are
+// bundle.Reason values; a verdict's reason (bundle.Verdict.Reason, the
+// action's reason output) is either kind, as a string.
+type Reason string
+
+// The reasons, in the order docs/action.md's verify refusals list them.
 const (
-	ReasonNotFound   = "artifact-not-found"
-	ReasonExpired    = "artifact-expired"
-	ReasonOther      = "artifact-for-other-commit"
-	ReasonBadZip     = "artifact-malformed"
-	ReasonGitHubAPI  = "github-api"
-	ReasonNoContract = "contract-unavailable"
-	ReasonUsage      = "usage"
+	ReasonNotFound   Reason = "artifact-not-found"
+	ReasonExpired    Reason = "artifact-expired"
+	ReasonOther      Reason = "artifact-for-other-commit"
+	ReasonBadZip     Reason = "artifact-malformed"
+	ReasonGitHubAPI  Reason = "github-api"
+	ReasonNoContract Reason = "contract-unavailable"
+	ReasonUsage      Reason = "usage"
 	// ReasonCompanion refuses an artifact whose companion Sigstore bundle
 	// does not carry the archive's envelope (or, keyless, is not the
 	// archive's material byte for byte): what Sigstore tooling would
 	// verify differs from what the gate verified.
-	ReasonCompanion = "companion-mismatch"
+	ReasonCompanion Reason = "companion-mismatch"
+	// ReasonVSAUnwritten refuses an accepted bundle whose verification
+	// summary could not be written: a gate asked for one fails closed.
+	ReasonVSAUnwritten Reason = "vsa-unwritten"
 )
+
+// Reasons returns every Reason, in declaration order.
+func Reasons() []Reason {
+	return []Reason{ReasonNotFound, ReasonExpired, ReasonOther, ReasonBadZip, ReasonGitHubAPI,
+		ReasonNoContract, ReasonUsage, ReasonCompanion, ReasonVSAUnwritten}
+}
 
 // noArtifactsAPIHint follows a failure of the REST artifacts API: runners
 // without it (act, Gitea, Forgejo) can still verify a bundle file.
@@ -66,7 +79,7 @@ type Refusal struct {
 
 // Usage is the refusal of bad input.
 func Usage(format string, args ...any) *Refusal {
-	return &Refusal{exit.Usage, ReasonUsage, fmt.Sprintf(format, args...)}
+	return &Refusal{exit.Usage, string(ReasonUsage), fmt.Sprintf(format, args...)}
 }
 
 // Repo is the repository the gate releases from.
@@ -215,18 +228,18 @@ func firstAccepted[T any](cands []T, try func(int, T) Attempt) *Refusal {
 func (s *search) notFound(findErr error) *Refusal {
 	switch {
 	case errors.Is(findErr, artifact.ErrExpired):
-		return &Refusal{exit.Refused, ReasonExpired, findErr.Error()}
+		return &Refusal{exit.Refused, string(ReasonExpired), findErr.Error()}
 	case errors.Is(findErr, artifact.ErrOtherCommit):
-		return &Refusal{exit.Refused, ReasonOther, findErr.Error()}
+		return &Refusal{exit.Refused, string(ReasonOther), findErr.Error()}
 	case errors.Is(findErr, artifact.ErrNotFound) || findErr == nil:
 		match := "tree"
 		if s.o.Search.ByCommit {
 			match = "commit"
 		}
-		return &Refusal{exit.Refused, ReasonNotFound,
+		return &Refusal{exit.Refused, string(ReasonNotFound),
 			fmt.Sprintf("no unexpired ProofGate artifact for %s %s in %s/%s", match, s.o.Search.Commit, s.o.Owner, s.o.Name)}
 	}
-	return &Refusal{exit.Environment, ReasonGitHubAPI, findErr.Error() + noArtifactsAPIHint}
+	return &Refusal{exit.Environment, string(ReasonGitHubAPI), findErr.Error() + noArtifactsAPIHint}
 }
 
 // tryArtifact downloads artifact a and verifies its bundle, witnessed at
@@ -235,11 +248,11 @@ func (s *search) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt 
 	label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, short(a.Run.HeadSHA))
 	zipData, err := artifact.Download(ctx, s.o.GitHub, s.o.Owner, s.o.Name, a.ID, artifact.MaxBundleBytes)
 	if err != nil {
-		return s.record(label, bundle.Refusal(ReasonGitHubAPI, err.Error(), ""), nil)
+		return s.record(label, bundle.Refusal(string(ReasonGitHubAPI), err.Error(), ""), nil)
 	}
 	b, err := artifact.BundleFromZip(zipData, artifact.MaxBundleBytes, artifact.CompanionName)
 	if err != nil {
-		return s.record(label, bundle.Refusal(ReasonBadZip, err.Error(), ""), nil)
+		return s.record(label, bundle.Refusal(string(ReasonBadZip), err.Error(), ""), nil)
 	}
 	var comp *companion
 	if b.Companion != "" {
@@ -266,7 +279,7 @@ func (s *search) verifyOne(b Bundle, comp *companion, label string) Attempt {
 	v := verdictOf(r, err)
 	if v.Verdict == bundle.VerdictAccepted && comp != nil {
 		if err := artifact.CheckCompanion(b.Data, comp.data); err != nil {
-			v = bundle.Refusal(ReasonCompanion, fmt.Sprintf("%s: %v", comp.name, err), r.RunID)
+			v = bundle.Refusal(string(ReasonCompanion), fmt.Sprintf("%s: %v", comp.name, err), r.RunID)
 		}
 	}
 	if v.Verdict != bundle.VerdictAccepted && s.res.RunID == "" {

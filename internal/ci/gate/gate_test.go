@@ -20,7 +20,7 @@ var anyRun = bundle.VerifyOptions{AnySource: true, AnyContract: true}
 func TestFileUnreadable(t *testing.T) {
 	res := File(Options{Policy: anyRun}, filepath.Join(t.TempDir(), "missing.tar.gz"), "missing.tar.gz")
 	r := res.Refusal
-	if r == nil || r.Class != exit.Usage || r.Reason != ReasonUsage || !strings.HasPrefix(r.Detail, "input bundle: ") || len(res.Attempts) != 0 {
+	if r == nil || r.Class != exit.Usage || r.Reason != string(ReasonUsage) || !strings.HasPrefix(r.Detail, "input bundle: ") || len(res.Attempts) != 0 {
 		t.Fatalf("refusal %+v, attempts %v", r, res.Attempts)
 	}
 }
@@ -84,11 +84,11 @@ func TestNotFound(t *testing.T) {
 		reason string
 		detail string
 	}{
-		{nil, exit.Refused, ReasonNotFound, "no unexpired ProofGate artifact for tree abc in o/r"},
-		{fmt.Errorf("x: %w", artifact.ErrNotFound), exit.Refused, ReasonNotFound, "no unexpired ProofGate artifact for tree abc in o/r"},
-		{fmt.Errorf("gone: %w", artifact.ErrExpired), exit.Refused, ReasonExpired, "gone: " + artifact.ErrExpired.Error()},
-		{fmt.Errorf("other: %w", artifact.ErrOtherCommit), exit.Refused, ReasonOther, "other: " + artifact.ErrOtherCommit.Error()},
-		{errors.New("502"), exit.Environment, ReasonGitHubAPI, "502" + noArtifactsAPIHint},
+		{nil, exit.Refused, string(ReasonNotFound), "no unexpired ProofGate artifact for tree abc in o/r"},
+		{fmt.Errorf("x: %w", artifact.ErrNotFound), exit.Refused, string(ReasonNotFound), "no unexpired ProofGate artifact for tree abc in o/r"},
+		{fmt.Errorf("gone: %w", artifact.ErrExpired), exit.Refused, string(ReasonExpired), "gone: " + artifact.ErrExpired.Error()},
+		{fmt.Errorf("other: %w", artifact.ErrOtherCommit), exit.Refused, string(ReasonOther), "other: " + artifact.ErrOtherCommit.Error()},
+		{errors.New("502"), exit.Environment, string(ReasonGitHubAPI), "502" + noArtifactsAPIHint},
 	} {
 		if r := s.notFound(tc.err); *r != (Refusal{tc.class, tc.reason, tc.detail}) {
 			t.Errorf("%v: %+v", tc.err, r)
