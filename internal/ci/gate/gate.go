@@ -34,7 +34,7 @@ import (
 // action's reason output) is either kind, as a string.
 type Reason string
 
-// The reasons, in the order docs/action.md's verify refusals list them.
+// The reasons, as docs/action.md's reason output lists them.
 const (
 	ReasonNotFound   Reason = "artifact-not-found"
 	ReasonExpired    Reason = "artifact-expired"
