@@ -1,19 +1,17 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"slices"
 
 	"github.com/spf13/cobra"
 
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/vsa"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/printable"
-	"github.com/proofgate/proofgate/internal/strictjson"
 )
 
 // A gate policy file (bundle verify --policy FILE, ADR 0043) is the
@@ -47,7 +45,7 @@ var gatePolicyUnsafe = map[string]string{
 // it requires and the trust material it pins.
 type gatePolicy struct {
 	subjects []string
-	trust    []vsa.Resource
+	doc      *app.GatePolicy
 }
 
 // applyPolicyFile reads the policy file at path and sets the flags its
@@ -57,16 +55,8 @@ func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
 	if err != nil {
 		return nil, usageErr(fmt.Errorf("--policy: %w", err))
 	}
-	var doc vsa.Policy
-	if err := strictjson.Decode(b, &doc); err != nil {
-		return nil, usageErr(fmt.Errorf("--policy %s: %w", path, err))
-	}
-	// Which members are present (an absent member leaves its flag alone):
-	// the same bytes, through the same strict decoder.
-	var raw struct {
-		Bundle map[string]json.RawMessage `json:"bundle"`
-	}
-	if err := strictjson.DecodeOpen(b, &raw); err != nil {
+	doc, err := app.ParseGatePolicy(b)
+	if err != nil {
 		return nil, usageErr(fmt.Errorf("--policy %s: %w", path, err))
 	}
 	set := func(member, flag, value string) error {
@@ -78,7 +68,7 @@ func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
 		}
 		return nil
 	}
-	if err := applyDescription(doc.Bundle, raw.Bundle, c, set); err != nil {
+	if err := applyDescription(doc, c, set); err != nil {
 		return nil, err
 	}
 	for name, v := range doc.Identities {
@@ -91,14 +81,15 @@ func applyPolicyFile(c *cobra.Command, path string) (*gatePolicy, error) {
 	}
 	// require_subjects are checked where every subject digest is: the
 	// policy refuses one that is not 64 lowercase hex (PolicySubject).
-	return &gatePolicy{subjects: doc.Bundle.RequireSubjects, trust: doc.Trust}, nil
+	return &gatePolicy{subjects: doc.Bundle.RequireSubjects, doc: doc}, nil
 }
 
-// applyDescription sets the flags of the description's members present in
-// raw; a repeatable flag given on the command line as well is refused.
-func applyDescription(d bundle.PolicyDescription, raw map[string]json.RawMessage, c *cobra.Command, set func(member, flag, value string) error) error {
+// applyDescription sets the flags of the description's members the file
+// holds; a repeatable flag given on the command line as well is refused.
+func applyDescription(doc *app.GatePolicy, c *cobra.Command, set func(member, flag, value string) error) error {
+	d := doc.Bundle
 	for _, r := range d.Requirements() {
-		if _, ok := raw[r.Member]; !ok || r.Flag == "-" {
+		if !doc.Has(r.Member) || r.Flag == "-" {
 			continue
 		}
 		if repeatable(c, r.Flag) && c.Flags().Changed(r.Flag) {
@@ -126,24 +117,16 @@ func applyDescription(d bundle.PolicyDescription, raw map[string]json.RawMessage
 // pinned name must be a trust file given (--trust, --trusted-root; by base
 // name) whose SHA-256 is the pinned one.
 func (p *gatePolicy) checkTrust(given ...string) error {
-	for _, pin := range p.trust {
-		var match string
-		for _, g := range given {
-			if g != "" && filepath.Base(g) == pin.Name {
-				match = g
-			}
-		}
-		if match == "" {
-			return usageErr(fmt.Errorf("--policy pins trust material %q, which no --trust or --trusted-root names", printable.Escape(pin.Name)))
-		}
-		d, err := bounded.SHA256File(match)
-		if err != nil {
-			return usageErr(fmt.Errorf("--policy: %w", err))
-		}
-		if d != pin.Digest["sha256"] {
-			return usageErr(fmt.Errorf("--policy pins %s at sha256 %s; %s has sha256 %s: the gate's trust material is not the one its policy names",
-				printable.Escape(pin.Name), printable.Escape(pin.Digest["sha256"]), match, d))
-		}
+	err := p.doc.CheckTrust(given...)
+	var pe *app.TrustPinError
+	switch {
+	case errors.As(err, &pe) && pe.Path == "":
+		return usageErr(fmt.Errorf("--policy pins trust material %q, which no --trust or --trusted-root names", printable.Escape(pe.Name)))
+	case errors.As(err, &pe):
+		return usageErr(fmt.Errorf("--policy pins %s at sha256 %s; %s has sha256 %s: the gate's trust material is not the one its policy names",
+			printable.Escape(pe.Name), printable.Escape(pe.Want), pe.Path, pe.Got))
+	case err != nil:
+		return usageErr(fmt.Errorf("--policy: %w", err))
 	}
 	return nil
 }

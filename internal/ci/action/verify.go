@@ -15,6 +15,7 @@ import (
 	"github.com/proofgate/proofgate/bundle"
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/trust"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/event"
@@ -118,6 +119,9 @@ type verifyJob struct {
 	mv    envelope.MaterialVerifiers // nil without input trusted-root
 	opts  bundle.VerifyOptions
 	vsa   *vsaGate // nil without input vsa-key or vsa-signing: keyless
+
+	gatePolicy *app.GatePolicy   // input policy, or nil (verify_policy.go)
+	overlay    map[string]string // the inputs input policy sets
 }
 
 // conclude sets the verdict, its outputs and annotation; a refusal is an
@@ -152,7 +156,8 @@ func (g *verifyJob) conclude(c exit.Class, v bundle.Verdict) (*VerifyResult, err
 
 // verify runs the steps; nil means res.Accepted holds the accepted bundle.
 func (g *verifyJob) verify(ctx context.Context) *gate.Refusal {
-	steps := []func() *gate.Refusal{g.readInputs, g.readVSAInputs,
+	g.setWorkspace()
+	steps := []func() *gate.Refusal{g.readPolicy, g.readInputs, g.readVSAInputs,
 		func() *gate.Refusal { return g.connect(ctx) }, func() *gate.Refusal { return g.policy(ctx) }}
 	for _, step := range steps {
 		if r := step(); r != nil {
@@ -183,19 +188,18 @@ func (g *verifyJob) verify(ctx context.Context) *gate.Refusal {
 
 // readInputs reads and checks the inputs.
 func (g *verifyJob) readInputs() *gate.Refusal {
-	f := g.f
 	in := verifyInputs{
-		commit:       f.input("commit"),
-		match:        strings.ToLower(f.input("match")),
-		trustStore:   f.input("trust-store"),
-		artifactName: f.input("artifact-name"),
-		bundle:       f.input("bundle"),
-		token:        f.input("github-token"),
-		profile:      f.input("profile"),
-		contract:     f.input("contract"),
+		commit:       g.input("commit"),
+		match:        strings.ToLower(g.input("match")),
+		trustStore:   g.input("trust-store"),
+		artifactName: g.input("artifact-name"),
+		bundle:       g.input("bundle"),
+		token:        g.input("github-token"),
+		profile:      g.input("profile"),
+		contract:     g.input("contract"),
 		approvals:    1,
 	}
-	f.mask(in.token)
+	g.f.mask(in.token)
 	if in.commit == "" {
 		in.commit = g.o.Getenv("GITHUB_SHA")
 	}
@@ -212,26 +216,29 @@ func (g *verifyJob) readInputs() *gate.Refusal {
 		return gate.Usage("input match: %q is not commit or tree", in.match)
 	}
 	g.res.Match = in.match
-	if v := f.input("require-approvals"); v != "" {
+	if v := g.input("require-approvals"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 || n > 100 {
 			return gate.Usage("input require-approvals: %q is not a number from 0 to 100", v)
 		}
 		in.approvals = n
 	}
-	switch v := f.input("require-sandbox"); v {
+	switch v := g.input("require-sandbox"); v {
 	case "", "false":
 	case "true":
 		in.requireSandbox = true
 	default:
 		return gate.Usage("input require-sandbox: %q is not true or false", v)
 	}
-	if r := readLists(f, &in); r != nil {
+	if r := readLists(g.input, &in); r != nil {
 		return r
 	}
 	g.in = in
-	g.ids = readIdentityInputs(f)
-	return g.checkPaths()
+	g.ids = readIdentityInputs(g.input)
+	if r := g.checkPaths(); r != nil {
+		return r
+	}
+	return g.checkPins()
 }
 
 // readLists reads the inputs that list values, separated by commas or new
@@ -242,17 +249,17 @@ func (g *verifyJob) readInputs() *gate.Refusal {
 // authorization.recorded for the target and no rejected one). subject:
 // files, relative to the workspace, each of which must be a product of the
 // verified run (bundle.WithSubject).
-func readLists(f *workflow, in *verifyInputs) *gate.Refusal {
+func readLists(input func(string) string, in *verifyInputs) *gate.Refusal {
 	for _, l := range []struct {
 		name, value string
 		valid       func(string) bool
 		what        string
 		dst         *[]string
 	}{
-		{"require-rule", f.input("require-rule"), ruleName.MatchString, "an approval rule name (" + ruleName.String() + ")", &in.requireRules},
-		{"require-authorization", f.input("require-authorization"), replay.ValidTarget,
+		{"require-rule", input("require-rule"), ruleName.MatchString, "an approval rule name (" + ruleName.String() + ")", &in.requireRules},
+		{"require-authorization", input("require-authorization"), replay.ValidTarget,
 			"an authorization target (1-200 of A-Z a-z 0-9 . _ : / # @ + -)", &in.requireAuthorizations},
-		{"subject", f.input("subject"), event.CleanRel, "a clean path relative to the workspace", &in.subjects},
+		{"subject", input("subject"), event.CleanRel, "a clean path relative to the workspace", &in.subjects},
 	} {
 		for _, v := range strings.FieldsFunc(l.value, func(r rune) bool { return r == ',' || r == '\n' }) {
 			if v = strings.TrimSpace(v); v == "" {
@@ -291,8 +298,9 @@ func (g *verifyJob) checkPaths() *gate.Refusal {
 	return nil
 }
 
-// connect loads the trust store and makes the GitHub client.
-func (g *verifyJob) connect(ctx context.Context) *gate.Refusal {
+// setWorkspace finds the workspace: GITHUB_WORKSPACE, else Options.Dir,
+// else the working directory.
+func (g *verifyJob) setWorkspace() {
 	r := &g.repo
 	if r.Workspace = g.o.Getenv("GITHUB_WORKSPACE"); r.Workspace == "" {
 		r.Workspace = g.o.Dir
@@ -300,6 +308,11 @@ func (g *verifyJob) connect(ctx context.Context) *gate.Refusal {
 	if r.Workspace == "" {
 		r.Workspace, _ = os.Getwd()
 	}
+}
+
+// connect loads the trust store and makes the GitHub client.
+func (g *verifyJob) connect(ctx context.Context) *gate.Refusal {
+	r := &g.repo
 	if r := g.loadTrust(); r != nil {
 		return r
 	}
@@ -337,6 +350,7 @@ func (g *verifyJob) policy(ctx context.Context) *gate.Refusal {
 		}
 		g.opts.RequireSubjects = append(g.opts.RequireSubjects, d)
 	}
+	g.opts.RequireSubjects = append(g.opts.RequireSubjects, g.policySubjects()...)
 	hash, r := gate.ReleaseContract(ctx, g.repo, in.commit, in.contract, in.profile)
 	if r != nil {
 		return r

@@ -23,7 +23,7 @@ func TestReadRequireAuthorizations(t *testing.T) {
 		env := map[string]string{"INPUT_REQUIRE-AUTHORIZATION": tc.in}
 		f := newWorkflow(func(k string) string { return env[k] }, &bytes.Buffer{})
 		var in verifyInputs
-		r := readLists(f, &in)
+		r := readLists(f.input, &in)
 		if (r != nil) != tc.bad {
 			t.Errorf("%q: refusal %v", tc.in, r)
 			continue

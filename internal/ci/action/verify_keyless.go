@@ -16,9 +16,9 @@ import (
 )
 
 // readIdentityInputs reads the verify inputs of keyless verification.
-func readIdentityInputs(f *workflow) keyless.Pins {
-	return keyless.Pins{TrustedRoot: f.input("trusted-root"), Issuer: f.input("certificate-oidc-issuer"),
-		SignerWorkflow: f.input("signer-workflow"), SourceRepo: f.input("source-repo"), SourceRef: f.input("source-ref")}
+func readIdentityInputs(input func(string) string) keyless.Pins {
+	return keyless.Pins{TrustedRoot: input("trusted-root"), Issuer: input("certificate-oidc-issuer"),
+		SignerWorkflow: input("signer-workflow"), SourceRepo: input("source-repo"), SourceRef: input("source-ref")}
 }
 
 // loadTrust loads the trust store and, with input trusted-root, the

@@ -42,12 +42,40 @@ func TestVerifyInputsCoverTheDescription(t *testing.T) {
 			if _, ok := v.Inputs[r.Input]; !ok {
 				t.Errorf("member %s: verify/action.yml has no input %q", r.Member, r.Input)
 			}
-			if !strings.Contains(src.String(), `f.input("`+r.Input+`")`) {
+			if !strings.Contains(src.String(), `input("`+r.Input+`")`) {
 				t.Errorf("member %s: the verify action never reads input %q", r.Member, r.Input)
 			}
 		}
 	}
 	if len(derived) > 0 {
 		t.Errorf("derived members the description does not have: %v", derived)
+	}
+	// Input policy (verify_policy.go) refuses exactly the members that
+	// describe one release or opt out: the derived three, and the source
+	// and contract the action binds to the release commit.
+	members := map[string]bool{}
+	for _, r := range (bundle.PolicyDescription{}).Requirements() {
+		members[r.Member] = true
+		if _, refused := policyDerived[r.Member]; refused != (r.Input == "-" || r.Member == "commit" || r.Member == "tree" || r.Member == "contract_hash") {
+			t.Errorf("member %s: input policy refuses it: %v", r.Member, refused)
+		}
+	}
+	for m := range policyDerived {
+		if !members[m] {
+			t.Errorf("input policy refuses %s, which the description does not have", m)
+		}
+	}
+	for _, name := range identityInputs {
+		if _, ok := v.Inputs[name]; !ok {
+			t.Errorf("identity %s: verify/action.yml has no such input", name)
+		}
+	}
+	for name, want := range inputDefaults {
+		if d := v.Inputs[name].Default; d == nil || *d != want {
+			t.Errorf("input %s: verify/action.yml's default %v, input policy takes %q for it", name, d, want)
+		}
+	}
+	if _, ok := v.Inputs["policy"]; !ok {
+		t.Error("verify/action.yml has no input policy")
 	}
 }

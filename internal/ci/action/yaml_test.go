@@ -108,7 +108,7 @@ func TestActionYAML(t *testing.T) {
 
 	var v actionYAML
 	readYAML(t, "verify/action.yml", &v)
-	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "fulcio-url", "github-token", "match", "profile", "rekor-url", "require-approvals",
+	wantIn = []string{"artifact-name", "bundle", "certificate-oidc-issuer", "commit", "contract", "fulcio-url", "github-token", "match", "policy", "profile", "rekor-url", "require-approvals",
 		"require-authorization", "require-rule", "require-sandbox", "signer-workflow", "source-ref", "source-repo", "subject", "trust-store", "trusted-root", "tsa-url",
 		"vsa-key", "vsa-path", "vsa-signing", "vsa-verifier-id"}
 	wantOut = []string{"products", "reason", "run-id", "signer", "unsandboxed", "verdict", "vsa", "vsa-policy"}
