@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/proofgate/proofgate/bundle/sigstore"
+	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/ci/jobsummary"
 	"github.com/proofgate/proofgate/internal/ci/shardjob"
@@ -51,7 +52,7 @@ func (j *job) planShards(ctx context.Context) (int, error) {
 // importPlan fetches and verifies the plan job's run, binds it to this
 // job's contract and checkout and installs it, and returns the workflow
 // run's listed artifacts; j.r is then the planned run, open.
-func (j *job) importPlan(ctx context.Context, kv *sigstore.Verifiers) ([]*shardjob.Artifact, error) {
+func (j *job) importPlan(ctx context.Context, kv *sigstore.Verifiers) ([]*artifact.Artifact, error) {
 	p, err := shardjob.FetchPlan(ctx, j.gh, j.owner, j.name, j.wrun, j.signer, kv)
 	if err != nil {
 		return nil, err

@@ -35,9 +35,14 @@ type Artifact struct {
 	Size      int64     `json:"size_in_bytes"`
 	Expired   bool      `json:"expired"`
 	CreatedAt time.Time `json:"created_at"`
-	Run       struct {
-		ID      int64  `json:"id"`
-		HeadSHA string `json:"head_sha"`
+	// Run is the artifact's workflow run: its id and head, and the ids of
+	// the repository it ran in and of its head's (a fork's when they
+	// differ).
+	Run struct {
+		ID               int64  `json:"id"`
+		HeadSHA          string `json:"head_sha"`
+		RepositoryID     int64  `json:"repository_id"`
+		HeadRepositoryID int64  `json:"head_repository_id"`
 	} `json:"workflow_run"`
 }
 

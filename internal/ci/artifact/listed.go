@@ -10,17 +10,6 @@ import (
 	"github.com/proofgate/proofgate/internal/ci/ghapi"
 )
 
-// Listed is an artifact as the REST API lists it, with the repositories
-// of its workflow run.
-type Listed struct {
-	Artifact
-	WorkflowRun struct {
-		HeadSHA          string `json:"head_sha"`
-		RepositoryID     int64  `json:"repository_id"`
-		HeadRepositoryID int64  `json:"head_repository_id"`
-	} `json:"workflow_run"`
-}
-
 // Own lists artifact name in owner/repo (one page of 100) and returns the
 // unexpired ones of this repository's workflow runs, newest first (equal
 // times in the listing's order), and how many came from workflow runs of
@@ -28,18 +17,18 @@ type Listed struct {
 // only artifacts of workflow runs for that head are kept or counted. The
 // name is a hint; head_sha and the repository ids, which GitHub records,
 // decide.
-func Own(ctx context.Context, gh *github.Client, owner, repo, name, head string) (own []*Listed, fork int, err error) {
+func Own(ctx context.Context, gh *github.Client, owner, repo, name, head string) (own []*Artifact, fork int, err error) {
 	q := url.Values{"name": {name}, "per_page": {"100"}}
 	var list struct {
-		Artifacts []*Listed `json:"artifacts"`
+		Artifacts []*Artifact `json:"artifacts"`
 	}
 	if _, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/actions/artifacts?%s", url.PathEscape(owner), url.PathEscape(repo), q.Encode()), &list); err != nil {
 		return nil, 0, fmt.Errorf("list artifacts %s: %w", name, err)
 	}
 	for _, a := range list.Artifacts {
 		switch {
-		case a == nil || a.Name != name || a.Expired || head != "" && a.WorkflowRun.HeadSHA != head:
-		case a.WorkflowRun.HeadRepositoryID != a.WorkflowRun.RepositoryID || a.WorkflowRun.RepositoryID == 0:
+		case a == nil || a.Name != name || a.Expired || head != "" && a.Run.HeadSHA != head:
+		case a.Run.HeadRepositoryID != a.Run.RepositoryID || a.Run.RepositoryID == 0:
 			fork++
 		default:
 			own = append(own, a)

@@ -56,7 +56,7 @@ func (im Importer) Import(ctx context.Context, name string, pr PR) (*run.Run, er
 
 // find returns the newest of the trusted artifacts name for head
 // (artifact.Own), the highest id of equally new ones.
-func find(ctx context.Context, gh *github.Client, owner, repo, name, head string) (*artifact.Listed, error) {
+func find(ctx context.Context, gh *github.Client, owner, repo, name, head string) (*artifact.Artifact, error) {
 	own, fork, err := artifact.Own(ctx, gh, owner, repo, name, head)
 	switch {
 	case err != nil:

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/google/go-github/v62/github"
 
@@ -27,34 +26,18 @@ const (
 	maxRunArtifacts = 1000
 )
 
-// Artifact is an artifact as GET .../actions/runs/{run_id}/artifacts
-// lists it.
-type Artifact struct {
-	ID          int64     `json:"id"`
-	Name        string    `json:"name"`
-	Size        int64     `json:"size_in_bytes"`
-	Expired     bool      `json:"expired"`
-	CreatedAt   time.Time `json:"created_at"`
-	WorkflowRun struct {
-		ID               int64  `json:"id"`
-		RepositoryID     int64  `json:"repository_id"`
-		HeadRepositoryID int64  `json:"head_repository_id"`
-		HeadSHA          string `json:"head_sha"`
-	} `json:"workflow_run"`
-}
-
 // listArtifacts lists the artifacts of workflow run runID of owner/repo
 // (all attempts), at most maxRunArtifacts. An artifact listed under
 // another workflow run is refused (foreign): the listing is per run.
-func listArtifacts(ctx context.Context, gh *github.Client, owner, repo string, runID int64) ([]*Artifact, error) {
-	all := []*Artifact{}
+func listArtifacts(ctx context.Context, gh *github.Client, owner, repo string, runID int64) ([]*artifact.Artifact, error) {
+	all := []*artifact.Artifact{}
 	for page := 1; page != 0; {
 		if len(all) >= maxRunArtifacts {
 			return nil, Refuse(API, "", "workflow run %d lists more than %d artifacts", runID, maxRunArtifacts)
 		}
 		q := url.Values{"per_page": {"100"}, "page": {fmt.Sprint(page)}}
 		var list struct {
-			Artifacts []*Artifact `json:"artifacts"`
+			Artifacts []*artifact.Artifact `json:"artifacts"`
 		}
 		resp, err := ghapi.Get(ctx, gh, fmt.Sprintf("repos/%s/%s/actions/runs/%d/artifacts?%s",
 			url.PathEscape(owner), url.PathEscape(repo), runID, q.Encode()), &list)
@@ -65,8 +48,8 @@ func listArtifacts(ctx context.Context, gh *github.Client, owner, repo string, r
 			if a == nil {
 				continue
 			}
-			if a.WorkflowRun.ID != runID {
-				return nil, Refuse(Foreign, a.Name, "listed for workflow run %d under workflow run %d", a.WorkflowRun.ID, runID)
+			if a.Run.ID != runID {
+				return nil, Refuse(Foreign, a.Name, "listed for workflow run %d under workflow run %d", a.Run.ID, runID)
 			}
 			all = append(all, a)
 		}
@@ -78,7 +61,7 @@ func listArtifacts(ctx context.Context, gh *github.Client, owner, repo string, r
 // downloadPlan downloads the plan artifact of workflow run w's attempt
 // among arts (listed once and unexpired) from owner/repo, and returns its
 // name and zip.
-func downloadPlan(ctx context.Context, gh *github.Client, owner, repo string, arts []*Artifact, w WorkflowRun) (string, []byte, error) {
+func downloadPlan(ctx context.Context, gh *github.Client, owner, repo string, arts []*artifact.Artifact, w WorkflowRun) (string, []byte, error) {
 	a, err := findPlan(arts, w)
 	if err != nil {
 		return "", nil, err
@@ -92,9 +75,9 @@ func downloadPlan(ctx context.Context, gh *github.Client, owner, repo string, ar
 
 // findPlan returns the plan artifact of workflow run w's attempt among
 // arts: listed once and unexpired.
-func findPlan(arts []*Artifact, w WorkflowRun) (*Artifact, error) {
+func findPlan(arts []*artifact.Artifact, w WorkflowRun) (*artifact.Artifact, error) {
 	name := PlanArtifactName(w.ID, w.Attempt)
-	var found []*Artifact
+	var found []*artifact.Artifact
 	for _, a := range arts {
 		if a.Name == name {
 			found = append(found, a)
@@ -114,15 +97,15 @@ func findPlan(arts []*Artifact, w WorkflowRun) (*Artifact, error) {
 // selected is one shard artifact a merge takes.
 type selected struct {
 	spec shard.Spec
-	art  *Artifact
+	art  *artifact.Artifact
 }
 
 // selectShards returns the shard artifacts of workflow run w's attempt,
 // in index order: one N for all, each index 1..N exactly once, none
 // expired. Other attempts' shards are left out (and counted in the
 // message when none of this attempt exist).
-func selectShards(arts []*Artifact, w WorkflowRun) ([]selected, error) {
-	byIndex := map[int]*Artifact{}
+func selectShards(arts []*artifact.Artifact, w WorkflowRun) ([]selected, error) {
+	byIndex := map[int]*artifact.Artifact{}
 	n, other := 0, 0
 	var names []string
 	for _, a := range arts {
@@ -154,7 +137,7 @@ func selectShards(arts []*Artifact, w WorkflowRun) ([]selected, error) {
 
 // complete returns the shards 1..n of byIndex in index order, or refuses
 // naming the missing ones.
-func complete(byIndex map[int]*Artifact, n int, w WorkflowRun) ([]selected, error) {
+func complete(byIndex map[int]*artifact.Artifact, n int, w WorkflowRun) ([]selected, error) {
 	var missing []string
 	out := make([]selected, 0, n)
 	for i := 1; i <= n; i++ {
@@ -176,7 +159,7 @@ func complete(byIndex map[int]*Artifact, n int, w WorkflowRun) ([]selected, erro
 // into its own directory under a new temporary directory, and returns the
 // directories in index order, the artifact name of each and the function
 // that removes them.
-func DownloadShards(ctx context.Context, gh *github.Client, owner, repo string, arts []*Artifact, w WorkflowRun) ([]string, map[string]string, func(), error) {
+func DownloadShards(ctx context.Context, gh *github.Client, owner, repo string, arts []*artifact.Artifact, w WorkflowRun) ([]string, map[string]string, func(), error) {
 	sel, err := selectShards(arts, w)
 	if err != nil {
 		return nil, nil, nil, err
@@ -202,7 +185,7 @@ func DownloadShards(ctx context.Context, gh *github.Client, owner, repo string, 
 
 // download downloads shard artifact a of owner/repo and unpacks it into
 // dir.
-func download(ctx context.Context, gh *github.Client, owner, repo string, a *Artifact, dir string) error {
+func download(ctx context.Context, gh *github.Client, owner, repo string, a *artifact.Artifact, dir string) error {
 	data, err := artifact.Download(ctx, gh, owner, repo, a.ID, maxShardArtifactBytes)
 	if err != nil {
 		return Refuse(API, a.Name, "download: %v", err)

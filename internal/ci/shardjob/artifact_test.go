@@ -5,14 +5,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
-func arts(names ...string) []*Artifact {
-	out := make([]*Artifact, 0, len(names))
+func arts(names ...string) []*artifact.Artifact {
+	out := make([]*artifact.Artifact, 0, len(names))
 	for i, n := range names {
-		a := &Artifact{ID: int64(i + 1), Name: n}
-		a.WorkflowRun.ID = 77
+		a := &artifact.Artifact{ID: int64(i + 1), Name: n}
+		a.Run.ID = 77
 		out = append(out, a)
 	}
 	return out
@@ -36,7 +37,7 @@ func TestSelectShards(t *testing.T) {
 	expired := arts("proofgate-shard-77-2-1-of-2", "proofgate-shard-77-2-2-of-2")
 	expired[1].Expired = true
 	for _, c := range []struct {
-		list []*Artifact
+		list []*artifact.Artifact
 		want Reason
 		text string
 	}{

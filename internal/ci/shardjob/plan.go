@@ -11,6 +11,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/envelope"
 	"github.com/proofgate/proofgate/bundle/sigstore"
 	"github.com/proofgate/proofgate/internal/canon"
+	"github.com/proofgate/proofgate/internal/ci/artifact"
 	"github.com/proofgate/proofgate/internal/ci/handoff"
 	"github.com/proofgate/proofgate/internal/strictjson"
 	"github.com/proofgate/proofgate/kernel/replay"
@@ -83,7 +84,7 @@ type Plan struct {
 	Artifact  string            // the plan artifact's name
 	Files     map[string][]byte // the run's files, without the signature
 	Statement *PlanStatement
-	Listed    []*Artifact // the workflow run's artifacts, among which the merge selects its shards
+	Listed    []*artifact.Artifact // the workflow run's artifacts, among which the merge selects its shards
 }
 
 // FetchPlan lists the artifacts of workflow run w of owner/repo, downloads
