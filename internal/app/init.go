@@ -27,7 +27,7 @@ import (
 // directory.
 type InitOptions struct {
 	Contract string // the contract file to write (relative to the working directory)
-	State    string // the state directory, whose runs/ .gitignore gets
+	State    string // the state directory, whose runs/ init adds to .gitignore
 	Docker   string // --docker: the image every check runs in, or ""
 	Workflow bool   // sandboxed checks and the example workflows
 	Action   string // --action: the workflows' pin of the action, or "" (the placeholder)
