@@ -4,76 +4,44 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
-	"strings"
 
-	"github.com/proofgate/proofgate/bundle/key"
+	"github.com/proofgate/proofgate/internal/app"
 	"github.com/proofgate/proofgate/internal/imagepin"
-	"github.com/proofgate/proofgate/internal/starter"
 )
 
-// report prints what init wrote and the commands that finish the setup.
-func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []string) error {
-	pub := key.PublicPath(p.keyPath)
-	trustStore := p.show(filepath.Join(p.root, ".proofgate", "trust.json"))
-	var next []string
-	add := []string{shellQuote(p.show(p.contractPath))}
-	if len(p.ignore) > 0 {
-		add = append(add, shellQuote(p.show(filepath.Join(p.root, ".gitignore"))))
-	}
-	for _, t := range p.workflowTargets() {
-		add = append(add, shellQuote(p.show(t)))
-	}
-	if len(p.workflows) > 0 && p.action == "" {
-		next = append(next, "pin the action: replace "+starter.ActionPlaceholderOwner+"@"+starter.ActionPlaceholderSHA+" in "+
-			strings.Join(add[len(add)-len(p.workflowTargets()):], " ")+" with OWNER/REPO@<full SHA> of the ProofGate release you reviewed (init --action does it; doctor fails until then)")
-	}
-	next = append(next, "proofgate contract check",
-		"git add "+strings.Join(add, " ")+" && git commit -m 'ProofGate contract'", "proofgate run")
-	var ci []string
-	trustNote := ""
-	if p.keyPath != "" {
-		var add string
-		add, trustNote = starter.TrustAddCommand(trustStore, pub, p.repo)
-		ci = []string{
-			"gh secret set PROOFGATE_SIGNING_KEY < " + shellQuote(p.keyPath),
-			add,
-			"git add " + shellQuote(trustStore) + " && git commit -m 'ProofGate trust store'",
-		}
-	} else {
-		pub = ""
-	}
+// reportInit prints what init wrote and the commands that finish the setup.
+func reportInit(g *globals, asJSON bool, in *app.Initialized) error {
 	if asJSON {
-		out := map[string]any{"files_written": written, "projects": p.starter.Kinds(), "runtime": p.starter.Runtime,
-			"images": p.starter.Images(), "key_id": keyID, "private_key": p.keyPath, "public_key": pub,
-			"gitignore_added": p.ignore, "next": next, "ci": ci}
-		if len(p.workflows) > 0 {
-			out["action"] = map[string]any{"pin": p.action, "placeholder": p.action == ""}
+		out := map[string]any{"files_written": in.Written, "projects": in.Starter.Kinds(), "runtime": in.Starter.Runtime,
+			"images": in.Starter.Images(), "key_id": in.KeyID, "private_key": in.PrivateKey, "public_key": in.PublicKey,
+			"gitignore_added": in.Ignored, "next": in.Next, "ci": in.CI}
+		if in.Workflows {
+			out["action"] = map[string]any{"pin": in.Action, "placeholder": in.Action == ""}
 		}
-		if p.branch.Name != "" {
-			out["default_branch"] = map[string]string{"name": p.branch.Name, "from": p.branch.From}
+		if in.Branch.Name != "" {
+			out["default_branch"] = map[string]string{"name": in.Branch.Name, "from": in.Branch.From}
 		}
 		return writeJSONText(g.stdout, out)
 	}
-	for _, w := range written {
+	for _, w := range in.Written {
 		fmt.Fprintln(g.stdout, "wrote", esc(w))
 	}
-	p.reportImages(g)
-	if keyID != "" {
-		fmt.Fprintf(g.stdout, "signing key %s: private key outside the repository (0600); never commit it\n", keyID)
+	reportImages(g, in)
+	if in.KeyID != "" {
+		fmt.Fprintf(g.stdout, "signing key %s: private key outside the repository (0600); never commit it\n", in.KeyID)
 	}
 	fmt.Fprintln(g.stdout, "\nnext:")
-	for _, n := range next {
+	for _, n := range in.Next {
 		fmt.Fprintln(g.stdout, "  "+esc(n))
 	}
-	if len(ci) > 0 {
+	if len(in.CI) > 0 {
 		fmt.Fprintln(g.stdout, "\nto sign bundles in GitHub Actions:")
 	}
-	for _, n := range ci {
+	for _, n := range in.CI {
 		fmt.Fprintln(g.stdout, "  "+esc(n))
 	}
-	if trustNote != "" {
-		fmt.Fprintln(g.stdout, "  "+esc(trustNote))
+	if in.TrustNote != "" {
+		fmt.Fprintln(g.stdout, "  "+esc(in.TrustNote))
 	}
 	return nil
 }
@@ -81,13 +49,13 @@ func (p *initPlan) report(g *globals, asJSON bool, keyID string, written []strin
 // reportImages says which image each project runs in and where its
 // digest came from; for a process contract, that it will not run in the
 // Action.
-func (p *initPlan) reportImages(g *globals) {
-	if p.starter.Runtime != "docker" {
+func reportImages(g *globals, in *app.Initialized) {
+	if in.Starter.Runtime != "docker" {
 		fmt.Fprintln(g.stdout, "note: the checks run as plain processes on this machine (runtime: process); they will not run in the GitHub Action, whose container has no toolchains. `proofgate init --workflow` (or --docker IMAGE) writes sandboxed checks that do.")
 		return
 	}
 	seen := map[string]bool{}
-	for _, im := range p.starter.Images() {
+	for _, im := range in.Starter.Images() {
 		if seen[im.Ref] {
 			continue
 		}
@@ -106,8 +74,8 @@ func (p *initPlan) reportImages(g *globals) {
 			fmt.Fprintf(g.stdout, "  note: %s\n", esc(im.Note))
 		}
 	}
-	if p.branch.Name != "" {
-		fmt.Fprintf(g.stdout, "workflows run on pushes to %s (%s)\n", esc(p.branch.Name), esc(p.branch.From))
+	if in.Branch.Name != "" {
+		fmt.Fprintf(g.stdout, "workflows run on pushes to %s (%s)\n", esc(in.Branch.Name), esc(in.Branch.From))
 	}
 }
 

@@ -26,6 +26,9 @@
 //   - shard.go: a shard's execution and the merge (ExecShard, Merge)
 //   - evidence.go, benchmark.go: claims evidence (Collect, Verdict),
 //     benchmark reports (BenchmarkReport, RecordBaseline)
+//   - init.go: the starter contract, workflows, key pair and .gitignore
+//     lines init writes, every one refused before any is written when one
+//     exists (Init)
 //   - doctor.go, doctor_ready.go: what a run needs, as findings (Doctor)
 //
 // The errors a caller acts on carry their exit class (kernel/exit); a

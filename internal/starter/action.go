@@ -16,7 +16,7 @@ const (
 
 // PinAction replaces the example workflow's placeholder pins (the action
 // and its verify step) with ref, and their PLACEHOLDER comments with one
-// line saying what the pin is. ref is valid (checkActionFlag).
+// line saying what the pin is. ref is valid (internal/app checks --action).
 func PinAction(workflow []byte, ref string) []byte {
 	repo, sha, _ := strings.Cut(ref, "@")
 	out := bytes.ReplaceAll(workflow, []byte(ActionPlaceholderOwner+"/verify@"+ActionPlaceholderSHA), []byte(repo+"/verify@"+sha))

@@ -3,7 +3,7 @@
 // setup.py, Cargo.toml), the official image each one's checks run in,
 // pinned by digest (a registry's, or the local daemon's), the starter
 // contract as commented YAML, and the example workflows' branch filter and
-// action pin. It writes nothing; cmd/proofgate's init refuses an existing
+// action pin. It writes nothing; internal/app's Init refuses an existing
 // file and writes. Its errors carry their exit class: a manifest init
 // cannot read is usage, a registry it cannot reach the environment's.
 package starter
