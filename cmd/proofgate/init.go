@@ -2,6 +2,9 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -66,7 +69,7 @@ reached.`,
 			o.Contract, o.State = g.contract, g.state
 			in, err := app.Init(cmd.Context(), o)
 			if fe := (*app.InitFileError)(nil); errors.As(err, &fe) {
-				return outputErr(fe.Err)
+				return initFileErr(fe)
 			} else if err != nil {
 				return err
 			}
@@ -81,4 +84,18 @@ reached.`,
 	c.Flags().BoolVar(&o.NoKey, "no-key", false, "generate no signing key (keyless signing, or a key you already have)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print JSON")
 	return c
+}
+
+// initFileErr words a file init could not create. One that exists
+// appeared while init was writing (the plan refused every existing
+// target): init never overwrites, and says what it wrote before.
+func initFileErr(fe *app.InitFileError) error {
+	if !errors.Is(fe.Err, fs.ErrExist) {
+		return envErr(fe.Err)
+	}
+	written := "nothing"
+	if len(fe.Written) > 0 {
+		written = strings.Join(fe.Written, ", ")
+	}
+	return usageErr(fmt.Errorf("%w: it appeared while init was writing, and init never overwrites; written before it: %s", fe.Err, written))
 }

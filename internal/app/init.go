@@ -52,9 +52,12 @@ type Initialized struct {
 	TrustNote  string           // what the trust add command binds the key to, or ""
 }
 
-// InitFileError is a file Init could not create; the caller words it as
-// any output file it failed to write.
-type InitFileError struct{ Err error }
+// InitFileError is a file Init could not create (fs.ErrExist when it
+// appeared after the plan checked), with the files written before it.
+type InitFileError struct {
+	Err     error
+	Written []string
+}
 
 func (e *InitFileError) Error() string { return e.Err.Error() }
 func (e *InitFileError) Unwrap() error { return e.Err }
@@ -214,7 +217,7 @@ func (p *initPlan) write() (*Initialized, error) {
 			return nil, exit.Wrap(exit.Environment, err)
 		}
 		if err := durable.CreateExclusive(t, b, 0o644); err != nil {
-			return nil, &InitFileError{err}
+			return nil, &InitFileError{err, in.Written}
 		}
 		in.Written = append(in.Written, p.show(t))
 	}
@@ -224,7 +227,7 @@ func (p *initPlan) write() (*Initialized, error) {
 		}
 		id, err := key.Generate(p.keyPath)
 		if err != nil {
-			return nil, &InitFileError{err}
+			return nil, &InitFileError{err, in.Written}
 		}
 		in.KeyID, in.PrivateKey, in.PublicKey = id, p.keyPath, key.PublicPath(p.keyPath)
 		in.Written = append(in.Written, in.PrivateKey, in.PublicKey)
