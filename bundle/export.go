@@ -18,6 +18,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/archive"
 	"github.com/proofgate/proofgate/bundle/checkpoint"
 	"github.com/proofgate/proofgate/bundle/envelope"
+	"github.com/proofgate/proofgate/internal/asynchash"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/canon"
 	"github.com/proofgate/proofgate/internal/durable"
@@ -180,13 +181,13 @@ func exportSigned(runDir, keyID string, w io.Writer, opts ExportOptions, sign si
 		entries = append(entries, archive.BytesEntry(envelope.MaterialFile, material))
 	}
 
-	cw := &countWriter{w: w, h: newAsyncHash(sha256.New())}
-	defer cw.h.sum()
+	cw := &countWriter{w: w, h: asynchash.New(sha256.New())}
+	defer cw.h.Sum()
 	if err := archive.Write(cw, entries); err != nil {
 		return nil, err
 	}
 	return &ExportResult{RunID: id, KeyID: keyID, SignedAt: signedAt.UTC(), Files: len(entries),
-		Size: cw.n, SHA256: hex.EncodeToString(cw.h.sum()), Products: Products(&summary), Envelope: env, Material: material}, nil
+		Size: cw.n, SHA256: hex.EncodeToString(cw.h.Sum()), Products: Products(&summary), Envelope: env, Material: material}, nil
 }
 
 // auditForExport reads the run's small files once and audits the run from
@@ -399,78 +400,13 @@ func (d *digestReader) Close() error {
 // countWriter counts and hashes what it writes to w.
 type countWriter struct {
 	w io.Writer
-	h *asyncHash
+	h *asynchash.Writer
 	n int64
 }
 
 func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
-	c.h.write(p[:n])
+	c.h.Write(p[:n])
 	return n, err
-}
-
-// asyncHashBlock is how many bytes asyncHash hands over at a time.
-const asyncHashBlock = 256 << 10
-
-// asyncHash hashes the bytes written to it on a goroutine of its own, so
-// that hashing the archive overlaps writing it: export already hashes
-// every blob as it reads it (digestReader), and one core doing both
-// hashes made the archive's digest cost a third of the export.
-type asyncHash struct {
-	h    hash.Hash
-	buf  []byte
-	ch   chan []byte
-	free chan []byte
-	done chan struct{}
-	out  []byte
-}
-
-func newAsyncHash(h hash.Hash) *asyncHash {
-	a := &asyncHash{h: h, ch: make(chan []byte, 4), free: make(chan []byte, 5), done: make(chan struct{})}
-	go func() {
-		defer close(a.done)
-		for b := range a.ch {
-			a.h.Write(b)
-			select {
-			case a.free <- b[:0]:
-			default: // enough spare buffers: let this one go
-			}
-		}
-	}()
-	a.buf = make([]byte, 0, asyncHashBlock)
-	return a
-}
-
-func (a *asyncHash) write(p []byte) {
-	for len(p) > 0 {
-		n := min(len(p), cap(a.buf)-len(a.buf))
-		a.buf, p = append(a.buf, p[:n]...), p[n:]
-		if len(a.buf) == cap(a.buf) {
-			a.flush()
-		}
-	}
-}
-
-func (a *asyncHash) flush() {
-	a.ch <- a.buf
-	select {
-	case a.buf = <-a.free:
-	default:
-		a.buf = make([]byte, 0, asyncHashBlock)
-	}
-}
-
-// sum waits for the hash of everything written and returns it; it stops
-// the goroutine, and later calls return the same sum.
-func (a *asyncHash) sum() []byte {
-	if a.out == nil {
-		if len(a.buf) > 0 {
-			a.ch <- a.buf
-		}
-		close(a.ch)
-		<-a.done
-		a.out = a.h.Sum(nil)
-	}
-	return a.out
 }

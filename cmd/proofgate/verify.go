@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/internal/asynchash"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/printable"
 	"github.com/proofgate/proofgate/kernel/contract"
@@ -245,11 +246,13 @@ func runVerifyBundle(cmd *cobra.Command, g *globals, f *verifyFlags, vf *vsaFlag
 		return usageErr(err)
 	}
 	defer file.Close()
-	h := sha256.New()
+	h := asynchash.New(sha256.New()) // the file's own digest, hashed beside the verification
 	r := io.TeeReader(vw.reader(file), h)
 	v, err := bundle.VerdictOf(bundle.Verify(r, store, opts))
 	if _, cerr := io.Copy(io.Discard, r); cerr == nil {
-		v.ArchiveSHA256 = hex.EncodeToString(h.Sum(nil))
+		v.ArchiveSHA256 = hex.EncodeToString(h.Sum())
+	} else {
+		h.Sum() // ends its goroutine
 	}
 	var pe *bundle.PolicyError
 	switch {
