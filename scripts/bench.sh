@@ -140,7 +140,7 @@ a="" b=""
 for _ in $(seq "$ROUNDS"); do
 	t1=$(elapsed_ms pgrun "$p1" --jobs 1)
 	t21=$(elapsed_ms pgrun "$p21" --jobs 1)
-	a="$a $(((t21 - t1) / 20))"
+	a="$a $(awk -v d=$((t21 - t1)) 'BEGIN {printf "%.1f", d / 20}')" # not truncated to whole ms
 	b="$b $(elapsed_ms sh -c 'for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do /bin/true; done')"
 done
 row "process runtime, per trivial check vs /bin/true (×20 each)" "$(echo $a | median)" "$(awk -v x="$(echo $b | median)" 'BEGIN {printf "%.1f", x / 20}')"
@@ -154,7 +154,7 @@ a="" b=""
 for _ in $(seq "$ROUNDS"); do
 	t1=$(elapsed_ms pgrun "$d1" --jobs 1)
 	t21=$(elapsed_ms pgrun "$d21" --jobs 1)
-	a="$a $(((t21 - t1) / 20))"
+	a="$a $(awk -v d=$((t21 - t1)) 'BEGIN {printf "%.1f", d / 20}')" # not truncated to whole ms
 	b="$b $(elapsed_ms docker run --rm --network none "$IMAGE" /bin/helper true)"
 done
 row "docker runtime, per trivial check vs docker run --rm" "$(echo $a | median)" "$(echo $b | median)"
