@@ -13,7 +13,9 @@
 //     products (Export); agentsession.go: an agent-session bundle
 //     (ExportAgentSession)
 //   - vsa.go: a signed verification summary and its policy document
-//     (WriteSummary)
+//     (WriteSummary); gatepolicy.go: a gate policy file, read by bundle
+//     verify --policy and the verify action's input policy
+//     (ParseGatePolicy, CheckTrust)
 //   - events.go, checkpoint.go: verifying event logs and checkpoints, a
 //     writer's lock (VerifyEvents, VerifyStateChains, Unlock,
 //     CheckpointRun, CheckpointState)
