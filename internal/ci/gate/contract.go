@@ -17,13 +17,13 @@ func ReleaseContract(ctx context.Context, r Repo, commit, path, profile string) 
 	data, err := event.ContractAt(ctx, r.Workspace, r.GitHub, r.Owner, r.Name, commit, path)
 	switch {
 	case errors.Is(err, event.ErrNotInBase):
-		return "", &Refusal{exit.Refused, string(ReasonNoContract), fmt.Sprintf("the release commit %s has no %s: no run can be bound to a contract (input contract names another path)", short(commit), path)}
+		return "", &Refusal{exit.Refused, string(ReasonNoContract), fmt.Sprintf("the release commit %s has no %s: no run can be bound to a contract (input contract names another path)", event.ShortSHA(commit), path)}
 	case err != nil:
-		return "", &Refusal{exit.Environment, string(ReasonGitHubAPI), fmt.Errorf("read %s at the release commit %s: %w", path, short(commit), err).Error()}
+		return "", &Refusal{exit.Environment, string(ReasonGitHubAPI), fmt.Errorf("read %s at the release commit %s: %w", path, event.ShortSHA(commit), err).Error()}
 	}
 	c, err := contract.Parse(path, data, profile)
 	if err != nil {
-		return "", &Refusal{exit.Refused, string(ReasonNoContract), fmt.Sprintf("the contract at the release commit %s does not resolve: %v", short(commit), err)}
+		return "", &Refusal{exit.Refused, string(ReasonNoContract), fmt.Sprintf("the contract at the release commit %s does not resolve: %v", event.ShortSHA(commit), err)}
 	}
 	h, err := c.Hash()
 	if err != nil {

@@ -24,6 +24,7 @@ import (
 	"github.com/proofgate/proofgate/bundle/trust"
 	"github.com/proofgate/proofgate/internal/bounded"
 	"github.com/proofgate/proofgate/internal/ci/artifact"
+	"github.com/proofgate/proofgate/internal/ci/event"
 	"github.com/proofgate/proofgate/kernel/exit"
 )
 
@@ -245,7 +246,7 @@ func (s *search) notFound(findErr error) *Refusal {
 // tryArtifact downloads artifact a and verifies its bundle, witnessed at
 // the artifact's created_at.
 func (s *search) tryArtifact(ctx context.Context, a *artifact.Artifact) Attempt {
-	label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, short(a.Run.HeadSHA))
+	label := fmt.Sprintf("%s (id %d, head %s)", a.Name, a.ID, event.ShortSHA(a.Run.HeadSHA))
 	zipData, err := artifact.Download(ctx, s.o.GitHub, s.o.Owner, s.o.Name, a.ID, artifact.MaxBundleBytes)
 	if err != nil {
 		return s.record(label, bundle.Refusal(string(ReasonGitHubAPI), err.Error(), ""), nil)
@@ -316,6 +317,3 @@ func (s *search) record(label string, v bundle.Verdict, r *bundle.Result) Attemp
 	s.res.Attempts = append(s.res.Attempts, att)
 	return att
 }
-
-// short is a commit's first 12 characters, as labels show it.
-func short(sha string) string { return sha[:min(len(sha), 12)] }

@@ -128,11 +128,3 @@ func TestArtifactURI(t *testing.T) {
 		t.Errorf("GHES: %s", u)
 	}
 }
-
-func TestShort(t *testing.T) {
-	for in, want := range map[string]string{"": "", "abc": "abc", strings.Repeat("a", 40): strings.Repeat("a", 12)} {
-		if got := short(in); got != want {
-			t.Errorf("short(%q) = %q", in, got)
-		}
-	}
-}
