@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/proofgate/proofgate/bundle"
+	"github.com/proofgate/proofgate/bundle/vsa"
 	"github.com/proofgate/proofgate/internal/ci/gate"
 	"github.com/proofgate/proofgate/internal/githubtest"
 )
@@ -30,6 +31,9 @@ func TestVerifyPolicyInput(t *testing.T) {
 	fx.env["INPUT_POLICY"] = "gate.policy.json"
 	trustBytes, err := os.ReadFile(fx.trust)
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(fx.ws, "policy.d"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	sum := sha256.Sum256(trustBytes)
@@ -64,6 +68,8 @@ func TestVerifyPolicyInput(t *testing.T) {
 		{"trust material not given", `{"bundle":{"require_approvals":1},"trust":[{"name":"root.json","digest":{"sha256":"` + trustDigest + `"}}]}`, nil, ExitUsage, string(gate.ReasonUsage), "neither input trust-store nor trusted-root"},
 		{"out of the workspace", ``, map[string]string{"INPUT_POLICY": "../gate.policy.json"}, ExitUsage, string(gate.ReasonUsage), "not a clean path"},
 		{"missing", ``, map[string]string{"INPUT_POLICY": "none.policy.json"}, ExitUsage, string(gate.ReasonUsage), "input policy"},
+		{"oversized", `{"bundle":{"require_approvals":1}}` + strings.Repeat(" ", vsa.MaxPayload), nil, ExitUsage, string(gate.ReasonUsage), "larger than 1048576 bytes"},
+		{"a directory", ``, map[string]string{"INPUT_POLICY": "policy.d"}, ExitUsage, string(gate.ReasonUsage), "not a regular file"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if c.doc != "" {
