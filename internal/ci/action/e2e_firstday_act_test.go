@@ -106,7 +106,42 @@ func (d *actDay) pushAndRelease() {
 	}
 	t.Logf("ACT-FIRSTDAY %s: act push (proofgate.yml) %.1f s, act push of a tag (release-gate.yml) %.1f s",
 		d.p.name, runWall.Seconds(), gateWall.Seconds())
+	d.policyGate(runID)
 	d.tampered(zip, name)
+}
+
+// policyGate runs the generated release-gate.yml with its approvals in a
+// gate policy file (input policy, ADR 0049) instead of input
+// require-approvals: a policy asking two refuses the run of one approval,
+// one accepts it. The workflow and the policy file are edited in the work
+// tree (act copies it) and put back.
+func (d *actDay) policyGate(runID string) {
+	t := d.t
+	wf := filepath.Join(d.ws, ".github", "workflows", "release-gate.yml")
+	orig, err := os.ReadFile(wf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	withPolicy := strings.Replace(string(orig), `require-approvals: "1"`, "policy: .proofgate/gate-policy.json", 1)
+	if withPolicy == string(orig) {
+		t.Fatalf("release-gate.yml has no require-approvals input to replace:\n%s", orig)
+	}
+	policy := filepath.Join(d.ws, ".proofgate", "gate-policy.json")
+	defer func() {
+		writeFile(t, wf, string(orig))
+		os.Remove(policy)
+	}()
+	writeFile(t, wf, withPolicy)
+	writeFile(t, policy, `{"bundle":{"require_approvals":2,"profile":""}}`)
+	out := d.act("push", "release-gate.yml", d.pushEvent("refs/tags/"+releaseTag), 1)
+	if strings.Contains(out, "release "+releaseTag) || !strings.Contains(out, "::set-output:: reason=insufficient-approvals") {
+		t.Fatalf("release gate under a policy of two approvals:\n%s", out)
+	}
+	writeFile(t, policy, `{"bundle":{"require_approvals":1,"profile":""}}`)
+	out = d.act("push", "release-gate.yml", d.pushEvent("refs/tags/"+releaseTag), 0)
+	if gotRun, verdict := actStepLine(t, out, `\| verified run (\S+) \((\w+)\)\n`); gotRun != runID || verdict != "accepted" {
+		t.Fatalf("release gate under a policy of one approval: run %q verdict %q\n%s", gotRun, verdict, out)
+	}
 }
 
 // tampered runs the release gate on a tampered artifact: refused, no
